@@ -1,0 +1,75 @@
+rule shadow:
+    """The attacker's shadow head and attack models, fitted on its own data."""
+    input:
+        script=script("train_attack.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+    output:
+        f"{RESULTS}/{{dataset}}/attack/attacker.pt",
+    params:
+        head=as_json(config["head"]),
+        attack=as_json({k: v for k, v in config["attack"].items() if k != "train_pairs"}),
+        pairs=config["attack"]["train_pairs"],
+        seed=stage_seed("shadow"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/shadow.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/shadow.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+    conda:
+        ENV
+    shell:
+        "python {input.script} --features {input.features} --head {params.head} --attack {params.attack}"
+        " --train-pairs {params.pairs} --seed {params.seed} --out {output} --threads {threads} 2> {log}"
+
+
+def protected_heads_input(wildcards):
+    if wildcards.target == "none":
+        return []
+    return [f"{RESULTS}/{wildcards.dataset}/protect/{wildcards.target}.pt"]
+
+
+rule attack:
+    """Membership inference against the clean head (target `none`) or one mechanism's noisy heads."""
+    input:
+        script=script("attack.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+        head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
+        attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
+        protected=protected_heads_input,
+    output:
+        f"{RESULTS}/{{dataset}}/attack/{{target}}.csv",
+    wildcard_constraints:
+        target="|".join(["none"] + MECHANISMS),
+    params:
+        protected=lambda w, input: f"--protected {input.protected}" if input.protected else "",
+        seed=stage_seed("attack"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/attack_{{target}}.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/attack_{{target}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=8000,
+    conda:
+        ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --features {input.features} --head {input.head}"
+        " --attacker {input.attacker} {params.protected} --seed {params.seed} --out {output} 2> {log}"
+
+
+rule mia_table:
+    """All attack rows of one dataset in one tidy CSV."""
+    input:
+        script=script("merge_csv.py"),
+        parts=expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{target}}.csv", target=["none"] + MECHANISMS),
+    output:
+        f"{RESULTS}/{{dataset}}/mia.csv",
+    log:
+        f"{RESULTS}/{{dataset}}/logs/mia_table.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python {input.script} --out {output} {input.parts} 2> {log}"

@@ -1,0 +1,50 @@
+rule encode:
+    """Features of every labelled split under the frozen encoder, computed once."""
+    input:
+        script=script("encode.py"),
+        splits=f"{RESULTS}/{{dataset}}/splits.json",
+        encoder=f"{RESULTS}/{{dataset}}/pretrain/encoder.pt",
+    output:
+        f"{RESULTS}/{{dataset}}/finetune/features.pt",
+    params:
+        root=config["data_root"],
+        device=config["device"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/encode.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/encode.tsv"
+    threads: 2
+    resources:
+        mem_mb=16000,
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --splits {input.splits} --data-root {params.root} --encoder {input.encoder}"
+        " --out {output} --device {params.device} --threads {threads} 2> {log}"
+
+
+rule finetune:
+    """The released head ω = A_S(d) on the private split."""
+    input:
+        script=script("finetune.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+    output:
+        head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
+        metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
+    params:
+        head=as_json(config["head"]),
+        device=config["device"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/finetune.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/finetune.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --features {input.features} --head {params.head} --out {output.head}"
+        " --metrics {output.metrics} --device {params.device} --threads {threads} 2> {log}"

@@ -1,0 +1,29 @@
+rule pretrain:
+    """SimCLR on the public split D. The checkpoint is not an output: Snakemake keeps it when a
+    job dies, and the restarted job (--rerun-incomplete) resumes from it."""
+    input:
+        script=script("pretrain.py"),
+        splits=f"{RESULTS}/{{dataset}}/splits.json",
+    output:
+        encoder=f"{RESULTS}/{{dataset}}/pretrain/encoder.pt",
+        history=f"{RESULTS}/{{dataset}}/pretrain/history.csv",
+    params:
+        simclr=as_json(config["simclr"]),
+        seed=stage_seed("pretrain"),
+        root=config["data_root"],
+        device=config["device"],
+        checkpoint=f"{RESULTS}/{{dataset}}/pretrain/checkpoint/simclr.pt",
+    log:
+        f"{RESULTS}/{{dataset}}/logs/pretrain.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/pretrain.tsv"
+    threads: 2
+    resources:
+        mem_mb=16000,
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --splits {input.splits} --data-root {params.root} --simclr {params.simclr}"
+        " --seed {params.seed} --checkpoint {params.checkpoint} --encoder {output.encoder}"
+        " --history {output.history} --device {params.device} --threads {threads} 2> {log}"

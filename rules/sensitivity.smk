@@ -1,0 +1,29 @@
+rule sensitivity:
+    """Algorithm 2: Δ1 and Δ2 of the head from m sampled neighbour pairs (2m batched trainings)."""
+    input:
+        script=script("sensitivity.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+    output:
+        f"{RESULTS}/{{dataset}}/sensitivity.json",
+    params:
+        head=as_json(config["head"]),
+        m=config["sensitivity"]["m"],
+        rho=config["sensitivity"]["rho"],
+        chunk=config["sensitivity"]["chunk_size"],
+        seed=stage_seed("sensitivity"),
+        pretrain_size=lambda w: config["datasets"][w.dataset]["splits"]["pretrain"],
+        device=config["device"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/sensitivity.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/sensitivity.tsv"
+    threads: 2
+    resources:
+        mem_mb=16000,
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --features {input.features} --head {params.head} --m {params.m}"
+        " --rho {params.rho} --chunk-size {params.chunk} --seed {params.seed}"
+        " --pretrain-size {params.pretrain_size} --out {output} --device {params.device} --threads {threads} 2> {log}"

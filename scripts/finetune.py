@@ -1,0 +1,45 @@
+#!/usr/bin/env python
+"""Rule `finetune`: the released head ω = A_S(r) on the private split d, with train and test
+accuracy. A_S is the deterministic batched trainer that the sensitivity sampler also uses."""
+
+import argparse
+
+import torch
+
+from privssl.cli import device_argument, json_object
+from privssl.heads import HeadSpec, accuracy, parameter_shapes, train_head
+from privssl.io import atomic_torch_save, atomic_write_json, load_tensors, pick_device, script_logger
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--features", required=True)
+    parser.add_argument("--head", type=json_object, default={}, help="JSON object of HeadSpec fields")
+    parser.add_argument("--out", required=True, help="released head (.pt)")
+    parser.add_argument("--metrics", required=True, help="train/test accuracy (.json)")
+    parser.add_argument("--threads", type=int, default=None)
+    device_argument(parser)
+    args = parser.parse_args()
+    log = script_logger("finetune")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    spec = HeadSpec.from_config(args.head)
+    feats = load_tensors(args.features)
+    x, y = feats["finetune"].to(device), feats["finetune_labels"].to(device)
+    params = train_head(spec, x, y, feats["n_classes"])
+    metrics = {
+        "train_accuracy": float(accuracy(params, x, y)[0]),
+        "test_accuracy": float(accuracy(params, feats["test"].to(device), feats["test_labels"].to(device))[0]),
+        "finetune_size": len(y),
+        "device": str(device),
+    }
+    log.info("device %s, %s: %s", device, spec, metrics)
+    shapes = parameter_shapes(spec, x.shape[1], feats["n_classes"])
+    atomic_torch_save({"params": {k: v.cpu() for k, v in params.items()}, "shapes": shapes,
+                       "spec": spec.__dict__, "n_classes": feats["n_classes"]}, args.out)
+    atomic_write_json(metrics, args.metrics)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+#!/usr/bin/env python
+"""Rule `pretrain`: SimCLR on the public split D. Checkpoints after every epoch and resumes
+from the checkpoint when restarted; writes the encoder and the per-epoch history."""
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from privssl.cli import device_argument, json_object
+from privssl.data import load_pool
+from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.simclr import SimCLRSpec, pretrain
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--splits", required=True, help="splits JSON of the data rule")
+    parser.add_argument("--data-root", required=True)
+    parser.add_argument("--simclr", type=json_object, default={}, help="JSON object of SimCLRSpec fields")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--checkpoint", required=True, help="resumable checkpoint (kept between runs)")
+    parser.add_argument("--encoder", required=True, help="output: encoder state and its spec")
+    parser.add_argument("--history", required=True, help="output: CSV of loss and contrastive accuracy")
+    parser.add_argument("--threads", type=int, default=None)
+    device_argument(parser)
+    args = parser.parse_args()
+    log = script_logger("pretrain")
+    spec = SimCLRSpec.from_config(args.simclr)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    log.info("device %s, spec %s", device, spec)
+    splits = json.loads(Path(args.splits).read_text())
+    pool = load_pool(splits["dataset"], args.data_root)
+    images = pool.float_images(torch.tensor(splits["splits"]["pretrain"]))
+    model, history = pretrain(spec, images, args.seed, device, Path(args.checkpoint), log.info)
+    atomic_write_csv(pd.DataFrame(history), args.history)
+    atomic_torch_save({"state": model.encoder.state_dict(), "encoder": spec.encoder, "width": spec.width,
+                       "in_channels": images.shape[1], "image_size": images.shape[-1]}, args.encoder)
+
+
+if __name__ == "__main__":
+    main()

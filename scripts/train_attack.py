@@ -1,0 +1,63 @@
+#!/usr/bin/env python
+"""Rule `shadow`: the attacker's side of the paper's membership inference. A shadow head is
+trained the victim's way (same A_S, public encoder) on half of the attacker's own data; the
+attack MLP learns in/out from (probability vector, one-hot label) on balanced pairs, and each
+metric attack gets its threshold from the same shadow outputs."""
+
+import argparse
+
+import numpy as np
+import torch
+
+from privssl.cli import json_object
+from privssl.heads import HeadSpec, predict_proba, train_head
+from privssl.io import atomic_torch_save, load_tensors, script_logger
+from privssl.mia import AttackSpec, attack_inputs, attack_mlp_scores, best_threshold, evaluate, metric_scores, \
+    train_attack_mlp
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--features", required=True)
+    parser.add_argument("--head", type=json_object, default={}, help="JSON object of HeadSpec fields (the victim's)")
+    parser.add_argument("--attack", type=json_object, default={}, help="JSON object of AttackSpec fields")
+    parser.add_argument("--train-pairs", type=int, default=2000, help="balanced (in, out) pairs for the attack MLP")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    log = script_logger("shadow")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    feats = load_tensors(args.features)
+    x, y = feats["shadow"], feats["shadow_labels"]
+    half = len(y) // 2
+    if args.train_pairs < 2 or args.train_pairs // 2 > half:
+        parser.error(f"--train-pairs {args.train_pairs} needs {args.train_pairs // 2} shadow 'in' and 'out' "
+                     f"records each; the shadow split has {len(y)} (allowed: 2..{2 * half})")
+    generator = torch.Generator().manual_seed(args.seed)
+    order = torch.randperm(len(y), generator=generator)
+    inside, outside = order[:half], order[half:2 * half]
+    shadow = train_head(HeadSpec.from_config(args.head), x[inside], y[inside], feats["n_classes"])
+    per_side = args.train_pairs // 2
+    chosen = torch.cat([inside[torch.randperm(half, generator=generator)[:per_side]],
+                        outside[torch.randperm(half, generator=generator)[:per_side]]])
+    is_member = torch.cat([torch.ones(per_side), torch.zeros(per_side)])
+    probs = predict_proba(shadow, x[chosen])[0]
+    spec = AttackSpec.from_config(args.attack)
+    model = train_attack_mlp(attack_inputs(probs, y[chosen]), is_member, spec, args.seed)
+    members = is_member.numpy().astype(bool)
+    scores = {name: s.numpy() for name, s in metric_scores(probs, y[chosen]).items()}
+    thresholds = {name: best_threshold(s, members) for name, s in scores.items()}
+    fit = {name: evaluate(s, members, thresholds[name]) for name, s in scores.items()}
+    fit["shadow_mlp"] = evaluate(attack_mlp_scores(model, probs, y[chosen]).numpy(), members, 0.5)
+    log.info("attack fit on the shadow head (%d pairs): %s", len(chosen),
+             {k: round(v["accuracy"], 4) for k, v in fit.items()})
+    atomic_torch_save({"mlp": model.state_dict(), "spec": spec.__dict__, "in_dim": 2 * feats["n_classes"],
+                       "thresholds": thresholds, "shadow_fit": fit,
+                       "shadow_train_accuracy": float((probs[:per_side].argmax(-1) == y[chosen][:per_side]).double().mean())},
+                      args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Config validation: the JSON schema, then the checks a schema cannot express (split sizes
+against the dataset's size, attack pairs against the shadow split). Runs in the Snakefile
+before the DAG is built, so a bad config fails before any job starts and writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from privssl.splits import check_split_sizes
+
+
+class ConfigError(ValueError):
+    """A config value outside what is allowed; the message names the key."""
+
+
+def _key(path) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "<top level>"
+
+
+def validate_config(config: dict, schema_path: str | Path) -> None:
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = []
+        for err in errors:
+            allowed = err.schema.get("enum") if isinstance(err.schema, dict) else None
+            hint = f" (allowed: {', '.join(map(str, allowed))})" if allowed else ""
+            lines.append(f"config key '{_key(err.absolute_path)}': {err.message}{hint}")
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
+    for dataset, entry in config["datasets"].items():
+        try:
+            check_split_sizes(dataset, entry["splits"])
+        except ValueError as err:
+            raise ConfigError(f"config key 'datasets.{dataset}.splits': {err}") from err
+        shadow, pairs = entry["splits"]["shadow"], config["attack"]["train_pairs"]
+        if pairs // 2 > shadow // 2:
+            raise ConfigError(
+                f"config key 'attack.train_pairs': {pairs} pairs need {pairs // 2} shadow 'in' and 'out' records "
+                f"each, but datasets.{dataset}.splits.shadow = {shadow} gives {shadow // 2} (allowed: <= {2 * (shadow // 2)})")

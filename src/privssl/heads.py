@@ -1,0 +1,159 @@
+"""The fine-tuning algorithm A_S: a head on frozen encoder features, trained many at once.
+
+The sensitivity sampler (Algorithm 2) needs A_S to be a *deterministic function of its data
+set*, otherwise Δ measures seed noise instead of the influence of one record. Hence:
+- every head starts from the same initialisation, drawn from `init_seed`;
+- mini-batches follow one fixed permutation of d per epoch, shared by every head; a head
+  whose data set lacks an element simply skips it (its mask is 0 there), so the batch order
+  never depends on which element is missing;
+- computation is in float64, so reduction order does not blur differences of ~1e-5.
+
+Heads are stacked along a leading dimension B and share the features; only their data masks
+differ. Adam is element-wise, so one optimiser over stacked parameters is B independent Adams.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+ARCHITECTURES = ("linear", "mlp")
+OPTIMIZERS = ("adam", "sgd")
+DTYPE = torch.float64
+
+
+@dataclass(frozen=True)
+class HeadSpec:
+    """Hyper-parameters S of the fine-tuning algorithm A_S."""
+
+    architecture: str = "mlp"
+    hidden: int = 128
+    epochs: int = 100
+    batch_size: int | None = None  # None: full batch
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    momentum: float = 0.0  # sgd only
+    weight_decay: float = 0.0
+    init_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"head architecture {self.architecture!r} unknown; allowed: {ARCHITECTURES}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"head optimizer {self.optimizer!r} unknown; allowed: {OPTIMIZERS}")
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "HeadSpec":
+        return cls(**{k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg})
+
+
+def parameter_shapes(spec: HeadSpec, in_dim: int, n_classes: int) -> dict[str, tuple[int, ...]]:
+    """Shapes of one head's parameters, in the fixed order used to flatten them."""
+    if spec.architecture == "linear":
+        return {"weight": (in_dim, n_classes), "bias": (n_classes,)}
+    return {"weight1": (in_dim, spec.hidden), "bias1": (spec.hidden,),
+            "weight2": (spec.hidden, n_classes), "bias2": (n_classes,)}
+
+
+def init_heads(spec: HeadSpec, in_dim: int, n_classes: int, n_heads: int,
+               device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+    """n_heads identical copies of PyTorch's default nn.Linear initialisation, U(±1/√fan_in)."""
+    generator = torch.Generator().manual_seed(spec.init_seed)
+    params = {}
+    for name, shape in parameter_shapes(spec, in_dim, n_classes).items():
+        fan_in = shape[0] if name.startswith("weight") else params[name.replace("bias", "weight")].shape[1]
+        bound = 1.0 / math.sqrt(fan_in)
+        value = (torch.rand(shape, generator=generator, dtype=DTYPE) * 2 - 1) * bound
+        params[name] = value.to(device).expand(n_heads, *shape).clone()
+    return params
+
+
+def head_logits(params: dict[str, torch.Tensor], features: torch.Tensor) -> torch.Tensor:
+    """Logits of B stacked heads on shared features (N, F) -> (B, N, C)."""
+    if "weight" in params:
+        return torch.einsum("nf,bfc->bnc", features, params["weight"]) + params["bias"][:, None, :]
+    hidden = torch.einsum("nf,bfh->bnh", features, params["weight1"]) + params["bias1"][:, None, :]
+    hidden = torch.relu(hidden)
+    return torch.bmm(hidden, params["weight2"]) + params["bias2"][:, None, :]
+
+
+def flatten(params: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(B, P): every head's parameters as one vector, the space the mechanisms act on."""
+    return torch.cat([p.reshape(p.shape[0], -1) for p in params.values()], dim=1)
+
+
+def unflatten(flat: torch.Tensor, shapes: dict[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
+    """Inverse of `flatten` for a stack (B, P) of head vectors."""
+    params, offset = {}, 0
+    for name, shape in shapes.items():
+        size = math.prod(shape)
+        params[name] = flat[:, offset:offset + size].reshape(flat.shape[0], *shape)
+        offset += size
+    if offset != flat.shape[1]:
+        raise ValueError(f"flat heads have {flat.shape[1]} parameters, the shapes need {offset}")
+    return params
+
+
+def train_heads(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, masks: torch.Tensor,
+                n_classes: int) -> dict[str, torch.Tensor]:
+    """A_S on B data sets at once: data set b is {features[n] : masks[b, n] = 1}.
+
+    Returns the B trained heads stacked. Head b equals what training on its own data set
+    alone would give (see tests/test_heads.py), up to float64 rounding.
+    """
+    features = features.to(DTYPE)
+    masks = masks.to(device=features.device, dtype=DTYPE)
+    if masks.ndim != 2 or masks.shape[1] != features.shape[0]:
+        raise ValueError(f"masks must be (heads, {features.shape[0]}), got {tuple(masks.shape)}")
+    n = features.shape[0]
+    params = init_heads(spec, features.shape[1], n_classes, masks.shape[0], features.device)
+    for p in params.values():
+        p.requires_grad_(True)
+    if spec.optimizer == "adam":
+        optimiser = torch.optim.Adam(params.values(), lr=spec.lr, weight_decay=spec.weight_decay, foreach=False)
+    else:
+        optimiser = torch.optim.SGD(params.values(), lr=spec.lr, momentum=spec.momentum,
+                                    weight_decay=spec.weight_decay, foreach=False)
+    batch_size = n if spec.batch_size is None else min(spec.batch_size, n)
+    order = torch.Generator().manual_seed(spec.init_seed + 1)
+    for _ in range(spec.epochs):
+        permutation = torch.randperm(n, generator=order).to(features.device)
+        for start in range(0, n, batch_size):
+            idx = permutation[start:start + batch_size]
+            weight = masks[:, idx]
+            logits = head_logits(params, features[idx])
+            losses = F.cross_entropy(logits.transpose(1, 2), labels[idx].expand(len(weight), -1),
+                                     reduction="none")
+            # Mean over the elements each head actually has; the sum over heads decouples.
+            loss = ((losses * weight).sum(1) / weight.sum(1).clamp(min=1.0)).sum()
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+    return {k: v.detach() for k, v in params.items()}
+
+
+def train_head(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor,
+               n_classes: int) -> dict[str, torch.Tensor]:
+    """The released head ω = A_S(d): the same algorithm on the whole of d, B = 1."""
+    masks = torch.ones(1, features.shape[0], dtype=DTYPE, device=features.device)
+    return train_heads(spec, features, labels, masks, n_classes)
+
+
+@torch.no_grad()
+def predict_proba(params: dict[str, torch.Tensor], features: torch.Tensor,
+                  chunk: int = 256) -> torch.Tensor:
+    """Class probabilities (B, N, C) of B heads, computed in chunks of heads to bound memory."""
+    features = features.to(DTYPE)
+    n_heads = next(iter(params.values())).shape[0]
+    out = [torch.softmax(head_logits({k: v[i:i + chunk] for k, v in params.items()}, features), -1)
+           for i in range(0, n_heads, chunk)]
+    return torch.cat(out, 0)
+
+
+@torch.no_grad()
+def accuracy(params: dict[str, torch.Tensor], features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Accuracy (B,) of each stacked head."""
+    return (predict_proba(params, features).argmax(-1) == labels).to(DTYPE).mean(-1)

@@ -1,0 +1,127 @@
+"""Black-box membership inference against a released head (paper §6.2 and Appendix B).
+
+The paper's attack (`shadow_mlp`, after Shokri et al. 2017): the attacker trains a shadow head
+the victim's way on half of its own data ('in'), keeps the other half 'out', and trains an
+MLP with 5 ReLU hidden layers (Adam, lr 1e-3) to tell 'in' from 'out' from the pair
+(probability vector, one-hot true label). It is then applied to the victim's outputs.
+
+Metric attacks (seed 003 Ch. 4; Song & Mittal 2021): a score per query, higher = more likely a
+member, and a threshold fitted on the shadow head's in/out scores:
+confidence p_y, entropy (−H(p)), modified entropy (−Mentr(p, y)), loss (log p_y) and
+correctness (1 if the prediction is right).
+
+Besides accuracy (the paper's metric) every attack reports ROC AUC and the TPR at 1 % FPR
+(Carlini et al. 2022): accuracy alone hides how confidently a few members are exposed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from sklearn.metrics import roc_auc_score, roc_curve
+from torch import nn
+
+METRIC_ATTACKS = ("confidence", "entropy", "modified_entropy", "loss", "correctness")
+_EPS = 1e-30  # guards log(0) of saturated probabilities
+
+
+def metric_scores(probs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Membership scores (..., N) of every metric attack for probabilities (..., N, C)."""
+    probs = probs.double()
+    p_true = probs.gather(-1, labels.expand(probs.shape[:-1]).unsqueeze(-1)).squeeze(-1)
+    log_p = torch.log(probs.clamp(min=_EPS))
+    log_1mp = torch.log((1 - probs).clamp(min=_EPS))
+    is_true = F.one_hot(labels, probs.shape[-1]).bool().expand(probs.shape)
+    # Mentr(p, y) = −(1 − p_y) log p_y − Σ_{i≠y} p_i log(1 − p_i)
+    mentr = -(1 - p_true) * torch.log(p_true.clamp(min=_EPS)) - torch.where(is_true, 0.0, probs * log_1mp).sum(-1)
+    return {
+        "confidence": p_true,
+        "entropy": (probs * log_p).sum(-1),
+        "modified_entropy": -mentr,
+        "loss": torch.log(p_true.clamp(min=_EPS)),
+        "correctness": (probs.argmax(-1) == labels).double(),
+    }
+
+
+def best_threshold(scores: np.ndarray, is_member: np.ndarray) -> float:
+    """Threshold t maximising the accuracy of 'member iff score >= t' on (shadow) data."""
+    candidates = np.unique(scores)
+    candidates = np.concatenate([candidates, [np.inf]])
+    order = np.argsort(scores)
+    sorted_scores, sorted_members = scores[order], is_member[order]
+    # For each candidate t: members at or above t are right, non-members below t are right.
+    below = np.searchsorted(sorted_scores, candidates, side="left")
+    members_below = np.concatenate([[0], np.cumsum(sorted_members)])[below]
+    correct = (sorted_members.sum() - members_below) + (below - members_below)
+    return float(candidates[int(np.argmax(correct))])
+
+
+def tpr_at_fpr(scores: np.ndarray, is_member: np.ndarray, fpr_target: float = 0.01) -> float:
+    """Largest true-positive rate over thresholds whose false-positive rate is <= fpr_target."""
+    fpr, tpr, _ = roc_curve(is_member, scores)
+    return float(tpr[fpr <= fpr_target].max())
+
+
+def evaluate(scores: np.ndarray, is_member: np.ndarray, threshold: float) -> dict[str, float]:
+    """Accuracy at the attacker's threshold, threshold-free AUC and TPR at 1 % FPR."""
+    scores = np.nan_to_num(scores, nan=-np.inf)
+    return {
+        "accuracy": float(((scores >= threshold) == is_member).mean()),
+        "auc": float(roc_auc_score(is_member, scores)),
+        "tpr_at_1pct_fpr": tpr_at_fpr(scores, is_member),
+    }
+
+
+def attack_inputs(probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The paper's attack input: (probability vector, one-hot ground-truth label)."""
+    onehot = F.one_hot(labels, probs.shape[-1]).to(probs.dtype).expand(probs.shape)
+    return torch.cat([probs, onehot], -1).float()
+
+
+@dataclass(frozen=True)
+class AttackSpec:
+    hidden: int = 64
+    layers: int = 5
+    epochs: int = 200
+    batch_size: int = 64
+    lr: float = 1e-3
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "AttackSpec":
+        return cls(**{k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg})
+
+
+def attack_mlp(in_dim: int, spec: AttackSpec) -> nn.Module:
+    """MLP with `layers` ReLU hidden layers and one membership logit."""
+    layers, width = [], in_dim
+    for _ in range(spec.layers):
+        layers += [nn.Linear(width, spec.hidden), nn.ReLU()]
+        width = spec.hidden
+    return nn.Sequential(*layers, nn.Linear(width, 1))
+
+
+def train_attack_mlp(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec, seed: int) -> nn.Module:
+    """Fit the attack MLP on the shadow head's (input, in/out) pairs with Adam."""
+    torch.manual_seed(seed)
+    model = attack_mlp(inputs.shape[1], spec)
+    optimiser = torch.optim.Adam(model.parameters(), lr=spec.lr)
+    generator = torch.Generator().manual_seed(seed)
+    target = is_member.float()
+    for _ in range(spec.epochs):
+        permutation = torch.randperm(len(inputs), generator=generator)
+        for start in range(0, len(inputs), spec.batch_size):
+            idx = permutation[start:start + spec.batch_size]
+            loss = F.binary_cross_entropy_with_logits(model(inputs[idx]).squeeze(-1), target[idx])
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+    return model.eval()
+
+
+@torch.no_grad()
+def attack_mlp_scores(model: nn.Module, probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Membership probabilities (..., N) for probabilities (..., N, C): one batched forward."""
+    return torch.sigmoid(model(attack_inputs(probs, labels)).squeeze(-1))

@@ -1,0 +1,72 @@
+"""The disjoint splits of the threat model, and the sizes each dataset allows.
+
+Splits (index sets into one pool of images per dataset, pairwise disjoint):
+- `pretrain`  — the public set D for SimCLR (labels unused; STL-10's unlabelled images first);
+- `finetune`  — the private set d, the victim's members;
+- `nonmember` — never seen by the victim: the non-members of the membership-inference test;
+- `shadow`    — the attacker's own data (half trains its shadow head, half is 'out');
+- `test`      — held-out queries for accuracy and utility loss.
+
+Free of torch on purpose: the Snakefile imports it to validate the config before any job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SPLITS = ("pretrain", "finetune", "nonmember", "shadow", "test")
+LABELLED_SPLITS = SPLITS[1:]
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    labelled: int  # images with a class label
+    unlabelled: int  # images usable for pre-training only
+    n_classes: int
+    channels: int
+    image_size: int
+
+
+DATASETS = {
+    "digits": DatasetInfo(1797, 0, 10, 1, 8),
+    "cifar10": DatasetInfo(60000, 0, 10, 3, 32),
+    "cifar100": DatasetInfo(60000, 0, 100, 3, 32),
+    "stl10": DatasetInfo(13000, 100000, 10, 3, 96),
+}
+
+
+def check_split_sizes(dataset: str, sizes: dict[str, int]) -> None:
+    """Raise ValueError naming the bad size if the splits cannot be drawn from `dataset`."""
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r}; allowed: {', '.join(DATASETS)}")
+    info = DATASETS[dataset]
+    for name in SPLITS:
+        if name not in sizes:
+            raise ValueError(f"split size '{name}' missing for dataset {dataset!r}")
+        if not isinstance(sizes[name], int) or sizes[name] < 0:
+            raise ValueError(f"split size '{name}' of {dataset!r} must be an integer >= 0, got {sizes[name]!r}")
+    labelled_needed = sum(sizes[s] for s in LABELLED_SPLITS) + max(0, sizes["pretrain"] - info.unlabelled)
+    if labelled_needed > info.labelled:
+        detail = ", ".join(f"{s}={sizes[s]}" for s in SPLITS)
+        raise ValueError(
+            f"split sizes of {dataset!r} ({detail}) need {labelled_needed} labelled images, "
+            f"but {dataset} has {info.labelled} labelled and {info.unlabelled} unlabelled images")
+
+
+def make_splits(dataset: str, labels, sizes: dict[str, int], seed: int) -> dict[str, list[int]]:
+    """Draw the disjoint splits at random (seeded); pre-training uses unlabelled images first."""
+    check_split_sizes(dataset, sizes)
+    labels = np.asarray(labels)
+    generator = np.random.default_rng(seed)
+    labelled = generator.permutation(np.flatnonzero(labels >= 0))
+    unlabelled = generator.permutation(np.flatnonzero(labels < 0))
+    from_unlabelled = min(sizes["pretrain"], len(unlabelled))
+    from_labelled = sizes["pretrain"] - from_unlabelled
+    splits = {"pretrain": np.concatenate([unlabelled[:from_unlabelled], labelled[:from_labelled]])}
+    offset = from_labelled
+    for name in LABELLED_SPLITS:
+        splits[name] = labelled[offset:offset + sizes[name]]
+        offset += sizes[name]
+    return {name: sorted(idx.tolist()) for name, idx in splits.items()}
