@@ -34,7 +34,7 @@ def main() -> None:
     out = {"n_classes": pool.n_classes}
     for name in LABELLED_SPLITS:
         index = torch.tensor(splits["splits"][name], dtype=torch.long)
-        out[name] = encode(encoder, pool.float_images(index), device)
+        out[name] = encode(encoder, pool.images[index], device)
         out[f"{name}_labels"] = pool.labels[index]
         log.info("device %s: %s features %s", device, name, tuple(out[name].shape))
     atomic_torch_save(out, args.out)

@@ -35,7 +35,7 @@ def main() -> None:
     log.info("device %s, spec %s", device, spec)
     splits = json.loads(Path(args.splits).read_text())
     pool = load_pool(splits["dataset"], args.data_root)
-    images = pool.float_images(torch.tensor(splits["splits"]["pretrain"]))
+    images = pool.images[torch.tensor(splits["splits"]["pretrain"])]
     model, history = pretrain(spec, images, args.seed, device, Path(args.checkpoint), log.info)
     atomic_write_csv(pd.DataFrame(history), args.history)
     atomic_torch_save({"state": model.encoder.state_dict(), "encoder": spec.encoder, "width": spec.width,

@@ -1,6 +1,7 @@
 """Batched head training A_S: B masked heads at once equal B separate trainings."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,6 +13,15 @@ from privssl.heads import (DTYPE, HeadSpec, flatten, init_heads, parameter_shape
 N, IN_DIM, N_CLASSES = 40, 6, 3
 SPECS = [HeadSpec(architecture=a, optimizer=o, hidden=8, epochs=15, lr=0.05, momentum=0.5, weight_decay=1e-3)
          for a in ("linear", "mlp") for o in ("adam", "sgd")]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: a second intra-op thread only adds synchronisation cost (and spins on a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def make_data(seed=0):
@@ -54,7 +64,7 @@ def test_batched_masks_equal_separate_full_batch_trainings(spec):
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.architecture}-{s.optimizer}")
 def test_batched_masks_equal_separate_minibatch_trainings(spec):
-    spec = HeadSpec(**{**spec.__dict__, "batch_size": 7})
+    spec = replace(spec, batch_size=7)
     features, labels = make_data()
     masks = make_masks()
     batched = train_heads(spec, features, labels, masks, N_CLASSES)
@@ -73,11 +83,11 @@ def test_training_is_deterministic():
 def reference_training(spec, features, labels):
     """Plain PyTorch: nn.Linear layers from the same initialisation, mean cross-entropy, full batch."""
     init = {k: v[0] for k, v in init_heads(spec, IN_DIM, N_CLASSES, 1).items()}
-    layers = [torch.nn.Linear(IN_DIM, spec.hidden), torch.nn.Linear(spec.hidden, N_CLASSES)]
-    for i, layer in enumerate(layers, 1):
-        layer.to(DTYPE)
-        layer.weight.data = init[f"weight{i}"].T.clone()
-        layer.bias.data = init[f"bias{i}"].clone()
+    layers = [torch.nn.Linear(IN_DIM, spec.hidden, dtype=DTYPE), torch.nn.Linear(spec.hidden, N_CLASSES, dtype=DTYPE)]
+    with torch.no_grad():
+        for i, layer in enumerate(layers, 1):
+            layer.weight.copy_(init[f"weight{i}"].T)
+            layer.bias.copy_(init[f"bias{i}"])
     model = torch.nn.Sequential(layers[0], torch.nn.ReLU(), layers[1])
     optimiser = torch.optim.Adam(model.parameters(), lr=spec.lr)
     for _ in range(spec.epochs):

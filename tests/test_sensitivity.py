@@ -11,6 +11,15 @@ N, IN_DIM, N_CLASSES = 30, 5, 3
 SPEC = HeadSpec(hidden=6, epochs=15, lr=0.05)  # full batch: masking equals deleting the record
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: a second intra-op thread only adds synchronisation cost (and spins on a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def make_data():
     g = torch.Generator().manual_seed(0)
     return torch.randn(N, IN_DIM, generator=g, dtype=DTYPE), torch.randint(0, N_CLASSES, (N,), generator=g)

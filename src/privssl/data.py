@@ -23,10 +23,6 @@ class ImagePool:
     labels: torch.Tensor
     n_classes: int
 
-    def float_images(self, index: torch.Tensor) -> torch.Tensor:
-        x = self.images[index]
-        return x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
-
 
 def _torchvision_pool(dataset: str, root: Path, download: bool) -> ImagePool:
     from torchvision import datasets

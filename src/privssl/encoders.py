@@ -58,12 +58,17 @@ def projection_head(in_dim: int, width: int) -> nn.Module:
     return nn.Sequential(nn.Linear(in_dim, width), nn.ReLU(), nn.Linear(width, width))
 
 
+def unit_float(images: torch.Tensor) -> torch.Tensor:
+    """Images as float in [0, 1]; uint8 pools are converted batch by batch to bound memory."""
+    return images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
+
+
 @torch.no_grad()
 def encode(encoder: nn.Module, images: torch.Tensor, device: torch.device,
            batch_size: int = 512) -> torch.Tensor:
     """r = NN_θ(x) for every image, in evaluation mode, returned on the CPU."""
     encoder.eval()
-    out = [encoder(images[i:i + batch_size].to(device)).cpu() for i in range(0, len(images), batch_size)]
+    out = [encoder(unit_float(images[i:i + batch_size].to(device))).cpu() for i in range(0, len(images), batch_size)]
     return torch.cat(out) if out else torch.empty(0, encoder.out_dim)
 
 

@@ -87,13 +87,13 @@ def flatten(params: dict[str, torch.Tensor]) -> torch.Tensor:
 
 def unflatten(flat: torch.Tensor, shapes: dict[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
     """Inverse of `flatten` for a stack (B, P) of head vectors."""
+    sizes = {name: math.prod(shape) for name, shape in shapes.items()}
+    if sum(sizes.values()) != flat.shape[1]:
+        raise ValueError(f"flat heads have {flat.shape[1]} parameters, the shapes need {sum(sizes.values())}")
     params, offset = {}, 0
     for name, shape in shapes.items():
-        size = math.prod(shape)
-        params[name] = flat[:, offset:offset + size].reshape(flat.shape[0], *shape)
-        offset += size
-    if offset != flat.shape[1]:
-        raise ValueError(f"flat heads have {flat.shape[1]} parameters, the shapes need {offset}")
+        params[name] = flat[:, offset:offset + sizes[name]].reshape(flat.shape[0], *shape)
+        offset += sizes[name]
     return params
 
 

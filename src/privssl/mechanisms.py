@@ -16,6 +16,7 @@ guarantee is *random* DP (see `privssl.sensitivity.random_dp_statement`).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,7 @@ class Calibration:
 
 
 def _check_budget(eps: float, delta: float | None = None) -> None:
-    if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
+    if isinstance(eps, bool) or not (isinstance(eps, numbers.Real) and math.isfinite(eps) and eps > 0):
         raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
     if delta is not None and not (0 < delta < 1):
         raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
@@ -86,7 +87,7 @@ def calibrate(mechanism: str, eps: float, l1_sensitivity: float, l2_sensitivity:
     """Noise scale of `mechanism` at budget `eps` (δ is used by the Gaussian mechanisms only)."""
     if mechanism not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r}; allowed: {', '.join(MECHANISMS)}")
-    _check_budget(eps, delta)
+    _check_budget(eps, delta if mechanism.startswith("gaussian") else None)
     if mechanism == "alm":
         return Calibration(mechanism, eps, 0.0, "l1", l1_sensitivity, l1_sensitivity / eps,
                            f"{eps:g}-DP (additive logistic, s = Δ1/ε)")

@@ -61,13 +61,17 @@ def best_threshold(scores: np.ndarray, is_member: np.ndarray) -> float:
 
 def tpr_at_fpr(scores: np.ndarray, is_member: np.ndarray, fpr_target: float = 0.01) -> float:
     """Largest true-positive rate over thresholds whose false-positive rate is <= fpr_target."""
-    fpr, tpr, _ = roc_curve(is_member, scores)
+    # Keep every ROC point: with tied scores the dropped "collinear" points can be the best one.
+    fpr, tpr, _ = roc_curve(is_member, scores, drop_intermediate=False)
     return float(tpr[fpr <= fpr_target].max())
 
 
 def evaluate(scores: np.ndarray, is_member: np.ndarray, threshold: float) -> dict[str, float]:
     """Accuracy at the attacker's threshold, threshold-free AUC and TPR at 1 % FPR."""
-    scores = np.nan_to_num(scores, nan=-np.inf)
+    # A NaN score (a saturated head) ranks lowest; sklearn rejects infinities, so use a finite floor.
+    finite = scores[np.isfinite(scores)]
+    floor = np.nextafter(finite.min(), -np.inf) if finite.size else 0.0
+    scores = np.nan_to_num(scores, nan=floor, neginf=floor, posinf=np.finfo(float).max)
     return {
         "accuracy": float(((scores >= threshold) == is_member).mean()),
         "auc": float(roc_auc_score(is_member, scores)),

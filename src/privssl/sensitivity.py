@@ -37,20 +37,19 @@ def pair_distances(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor,
                    pairs: torch.Tensor, chunk_size: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
     """1-norm and 2-norm distances (m,) between the heads of each sampled neighbour pair.
 
-    The 2m trainings run as batched computations of `chunk_size` pairs (2·chunk_size heads
-    each) over the shared features; chunking only bounds memory, it does not change results.
+    The head of d∖{d_r} is trained once per distinct r (so a pair with i = j gives exactly 0),
+    as batched computations of up to 2·chunk_size heads over the shared features; chunking
+    only bounds memory, it does not change results.
     """
     n = features.shape[0]
-    l1, l2 = [], []
-    for start in range(0, len(pairs), chunk_size):
-        chunk = pairs[start:start + chunk_size]
-        removed = torch.cat([chunk[:, 0], chunk[:, 1]])  # first the i's, then the j's
-        masks = leave_one_out_masks(n, removed).to(features.device)
-        flat = flatten(train_heads(spec, features, labels, masks, n_classes))
-        diff = flat[: len(chunk)] - flat[len(chunk):]
-        l1.append(diff.abs().sum(1).cpu())
-        l2.append(diff.norm(dim=1).cpu())
-    return torch.cat(l1), torch.cat(l2)
+    removed, slot = torch.unique(pairs, return_inverse=True)  # slot[k, 0|1]: head of pair k's i | j
+    flat = []
+    for start in range(0, len(removed), 2 * chunk_size):
+        masks = leave_one_out_masks(n, removed[start:start + 2 * chunk_size]).to(features.device)
+        flat.append(flatten(train_heads(spec, features, labels, masks, n_classes)))
+    flat = torch.cat(flat)
+    diff = flat[slot[:, 0].to(flat.device)] - flat[slot[:, 1].to(flat.device)]
+    return diff.abs().sum(1).cpu(), diff.norm(dim=1).cpu()
 
 
 def random_dp_statement(m: int, rho: float, confidence: float = 0.95) -> dict:

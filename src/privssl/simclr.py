@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privssl.encoders import build_encoder, projection_head
+from privssl.encoders import build_encoder, projection_head, unit_float
 from privssl.io import atomic_torch_save
 
 NEGATIVES = ("cross_view", "all")
@@ -109,7 +109,7 @@ class SimCLR(nn.Module):
 
 def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.device,
              checkpoint: Path, log: Callable[[str], None] = print) -> tuple[SimCLR, list[dict]]:
-    """Train SimCLR on `images` (N, C, H, W) in [0, 1]; resume from `checkpoint` if it exists.
+    """Train SimCLR on `images` (N, C, H, W): uint8, or float in [0, 1]; resume from `checkpoint`.
 
     Returns the model and the per-epoch history (epoch, loss, contrastive_accuracy).
     """
@@ -137,7 +137,7 @@ def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.de
             idx = permutation[start:start + spec.batch_size]
             if len(idx) < 2:  # a contrastive batch needs a negative
                 continue
-            batch = images[idx].to(device)
+            batch = unit_float(images[idx].to(device))
             views = [spec.augmentation(batch, generator) for _ in range(2)]
             z1, z2 = (model.projector(model.encoder(v)) for v in views)
             loss, acc = nt_xent(z1, z2, spec.temperature, spec.negatives)

@@ -69,4 +69,8 @@ def make_splits(dataset: str, labels, sizes: dict[str, int], seed: int) -> dict[
     for name in LABELLED_SPLITS:
         splits[name] = labelled[offset:offset + sizes[name]]
         offset += sizes[name]
+    for name, idx in splits.items():  # the labels given may hold fewer images than the table says
+        if len(idx) != sizes[name]:
+            raise ValueError(f"split '{name}' of {dataset!r} needs {sizes[name]} images, only {len(idx)} are left "
+                             f"among the {len(labels)} given")
     return {name: sorted(idx.tolist()) for name, idx in splits.items()}

@@ -1,0 +1,89 @@
+"""Protection (noisy release, utility loss) and the data splits of the threat model."""
+
+import numpy as np
+import pytest
+import torch
+
+from privssl.data import load_pool
+from privssl.mechanisms import calibrate, standard_noise
+from privssl.protection import protected_heads, utility_loss
+from privssl.splits import DATASETS, SPLITS, check_split_sizes, make_splits
+
+DIGITS_SIZES = {"pretrain": 800, "finetune": 300, "nonmember": 200, "shadow": 300, "test": 197}
+
+
+def test_utility_loss_formula():
+    noisy = torch.tensor([0.9, 0.45, 0.0, 0.95])
+    np.testing.assert_allclose(utility_loss(noisy, 0.9).numpy(), [1 - 0.9 / 0.9, 1 - 0.45 / 0.9, 1.0, 1 - 0.95 / 0.9],
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="clean accuracy of 0"):
+        utility_loss(noisy, 0.0)
+
+
+@pytest.mark.parametrize("mechanism", ["alm", "laplace", "gaussian", "gaussian_analytic"])
+def test_protected_heads_common_random_numbers(mechanism):
+    released = torch.linspace(-1, 1, 7, dtype=torch.float64)
+    eps_grid = [0.1, 1.0, 5.0]
+    noisy, calibrations = protected_heads(released, mechanism, eps_grid, repeats=4, delta1=0.3, delta2=0.05,
+                                          delta=1e-5, seed=9)
+    assert noisy.shape == (3, 4, 7)
+    expected = standard_noise(mechanism, (4, 7), torch.Generator().manual_seed(9))
+    for e, eps in enumerate(eps_grid):
+        scale = calibrate(mechanism, eps, 0.3, 0.05, 1e-5).noise_scale
+        assert calibrations[e].noise_scale == scale
+        torch.testing.assert_close((noisy[e] - released) / scale, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_make_splits_digits():
+    labels = load_pool("digits", "unused").labels
+    splits = make_splits("digits", labels, DIGITS_SIZES, seed=0)
+    assert {name: len(idx) for name, idx in splits.items()} == DIGITS_SIZES
+    everything = [i for idx in splits.values() for i in idx]
+    assert len(set(everything)) == len(everything) == 1797 and min(everything) >= 0 and max(everything) < 1797
+    assert splits == make_splits("digits", labels, DIGITS_SIZES, seed=0)
+    assert splits != make_splits("digits", labels, DIGITS_SIZES, seed=1)
+
+
+@pytest.mark.parametrize("pretrain", [40, 100])
+def test_pretrain_takes_unlabelled_first(pretrain):
+    labels = torch.cat([torch.full((60,), -1), torch.arange(200) % 10])  # 60 unlabelled, then 200 labelled
+    sizes = {"pretrain": pretrain, "finetune": 30, "nonmember": 30, "shadow": 20, "test": 20}
+    splits = make_splits("stl10", labels, sizes, seed=0)
+    unlabelled_used = sum(labels[i] < 0 for i in splits["pretrain"])
+    assert len(splits["pretrain"]) == pretrain and unlabelled_used == min(pretrain, 60)
+    for name in SPLITS[1:]:
+        assert len(splits[name]) == sizes[name] and all(labels[i] >= 0 for i in splits[name])
+    everything = [i for idx in splits.values() for i in idx]
+    assert len(set(everything)) == len(everything)
+
+
+def test_check_split_sizes_errors():
+    too_many = {**DIGITS_SIZES, "test": 198}
+    with pytest.raises(ValueError, match=r"'digits' \(pretrain=800, .*test=198\) need 1798 labelled"):
+        check_split_sizes("digits", too_many)
+    with pytest.raises(ValueError, match="'shadow' of 'digits' must be an integer >= 0, got -1"):
+        check_split_sizes("digits", {**DIGITS_SIZES, "shadow": -1})
+    with pytest.raises(ValueError, match="'nonmember' missing"):
+        check_split_sizes("digits", {k: v for k, v in DIGITS_SIZES.items() if k != "nonmember"})
+    with pytest.raises(ValueError, match="unknown dataset 'mnist'"):
+        check_split_sizes("mnist", DIGITS_SIZES)
+    # STL-10's unlabelled images count towards pre-training only
+    stl = DATASETS["stl10"]
+    check_split_sizes("stl10", {"pretrain": stl.unlabelled, "finetune": stl.labelled, "nonmember": 0,
+                                "shadow": 0, "test": 0})
+    with pytest.raises(ValueError, match="need 13001 labelled"):
+        check_split_sizes("stl10", {"pretrain": stl.unlabelled + 1, "finetune": stl.labelled, "nonmember": 0,
+                                    "shadow": 0, "test": 0})
+
+
+def test_load_digits(tmp_path):
+    pool = load_pool("digits", tmp_path)
+    assert pool.images.shape == (1797, 1, 8, 8) and pool.n_classes == 10
+    assert pool.images.min() == 0 and pool.images.max() == 1
+    assert sorted(pool.labels.unique().tolist()) == list(range(10))
+
+
+def test_load_cifar10_offline_names_data_root(tmp_path):
+    root = tmp_path / "empty"
+    with pytest.raises(FileNotFoundError, match=f"under data root {root}.*download is off"):
+        load_pool("cifar10", root, download=False)

@@ -1,0 +1,400 @@
+"""The Snakemake workflow end to end, on the tiny config of tests/data/tiny_config.yaml.
+
+Snakemake runs as a subprocess with the test interpreter's bin directory first on PATH (the
+rules' shell commands call `python`). Every run works in a temporary directory, so the
+repository's own results/ and .snakemake/ are never touched. One session-scoped fixture runs
+the full tiny workflow once, in a temporary copy of the workflow (so a test can edit a script
+of the copy), and the tests that inspect its outputs share it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from privssl.config import ConfigError, validate_config
+
+pytestmark = pytest.mark.workflow
+
+REPO = Path(__file__).resolve().parents[1]
+TINY_CONFIG = Path(__file__).resolve().parent / "data" / "tiny_config.yaml"
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "src", "report", "envs"]
+RESULTS = "results"
+FIGURES = ["fig1_utility_loss", "fig2_mia"]
+FINAL_OUTPUTS = (
+    [f"{RESULTS}/digits/{name}" for name in ("splits.json", "sensitivity.json", "utility.csv", "mia.csv")]
+    + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
+    + [f"{RESULTS}/tables/table1.{ext}" for ext in ("csv", "md")]
+)
+RUN_TIMEOUT_S = 600
+
+
+# --------------------------------------------------------------------------------- helpers
+
+def tiny_config() -> dict:
+    return yaml.safe_load(TINY_CONFIG.read_text())
+
+
+def write_config(config: dict, path: Path) -> Path:
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def snakemake_env() -> dict:
+    """The environment of a snakemake subprocess: this interpreter's bin directory first on PATH,
+    so the rules' `python` is the one with the project's packages; no profile from outside."""
+    env = os.environ.copy()
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    env.pop("SNAKEMAKE_PROFILE", None)
+    return env
+
+
+def snakemake_command(workdir: Path, configfile: Path | None = None, *args: str,
+                      snakefile: Path = REPO / "Snakefile") -> list[str]:
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile), "--directory", str(workdir),
+           "--cores", "2", *args]
+    # --configfile takes several paths: it goes last, so that no target is read as a config file
+    return cmd + (["--configfile", str(configfile)] if configfile is not None else [])
+
+
+def run_snakemake(workdir: Path, configfile: Path | None = None, *args: str, snakefile: Path = REPO / "Snakefile",
+                  check: bool = True, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """Run snakemake to completion; with `check`, fail the test with its output if it fails."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(snakemake_command(workdir, configfile, *args, snakefile=snakefile), env=snakemake_env(),
+                          cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        pytest.fail(f"snakemake {' '.join(args)} failed (exit {proc.returncode}):\n"
+                    f"--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-6000:]}")
+    return proc
+
+
+def output_of(proc: subprocess.CompletedProcess) -> str:
+    return proc.stdout + proc.stderr
+
+
+def planned_jobs(proc: subprocess.CompletedProcess) -> dict[str, int]:
+    """The 'Job stats' table of a dry run as {rule: count}; empty when there is nothing to do."""
+    lines = output_of(proc).splitlines()
+    try:
+        start = lines.index("Job stats:")
+    except ValueError:
+        return {}
+    jobs = {}
+    for line in lines[start + 1:]:
+        fields = line.split()
+        if not fields or fields == ["job", "count"] or set(line.strip()) <= {"-", " "}:
+            continue
+        if fields[0] == "total":
+            break
+        assert len(fields) == 2 and fields[1].isdigit(), f"unexpected line in the job stats table: {line!r}"
+        jobs[fields[0]] = int(fields[1])
+    return jobs
+
+
+def assert_nothing_to_do(workdir: Path, configfile: Path, snakefile: Path) -> None:
+    proc = run_snakemake(workdir, configfile, "-n", snakefile=snakefile)
+    assert "Nothing to be done" in output_of(proc), output_of(proc)[-3000:]
+    assert planned_jobs(proc) == {}
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A copy of the workflow's files (no results, no .snakemake) to run and edit freely."""
+    dest.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+    for name in WORKFLOW_FILES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def assert_png(path: Path) -> None:
+    import matplotlib.image
+
+    assert path.stat().st_size > 0, f"{path} is empty"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    image = matplotlib.image.imread(path)
+    assert image.ndim == 3 and image.shape[0] > 0 and image.shape[1] > 0, f"{path}: shape {image.shape}"
+    pixels = image.reshape(-1, image.shape[-1])
+    assert len(np.unique(pixels, axis=0)) > 1, f"{path} is a blank image"
+
+
+def assert_pdf(path: Path) -> None:
+    data = path.read_bytes()
+    assert data.startswith(b"%PDF"), f"{path} is not a PDF"
+    assert len(data) > 1000 and b"%%EOF" in data[-1024:], f"{path} looks truncated ({len(data)} bytes)"
+
+
+def assert_columns(frame: pd.DataFrame, columns: list[str], name: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    assert not missing, f"{name} lacks columns {missing}; has {list(frame.columns)}"
+
+
+# --------------------------------------------------------------------------------- fixture
+
+class WorkflowRun:
+    """The tiny workflow, run once in a temporary copy of the workflow."""
+
+    def __init__(self, root: Path):
+        self.workflow = copy_workflow(root / "workflow")
+        self.snakefile = self.workflow / "Snakefile"
+        # The working directory is not the workflow's directory, so the Snakefile's relative
+        # `configfile: "config.yaml"` is not found there and the tiny config is the whole config;
+        # test_splits_follow_the_tiny_config checks the sizes either way.
+        self.workdir = root / "run"
+        self.config = write_config({**tiny_config(), "data_root": str(root / "data")}, root / "tiny_config.yaml")
+        self.expected = tiny_config()
+
+    def snakemake(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return run_snakemake(self.workdir, self.config, *args, snakefile=self.snakefile, check=check)
+
+    def path(self, relative: str) -> Path:
+        return self.workdir / relative
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> WorkflowRun:
+    run = WorkflowRun(tmp_path_factory.mktemp("tiny_workflow"))
+    run.snakemake()
+    return run
+
+
+# --------------------------------------------------------------------------------- tests
+
+def test_tiny_config_is_valid():
+    validate_config(tiny_config(), SCHEMA)
+
+
+def test_dry_run_of_default_config_lists_every_stage(tmp_path):
+    # The Snakefile's `configfile: "config.yaml"` is looked up in the working directory, so a run
+    # in another --directory names the repository's config.yaml explicitly.
+    proc = run_snakemake(tmp_path / "run", REPO / "config.yaml", "-n")
+    jobs = planned_jobs(proc)
+    expected = {"data", "pretrain", "encode", "finetune", "sensitivity", "protect", "attack", "shadow", "figures",
+                "table1"}
+    assert expected <= set(jobs), f"dry run lacks rules {sorted(expected - set(jobs))}: {jobs}"
+    default = yaml.safe_load((REPO / "config.yaml").read_text())
+    n_mechanisms, n_datasets = len(default["protect"]["mechanisms"]), len(default["datasets"])
+    assert jobs["protect"] == n_mechanisms * n_datasets
+    assert jobs["attack"] == (n_mechanisms + 1) * n_datasets
+    assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
+
+
+def test_full_run_writes_every_output(tiny_run):
+    missing = [f for f in FINAL_OUTPUTS if not tiny_run.path(f).is_file()]
+    assert not missing, f"missing outputs: {missing}"
+    empty = [f for f in FINAL_OUTPUTS if tiny_run.path(f).stat().st_size == 0]
+    assert not empty, f"empty outputs: {empty}"
+
+
+@pytest.mark.parametrize("figure", FIGURES)
+def test_figures_are_images(tiny_run, figure):
+    assert_png(tiny_run.path(f"{RESULTS}/figures/{figure}.png"))
+    assert_pdf(tiny_run.path(f"{RESULTS}/figures/{figure}.pdf"))
+
+
+def test_splits_follow_the_tiny_config(tiny_run):
+    # --configfile is merged into config.yaml's defaults: the tiny sizes must win.
+    splits = json.loads(tiny_run.path(f"{RESULTS}/digits/splits.json").read_text())
+    sizes = {name: len(index) for name, index in splits["splits"].items()}
+    assert sizes == tiny_run.expected["datasets"]["digits"]["splits"]
+    drawn = [i for index in splits["splits"].values() for i in index]
+    assert len(drawn) == len(set(drawn)), "splits overlap"
+
+
+def test_utility_table(tiny_run):
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    assert_columns(table, ["dataset", "mechanism", "eps", "delta", "repeat", "noise_scale", "accuracy",
+                           "utility_loss"], "utility.csv")
+    protect = tiny_run.expected["protect"]
+    expected = {(m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"]
+                for r in range(protect["repeats"])}
+    rows = list(zip(table["mechanism"], table["eps"].astype(float), table["repeat"]))
+    assert len(rows) == len(expected) == 4 * 2 * 2
+    assert set(rows) == expected
+    assert (table["dataset"] == "digits").all()
+    assert table["accuracy"].between(0, 1).all()
+    assert (table["noise_scale"] > 0).all()
+    # more privacy, more noise: the noise scale falls with eps for every mechanism
+    scale = table.groupby(["mechanism", "eps"])["noise_scale"].first().unstack()
+    assert (scale[1.0] > scale[1000.0]).all(), scale
+
+
+def test_mia_table(tiny_run):
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/mia.csv"))
+    assert_columns(table, ["dataset", "mechanism", "eps", "repeat", "attack", "accuracy", "auc", "tpr_at_1pct_fpr"],
+                   "mia.csv")
+    assert "none" in set(table["mechanism"])
+    assert "shadow_mlp" in set(table["attack"])
+    assert ((table["mechanism"] == "none") & (table["attack"] == "shadow_mlp")).any(), \
+        "no shadow-MLP attack on the unprotected head"
+    protect = tiny_run.expected["protect"]
+    assert set(table["mechanism"]) == {"none", *protect["mechanisms"]}
+    shadow = table[table["attack"] == "shadow_mlp"]
+    attacked = {(m, float(e), r) for m, e, r in zip(shadow["mechanism"], shadow["eps"], shadow["repeat"])
+                if m != "none"}
+    assert attacked == {(m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"]
+                        for r in range(protect["repeats"])}
+    for column in ("accuracy", "auc", "tpr_at_1pct_fpr"):
+        assert table[column].between(0, 1).all(), f"mia.csv {column} outside [0, 1]"
+
+
+def test_sensitivity_and_table1(tiny_run):
+    record = json.loads(tiny_run.path(f"{RESULTS}/digits/sensitivity.json").read_text())
+    assert record["m"] == tiny_run.expected["sensitivity"]["m"] == 6
+    assert len(record["distances_l1"]) == 6
+    assert record["delta1"] == max(record["distances_l1"])
+    assert record["delta1"] > 0
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/table1.csv"))
+    assert list(table["dataset"]) == ["digits"]
+    row = table.iloc[0]
+    assert row["delta1"] == pytest.approx(record["delta1"], rel=1e-12)
+    assert row["delta2"] == pytest.approx(record["delta2"], rel=1e-12)
+    assert row["m"] == 6
+    splits = tiny_run.expected["datasets"]["digits"]["splits"]
+    assert (row["|D|"], row["|d|"]) == (splits["pretrain"], splits["finetune"])
+    assert "digits" in tiny_run.path(f"{RESULTS}/tables/table1.md").read_text()
+
+
+def test_second_run_has_nothing_to_do(tiny_run):
+    assert_nothing_to_do(tiny_run.workdir, tiny_run.config, tiny_run.snakefile)
+
+
+def test_editing_the_plot_script_reruns_only_the_figures(tiny_run):
+    # Kept last of the tests on `tiny_run`; it ends with the workflow complete again anyway.
+    # Snakemake 9 re-runs a job only when an input's content changed (a bare `touch` keeps its
+    # checksum), so the copy's script gets a harmless extra line.
+    plot_script = tiny_run.workflow / "scripts" / "plot_figures.py"
+    plot_script.write_text(plot_script.read_text() + "\n# edited by tests/test_workflow.py\n")
+    assert planned_jobs(tiny_run.snakemake("-n")) == {"figures": 1, "all": 1}
+
+    others = [f for f in FINAL_OUTPUTS if "/figures/" not in f]
+    before = {f: tiny_run.path(f).stat().st_mtime_ns for f in FINAL_OUTPUTS}
+    tiny_run.snakemake()
+    after = {f: tiny_run.path(f).stat().st_mtime_ns for f in FINAL_OUTPUTS}
+    assert all(after[f] > before[f] for f in FINAL_OUTPUTS if f not in others), "figures not rewritten"
+    assert all(after[f] == before[f] for f in others), "outputs other than the figures were rewritten"
+    assert_nothing_to_do(tiny_run.workdir, tiny_run.config, tiny_run.snakefile)
+
+
+RESUME_EPOCHS = 40
+
+
+def test_killed_pretraining_resumes(tmp_path):
+    """SIGKILL the whole snakemake process group during pre-training, then resume."""
+    config = tiny_config()
+    # ~0.2 s an epoch on 2 CPU cores: the kill lands long before the 40th epoch.
+    config["datasets"]["digits"]["splits"]["pretrain"] = 897
+    config["simclr"].update(width=128, batch_size=128, epochs=RESUME_EPOCHS)
+    validate_config(config, SCHEMA)
+    configfile = write_config(config, tmp_path / "resume_config.yaml")
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    target = f"{RESULTS}/digits/pretrain/encoder.pt"
+    checkpoint = workdir / RESULTS / "digits" / "pretrain" / "checkpoint" / "simclr.pt"
+    history = workdir / RESULTS / "digits" / "pretrain" / "history.csv"
+    log = workdir / RESULTS / "digits" / "logs" / "pretrain.log"
+
+    with open(tmp_path / "killed.out", "w") as out:
+        proc = subprocess.Popen(snakemake_command(workdir, configfile, target), env=snakemake_env(), cwd=workdir,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 240
+            while not checkpoint.exists() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if checkpoint.exists():
+                os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+    killed_output = (tmp_path / "killed.out").read_text()
+    assert checkpoint.exists(), f"no checkpoint appeared (exit {proc.returncode}):\n{killed_output[-4000:]}"
+    if (workdir / target).exists():
+        pytest.fail(f"pre-training finished before the kill landed; raise simclr.epochs (now {RESUME_EPOCHS})")
+    assert proc.returncode == -signal.SIGKILL
+
+    # Snakemake leaves its lock behind when killed; --unlock is the documented way out.
+    run_snakemake(workdir, configfile, "--unlock")
+    run_snakemake(workdir, configfile, target, "--rerun-incomplete")
+    text = log.read_text()
+    match = re.search(r"resumed from \S+ after epoch (\d+)", text)
+    assert match, f"the restarted job did not resume:\n{text[-3000:]}"
+    assert 1 <= int(match.group(1)) < RESUME_EPOCHS
+    assert (workdir / target).is_file()
+    epochs = pd.read_csv(history)["epoch"].tolist()
+    assert epochs == list(range(1, RESUME_EPOCHS + 1))
+
+
+def drop(key):
+    return lambda config: config.pop(key)
+
+
+BAD_CONFIGS = {
+    "negative_eps": (lambda c: c["protect"].update(eps=[-1]), ["protect.eps[0]"]),
+    "delta_above_one": (lambda c: c["protect"].update(delta=1.5), ["protect.delta"]),
+    "zero_pairs": (lambda c: c["sensitivity"].update(m=0), ["sensitivity.m"]),
+    "unknown_dataset": (lambda c: c.update(datasets={"mnist": c["datasets"]["digits"]}),
+                        ["'datasets'", "mnist", "allowed: digits, cifar10, cifar100, stl10"]),
+    "unknown_mechanism": (lambda c: c["protect"].update(mechanisms=["alm", "foo"]),
+                          ["protect.mechanisms[1]", "foo", "allowed: alm, laplace, gaussian, gaussian_analytic"]),
+    "oversized_split": (lambda c: c["datasets"]["digits"]["splits"].update(finetune=5000),
+                        ["datasets.digits.splits", "finetune=5000", "pretrain=200", "1797"]),
+    "missing_head": (drop("head"), ["'head' is a required property"]),
+}
+
+
+def bad_config(name: str) -> dict:
+    config = copy.deepcopy(tiny_config())
+    BAD_CONFIGS[name][0](config)
+    return config
+
+
+@pytest.mark.parametrize("name", list(BAD_CONFIGS))
+def test_bad_config_fails_fast_and_writes_nothing(tmp_path, name):
+    configfile = write_config(bad_config(name), tmp_path / f"{name}.yaml")
+    workdir = tmp_path / "run"
+    # --replace-workflow-config: the bad config as written, not merged into config.yaml's values
+    # (else a missing key would be filled in from config.yaml)
+    proc = run_snakemake(workdir, configfile, "--replace-workflow-config", check=False, timeout=120)
+    output = output_of(proc)
+    assert proc.returncode != 0, f"snakemake accepted the bad config {name}:\n{output[-3000:]}"
+    assert "invalid config" in output or "config key" in output, output[-3000:]
+    for text in BAD_CONFIGS[name][1]:
+        assert text in output, f"the error of {name} does not mention {text!r}:\n{output[-3000:]}"
+    assert not (workdir / RESULTS).exists(), f"{name}: results written despite the bad config"
+    assert "Building DAG of jobs" not in output, f"{name}: snakemake got past config validation"
+
+
+@pytest.mark.parametrize("name", list(BAD_CONFIGS))
+def test_validate_config_names_the_bad_key(name):
+    validate_config(tiny_config(), SCHEMA)  # the bad config differs from a valid one in one change
+    with pytest.raises(ConfigError) as error:
+        validate_config(bad_config(name), SCHEMA)
+    for text in BAD_CONFIGS[name][1]:
+        assert text in str(error.value)
+
+
+def test_missing_key_is_named():
+    # Plain --configfile merges into config.yaml's values, so a missing key is tested directly too.
+    config = tiny_config()
+    del config["head"]
+    with pytest.raises(ConfigError, match=r"config key '<top level>': 'head' is a required property"):
+        validate_config(config, SCHEMA)
