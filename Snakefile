@@ -28,6 +28,7 @@ include: "rules/sensitivity.smk"
 include: "rules/protect.smk"
 include: "rules/attack.smk"
 include: "rules/figures.smk"
+include: "rules/graph.smk"
 
 
 rule all:

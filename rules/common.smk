@@ -1,13 +1,14 @@
 import json
 
-DATASETS = list(config["datasets"])
+DATASETS = list(config["datasets"])  # image datasets
+GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... attack rules, own data and encoder
 MECHANISMS = config["protect"]["mechanisms"]
 SCRIPTS = os.path.join(workflow.basedir, "scripts")
 ENV = os.path.join(workflow.basedir, "envs", "privssl.yaml")
 RESULTS = "results"
 
 wildcard_constraints:
-    dataset="|".join(DATASETS),
+    dataset="|".join(DATASETS + GRAPHS),
     mechanism="|".join(MECHANISMS),
 
 
@@ -23,13 +24,19 @@ def as_json(value):
 
 def stage_seed(stage):
     """A seed per stage, derived from the config seed, so stages draw independent randomness."""
-    stages = ["splits", "pretrain", "sensitivity", "shadow", "attack"] + [f"protect_{m}" for m in
-                                                                           ("alm", "laplace", "gaussian", "gaussian_analytic")]
+    stages = (["splits", "pretrain", "sensitivity", "shadow", "attack"]
+              + [f"protect_{m}" for m in ("alm", "laplace", "gaussian", "gaussian_analytic")]
+              + ["link_target", "link_protect"])
     return config["seed"] * 100 + stages.index(stage)
 
 
+def dataset_entry(dataset):
+    """The config entry of an image dataset or a graph."""
+    return config["datasets"][dataset] if dataset in DATASETS else config["graphs"][dataset]
+
+
 def final_outputs():
-    return [
+    outputs = [
         f"{RESULTS}/figures/fig1_utility_loss.png",
         f"{RESULTS}/figures/fig1_utility_loss.pdf",
         f"{RESULTS}/figures/fig2_mia.png",
@@ -37,3 +44,13 @@ def final_outputs():
         f"{RESULTS}/tables/table1.csv",
         f"{RESULTS}/tables/table1.md",
     ]
+    if GRAPHS:
+        outputs += [
+            f"{RESULTS}/figures/link_stealing.png",
+            f"{RESULTS}/figures/link_stealing.pdf",
+            f"{RESULTS}/tables/link_stealing.csv",
+            f"{RESULTS}/tables/link_stealing.md",
+            f"{RESULTS}/figures/graph_protection.png",
+            f"{RESULTS}/figures/graph_protection.pdf",
+        ]
+    return outputs

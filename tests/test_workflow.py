@@ -34,11 +34,14 @@ TINY_CONFIG = Path(__file__).resolve().parent / "data" / "tiny_config.yaml"
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "src", "report", "envs"]
 RESULTS = "results"
-FIGURES = ["fig1_utility_loss", "fig2_mia"]
+FIGURES = ["fig1_utility_loss", "fig2_mia", "link_stealing", "graph_protection"]
+TINY_GRAPHS = ["sbm", "sbm_shadow"]
 FINAL_OUTPUTS = (
-    [f"{RESULTS}/digits/{name}" for name in ("splits.json", "sensitivity.json", "utility.csv", "mia.csv")]
+    [f"{RESULTS}/{dataset}/{name}" for dataset in ["digits", *TINY_GRAPHS]
+     for name in ("splits.json", "sensitivity.json", "utility.csv", "mia.csv")]
+    + [f"{RESULTS}/{graph}/link_protection.csv" for graph in TINY_GRAPHS]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
-    + [f"{RESULTS}/tables/table1.{ext}" for ext in ("csv", "md")]
+    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "link_stealing") for ext in ("csv", "md")]
 )
 RUN_TIMEOUT_S = 600
 
@@ -188,12 +191,19 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     proc = run_snakemake(tmp_path / "run", REPO / "config.yaml", "-n")
     jobs = planned_jobs(proc)
     expected = {"data", "pretrain", "encode", "finetune", "sensitivity", "protect", "attack", "shadow", "figures",
-                "table1"}
+                "table1", "graph_data", "graph_pretrain", "graph_encode", "link_target", "link_steal",
+                "link_transfer", "link_table", "link_protect", "graph_figures"}
     assert expected <= set(jobs), f"dry run lacks rules {sorted(expected - set(jobs))}: {jobs}"
     default = yaml.safe_load((REPO / "config.yaml").read_text())
-    n_mechanisms, n_datasets = len(default["protect"]["mechanisms"]), len(default["datasets"])
-    assert jobs["protect"] == n_mechanisms * n_datasets
-    assert jobs["attack"] == (n_mechanisms + 1) * n_datasets
+    n_mechanisms, n_images, n_graphs = (len(default["protect"]["mechanisms"]), len(default["datasets"]),
+                                        len(default["graphs"]))
+    assert n_graphs >= 2, "the default config should exercise the transfer attacks"
+    assert (jobs["data"], jobs["graph_data"], jobs["graph_pretrain"]) == (n_images, n_graphs, n_graphs)
+    # the shared rules serve images and graphs alike
+    assert jobs["protect"] == n_mechanisms * (n_images + n_graphs)
+    assert jobs["attack"] == (n_mechanisms + 1) * (n_images + n_graphs)
+    assert jobs["link_protect"] == (n_mechanisms + 1) * n_graphs
+    assert jobs["link_transfer"] == n_graphs * (n_graphs - 1)
     assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
 
 
@@ -208,6 +218,45 @@ def test_full_run_writes_every_output(tiny_run):
 def test_figures_are_images(tiny_run, figure):
     assert_png(tiny_run.path(f"{RESULTS}/figures/{figure}.png"))
     assert_pdf(tiny_run.path(f"{RESULTS}/figures/{figure}.pdf"))
+
+
+def test_graph_splits_follow_the_tiny_config(tiny_run):
+    for graph in TINY_GRAPHS:
+        record = json.loads(tiny_run.path(f"{RESULTS}/{graph}/splits.json").read_text())
+        entry = tiny_run.expected["graphs"][graph]
+        assert {k: len(v) for k, v in record["splits"].items()} == entry["splits"]
+        assert record["num_nodes"] == sum(entry["generator"]["block_sizes"])
+        drawn = [i for index in record["splits"].values() for i in index]
+        assert len(drawn) == len(set(drawn)), f"{graph}: node splits overlap"
+
+
+def test_link_stealing_tables(tiny_run):
+    rows = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/link_stealing_rows.csv"))
+    assert_columns(rows, ["dataset", "shadow", "attack", "feature_set", "run", "auc", "precision", "recall", "f1"],
+                   "link_stealing_rows.csv")
+    runs = tiny_run.expected["link_stealing"]["runs"]
+    assert set(rows["run"]) == set(range(runs))
+    assert {f"attack-{k}" for k in range(8)} == set(rows["attack"])
+    transfer = rows[rows["attack"].isin(["attack-1", "attack-4", "attack-5", "attack-7"])]
+    assert set(zip(transfer["dataset"], transfer["shadow"])) == {("sbm", "sbm_shadow"), ("sbm_shadow", "sbm")}
+    assert rows["auc"].between(0, 1).all()
+    summary = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/link_stealing.csv"))
+    assert_columns(summary, ["dataset", "attack", "auc_mean", "auc_std", "thesis_auc"], "link_stealing.csv")
+    assert set(summary["dataset"]) == set(TINY_GRAPHS)
+
+
+def test_link_protection_table(tiny_run):
+    protect = tiny_run.expected["protect"]
+    for graph in TINY_GRAPHS:
+        table = pd.read_csv(tiny_run.path(f"{RESULTS}/{graph}/link_protection.csv"))
+        assert_columns(table, ["dataset", "mechanism", "eps", "repeat", "attack", "distance", "auc"],
+                       "link_protection.csv")
+        assert set(table["mechanism"]) == {"none", *protect["mechanisms"]}
+        assert set(table["attack"]) == {"attack-0", "attack-3"}
+        noisy = table[(table.mechanism != "none") & (table.attack == "attack-0") & (table.distance == "correlation")]
+        assert set(zip(noisy.mechanism, noisy.eps.astype(float), noisy.repeat)) == {
+            (m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"] for r in range(protect["repeats"])}
+        assert table["auc"].between(0, 1).all()
 
 
 def test_splits_follow_the_tiny_config(tiny_run):

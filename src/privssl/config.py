@@ -1,5 +1,5 @@
 """Config validation: the JSON schema, then the checks a schema cannot express (split sizes
-against the dataset's size, attack pairs against the shadow split). Runs in the Snakefile
+against the dataset's or graph's size, attack pairs against the shadow split). Runs in the Snakefile
 before the DAG is built, so a bad config fails before any job starts and writes nothing."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from privssl.graphs.splits import check_node_split_sizes
 from privssl.splits import check_split_sizes
 
 
@@ -31,13 +32,25 @@ def validate_config(config: dict, schema_path: str | Path) -> None:
             hint = f" (allowed: {', '.join(map(str, allowed))})" if allowed else ""
             lines.append(f"config key '{_key(err.absolute_path)}': {err.message}{hint}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
-    for dataset, entry in config["datasets"].items():
-        try:
-            check_split_sizes(dataset, entry["splits"])
-        except ValueError as err:
-            raise ConfigError(f"config key 'datasets.{dataset}.splits': {err}") from err
-        shadow, pairs = entry["splits"]["shadow"], config["attack"]["train_pairs"]
-        if pairs // 2 > shadow // 2:
-            raise ConfigError(
-                f"config key 'attack.train_pairs': {pairs} pairs need {pairs // 2} shadow 'in' and 'out' records "
-                f"each, but datasets.{dataset}.splits.shadow = {shadow} gives {shadow // 2} (allowed: <= {2 * (shadow // 2)})")
+    image_check = lambda name, entry: check_split_sizes(name, entry["splits"])  # noqa: E731
+    for section, check in (("datasets", image_check), ("graphs", check_graph_entry)):
+        for dataset, entry in config.get(section, {}).items():
+            try:
+                check(dataset, entry)
+            except ValueError as err:
+                raise ConfigError(f"config key '{section}.{dataset}.splits': {err}") from err
+            shadow, pairs = entry["splits"]["shadow"], config["attack"]["train_pairs"]
+            if pairs // 2 > shadow // 2:
+                raise ConfigError(
+                    f"config key 'attack.train_pairs': {pairs} pairs need {pairs // 2} shadow 'in' and 'out' records "
+                    f"each, but {section}.{dataset}.splits.shadow = {shadow} gives {shadow // 2} "
+                    f"(allowed: <= {2 * (shadow // 2)})")
+
+
+def check_graph_entry(name: str, entry: dict) -> None:
+    """A generated graph needs its generator; a PyG graph must not have one."""
+    generated = name.startswith("sbm")
+    if generated != ("generator" in entry):
+        raise ValueError(f"graph {name!r} {'needs' if generated else 'takes no'} 'generator' parameters "
+                         f"(allowed: only for generated sbm* graphs)")
+    check_node_split_sizes(name, entry)

@@ -67,3 +67,69 @@ def figure2(utility: pd.DataFrame, mia: pd.DataFrame) -> plt.Figure:
         top.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+LINK_ATTACKS = {  # rows of link_protection.csv drawn: (attack, distance) -> (label, line style)
+    ("attack-0", "correlation"): ("Attack-0 (correlation distance)", "-"),
+    ("attack-3", None): ("Attack-3 (partial graph)", "--"),
+}
+
+
+def graph_protection_figure(utility: pd.DataFrame, mia: pd.DataFrame, links: pd.DataFrame) -> plt.Figure:
+    """Part B of the graph track: per graph (column), utility loss, node MIA accuracy and
+    link-stealing AUC vs ε per mechanism; the unprotected head's value as a dashed line."""
+    mia = mia[mia.attack == PAPER_ATTACK]
+    datasets = list(dict.fromkeys(utility.dataset))
+    fig, axes = plt.subplots(3, len(datasets), figsize=(5 * len(datasets), 11), squeeze=False)
+    for col, dataset in enumerate(datasets):
+        loss_ax, mia_ax, link_ax = axes[:, col]
+        for mechanism, group in _mean_std(utility[utility.dataset == dataset], "utility_loss").groupby(
+                "mechanism", sort=False):
+            label, colour, marker = STYLE[mechanism]
+            loss_ax.errorbar(group.eps, group["mean"], group["std"], marker=marker, color=colour, label=label)
+        attacks = mia[mia.dataset == dataset]
+        for mechanism, group in _mean_std(attacks[attacks.mechanism != "none"], "accuracy").groupby(
+                "mechanism", sort=False):
+            label, colour, marker = STYLE[mechanism]
+            mia_ax.errorbar(group.eps, group["mean"], group["std"], marker=marker, color=colour, label=label)
+        mia_ax.axhline(attacks[attacks.mechanism == "none"].accuracy.mean(), color="black", ls="--", lw=1,
+                       label="unprotected")
+        mia_ax.axhline(0.5, color="grey", ls=":", lw=1, label="random guess")
+        graph_links = links[links.dataset == dataset]
+        for (attack, distance), (attack_label, style) in LINK_ATTACKS.items():
+            rows = graph_links[(graph_links.attack == attack)
+                               & (graph_links.distance.isna() if distance is None else graph_links.distance == distance)]
+            for mechanism, group in _mean_std(rows[rows.mechanism != "none"], "auc").groupby("mechanism", sort=False):
+                label, colour, marker = STYLE[mechanism]
+                link_ax.errorbar(group.eps, group["mean"], group["std"], marker=marker, color=colour, ls=style,
+                                 label=f"{label}, {attack_label}" if col == 0 else None)
+            link_ax.axhline(rows[rows.mechanism == "none"].auc.mean(), color="black", ls=style, lw=1,
+                            label=f"unprotected, {attack_label}")
+        link_ax.axhline(0.5, color="grey", ls=":", lw=1)
+        loss_ax.set(xscale="log", ylabel="utility loss", title=dataset)
+        mia_ax.set(xscale="log", ylabel="node MIA accuracy (shadow MLP)")
+        link_ax.set(xscale="log", xlabel="privacy budget ε", ylabel="link-stealing AUC")
+        for ax in (loss_ax, mia_ax, link_ax):
+            ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def link_stealing_figure(table: pd.DataFrame) -> plt.Figure:
+    """Link-stealing AUC (mean ± std over runs) per attack, a panel per graph; the thesis's AUC
+    for the same cell as a black tick. Transfer attacks show their best shadow graph."""
+    best = table.loc[table.groupby(["dataset", "attack"], sort=False).auc_mean.idxmax()]
+    datasets = list(dict.fromkeys(best.dataset))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        rows = best[best.dataset == dataset].sort_values("attack")
+        positions = range(len(rows))
+        ax.bar(positions, rows.auc_mean, yerr=rows.auc_std.fillna(0), color="tab:purple", alpha=0.7, label="measured")
+        ax.scatter(positions, rows.thesis_auc, marker="_", s=400, color="black", zorder=3, label="thesis")
+        labels = [a + (f"\n({s})" if s else "") for a, s in zip(rows.attack, rows.shadow)]
+        ax.set_xticks(list(positions), labels, rotation=60, ha="right", fontsize=7)
+        ax.axhline(0.5, color="grey", ls=":", lw=1)
+        ax.set(ylim=(0, 1.02), ylabel="AUC", title=dataset)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,275 @@
+# The graph track. A graph's own rules: data, DGI pre-training and encoding (they produce the
+# same features file as the image track, so finetune, sensitivity, protect, shadow and attack
+# are shared), the link-stealing attacks of the thesis on a supervised GCN (part A), and
+# link stealing against the self-supervised GNN's protected heads (part B).
+
+GRAPH_ENV = os.path.join(workflow.basedir, "envs", "graph.yaml")
+GRAPH = f"{RESULTS}/{{dataset}}"
+
+
+def transfer_pairs():
+    """Every (target, shadow) pair of distinct graphs, for Attack-1, 4, 5, 7."""
+    return [(t, s) for t in GRAPHS for s in GRAPHS if s != t]
+
+
+rule graph_data:
+    """Load (or generate) the graph through PyG and draw the disjoint node splits."""
+    wildcard_constraints:
+        dataset="|".join(GRAPHS),
+    input:
+        script=script("prepare_graph.py"),
+    output:
+        graph=f"{GRAPH}/graph.pt",
+        splits=f"{GRAPH}/splits.json",
+    params:
+        root=config.get("graph_data_root"),
+        download="--download" if config.get("graph_download") else "",
+        generator=lambda w: (f"--generator {as_json(config['graphs'][w.dataset]['generator'])}"
+                             if "generator" in config["graphs"][w.dataset] else ""),
+        sizes=lambda w: as_json(config["graphs"][w.dataset]["splits"]),
+        seed=stage_seed("splits"),
+    log:
+        f"{GRAPH}/logs/graph_data.log",
+    benchmark:
+        f"{GRAPH}/benchmarks/graph_data.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --data-root {params.root} {params.download}"
+        " {params.generator} --sizes {params.sizes} --seed {params.seed} --graph {output.graph}"
+        " --splits {output.splits} 2> {log}"
+
+
+rule graph_pretrain:
+    """Deep Graph Infomax on the whole graph, no labels; embeddings of every node."""
+    wildcard_constraints:
+        dataset="|".join(GRAPHS),
+    input:
+        script=script("graph_pretrain.py"),
+        graph=f"{GRAPH}/graph.pt",
+    output:
+        encoder=f"{GRAPH}/pretrain/encoder.pt",
+        history=f"{GRAPH}/pretrain/history.csv",
+        embeddings=f"{GRAPH}/pretrain/embeddings.pt",
+    params:
+        dgi=as_json(config.get("dgi", {})),
+        seed=stage_seed("pretrain"),
+        device=config["device"],
+    log:
+        f"{GRAPH}/logs/graph_pretrain.log",
+    benchmark:
+        f"{GRAPH}/benchmarks/graph_pretrain.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        gpu=config["gpus_per_job"],
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --graph {input.graph} --dgi {params.dgi} --seed {params.seed}"
+        " --encoder {output.encoder} --history {output.history} --embeddings {output.embeddings}"
+        " --device {params.device} --threads {threads} 2> {log}"
+
+
+rule graph_encode:
+    """The node splits' DGI embeddings, in the features file of the shared rules."""
+    wildcard_constraints:
+        dataset="|".join(GRAPHS),
+    input:
+        script=script("graph_encode.py"),
+        splits=f"{GRAPH}/splits.json",
+        embeddings=f"{GRAPH}/pretrain/embeddings.pt",
+    output:
+        f"{GRAPH}/finetune/features.pt",
+    log:
+        f"{GRAPH}/logs/graph_encode.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --splits {input.splits} --embeddings {input.embeddings} --out {output} 2> {log}"
+
+
+rule link_target:
+    """Part A: the thesis's target GCN and the attacker's reference MLP, trained per run, and
+    each run's attack pairs (all edges + as many non-edges, split 50/50)."""
+    wildcard_constraints:
+        dataset="|".join(GRAPHS),
+    input:
+        script=script("link_target.py"),
+        graph=f"{GRAPH}/graph.pt",
+    output:
+        f"{GRAPH}/link/target.pt",
+    params:
+        gcn=as_json(config.get("link_stealing", {}).get("gcn", {})),
+        runs=config.get("link_stealing", {}).get("runs", 1),
+        seed=stage_seed("link_target"),
+        device=config["device"],
+    log:
+        f"{GRAPH}/logs/link_target.log",
+    benchmark:
+        f"{GRAPH}/benchmarks/link_target.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        gpu=config["gpus_per_job"],
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --graph {input.graph} --gcn {params.gcn} --runs {params.runs}"
+        " --seed {params.seed} --out {output} --device {params.device} --threads {threads} 2> {log}"
+
+
+rule link_steal:
+    """Part A: Attack-0, 2 (unsupervised) and Attack-3, 6 (supervised) on the target's GCN."""
+    wildcard_constraints:
+        dataset="|".join(GRAPHS),
+    input:
+        script=script("link_steal.py"),
+        graph=f"{GRAPH}/graph.pt",
+        target=f"{GRAPH}/link/target.pt",
+    output:
+        f"{GRAPH}/link/attacks.csv",
+    params:
+        mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
+    log:
+        f"{GRAPH}/logs/link_steal.log",
+    benchmark:
+        f"{GRAPH}/benchmarks/link_steal.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --graph {input.graph} --target {input.target}"
+        " --attack-mlp {params.mlp} --out {output} --threads {threads} 2> {log}"
+
+
+rule link_transfer:
+    """Part A: the transfer attacks (Attack-1, 4, 5, 7), trained on the shadow graph."""
+    wildcard_constraints:
+        dataset="|".join(GRAPHS),
+        shadow="|".join(GRAPHS),
+    input:
+        script=script("link_transfer.py"),
+        graph=f"{GRAPH}/graph.pt",
+        target=f"{GRAPH}/link/target.pt",
+        shadow_graph=f"{RESULTS}/{{shadow}}/graph.pt",
+        shadow_target=f"{RESULTS}/{{shadow}}/link/target.pt",
+    output:
+        f"{GRAPH}/link/transfer_{{shadow}}.csv",
+    params:
+        mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
+    log:
+        f"{GRAPH}/logs/link_transfer_{{shadow}}.log",
+    benchmark:
+        f"{GRAPH}/benchmarks/link_transfer_{{shadow}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --shadow {wildcards.shadow} --graph {input.graph}"
+        " --target {input.target} --shadow-graph {input.shadow_graph} --shadow-target {input.shadow_target}"
+        " --attack-mlp {params.mlp} --out {output} --threads {threads} 2> {log}"
+
+
+rule link_table:
+    """Part A: every link-stealing row, the mean ± std table beside the thesis, and the figure."""
+    input:
+        script=script("link_table.py"),
+        attacks=expand(f"{RESULTS}/{{dataset}}/link/attacks.csv", dataset=GRAPHS),
+        transfers=[f"{RESULTS}/{t}/link/transfer_{s}.csv" for t, s in transfer_pairs()],
+    output:
+        rows=f"{RESULTS}/tables/link_stealing_rows.csv",
+        csv=report(f"{RESULTS}/tables/link_stealing.csv", caption="../report/link_stealing.rst", category="Tables"),
+        md=f"{RESULTS}/tables/link_stealing.md",
+        png=report(f"{RESULTS}/figures/link_stealing.png", caption="../report/link_stealing.rst", category="Figures"),
+        pdf=f"{RESULTS}/figures/link_stealing.pdf",
+    log:
+        f"{RESULTS}/logs/link_table.log",
+    localrule: True
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --parts {input.attacks} {input.transfers} --rows {output.rows} --csv {output.csv}"
+        " --md {output.md} --figure {output.png} {output.pdf} 2> {log}"
+
+
+rule link_protect:
+    """Part B: link stealing against the self-supervised GNN's head, unprotected (`none`) or every
+    noisy head of one mechanism: the attacker sees only the released model's posteriors."""
+    wildcard_constraints:
+        dataset="|".join(GRAPHS),
+        target="|".join(["none"] + MECHANISMS),
+    input:
+        script=script("link_protect.py"),
+        graph=f"{GRAPH}/graph.pt",
+        embeddings=f"{GRAPH}/pretrain/embeddings.pt",
+        head=f"{GRAPH}/finetune/head.pt",
+        protected=protected_heads_input,
+    output:
+        f"{GRAPH}/link/protected_{{target}}.csv",
+    params:
+        protected=lambda w, input: f"--protected {input.protected}" if input.protected else "",
+        mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
+        seed=stage_seed("link_protect"),
+    log:
+        f"{GRAPH}/logs/link_protect_{{target}}.log",
+    benchmark:
+        f"{GRAPH}/benchmarks/link_protect_{{target}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --graph {input.graph} --embeddings {input.embeddings}"
+        " --head {input.head} {params.protected} --attack-mlp {params.mlp} --seed {params.seed} --out {output}"
+        " --threads {threads} 2> {log}"
+
+
+rule link_protection_table:
+    """Part B: all link-stealing rows of one graph in one tidy CSV."""
+    wildcard_constraints:
+        dataset="|".join(GRAPHS),
+    input:
+        script=script("merge_csv.py"),
+        parts=expand(f"{RESULTS}/{{{{dataset}}}}/link/protected_{{target}}.csv", target=["none"] + MECHANISMS),
+    output:
+        f"{GRAPH}/link_protection.csv",
+    log:
+        f"{GRAPH}/logs/link_protection_table.log",
+    localrule: True
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --out {output} {input.parts} 2> {log}"
+
+
+rule graph_figures:
+    """Part B: utility loss, node MIA and link-stealing AUC vs ε per mechanism, a column per graph."""
+    input:
+        script=script("plot_graph_protection.py"),
+        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=GRAPHS),
+        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=GRAPHS),
+        links=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=GRAPHS),
+    output:
+        png=report(f"{RESULTS}/figures/graph_protection.png", caption="../report/graph_protection.rst",
+                   category="Figures"),
+        pdf=f"{RESULTS}/figures/graph_protection.pdf",
+    log:
+        f"{RESULTS}/logs/graph_figures.log",
+    localrule: True
+    conda:
+        GRAPH_ENV
+    shell:
+        "python {input.script} --utility {input.utility} --mia {input.mia} --links {input.links}"
+        " --out {output.png} {output.pdf} 2> {log}"

@@ -1,0 +1,33 @@
+#!/usr/bin/env python
+"""Rule `graph_encode`: the frozen DGI embeddings of each node split, in the features file the
+shared finetune, sensitivity, protect and attack rules read (the image track's format)."""
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from privssl.graphs.splits import NODE_SPLITS
+from privssl.io import atomic_torch_save, load_tensors, script_logger
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--splits", required=True)
+    parser.add_argument("--embeddings", required=True)
+    parser.add_argument("--out", required=True, help="features file (.pt)")
+    args = parser.parse_args()
+    log = script_logger("graph_encode")
+    splits = json.loads(Path(args.splits).read_text())["splits"]
+    nodes = load_tensors(args.embeddings)
+    out = {"n_classes": nodes["n_classes"]}
+    for name in NODE_SPLITS:
+        index = torch.tensor(splits[name], dtype=torch.long)
+        out[name], out[f"{name}_labels"] = nodes["embeddings"][index], nodes["labels"][index]
+        log.info("%s features %s", name, tuple(out[name].shape))
+    atomic_torch_save(out, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+#!/usr/bin/env python
+"""Rule `link_table`: every link-stealing row in one tidy CSV, the mean ± std table beside the
+thesis's numbers (CSV and Markdown), and the figure (PNG and PDF), from CSV only."""
+
+import argparse
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from privssl.graphs.link_report import headline, markdown, summarise
+from privssl.io import atomic_path, atomic_write_csv
+from privssl.plotting import link_stealing_figure
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--parts", nargs="+", required=True, help="attacks.csv and transfer_*.csv files")
+    parser.add_argument("--rows", required=True, help="output: every row (.csv)")
+    parser.add_argument("--csv", required=True, help="output: mean ± std per cell with the thesis's AUC (.csv)")
+    parser.add_argument("--md", required=True, help="output: the headline table (.md)")
+    parser.add_argument("--figure", nargs="+", required=True, help="output figure files (.png, .pdf)")
+    args = parser.parse_args()
+    rows = pd.concat([pd.read_csv(p, keep_default_na=False, na_values=[""]) for p in args.parts], ignore_index=True)
+    summary = summarise(rows)
+    atomic_write_csv(rows, args.rows)
+    atomic_write_csv(summary, args.csv)
+    table = headline(summary)
+    with atomic_path(args.md) as tmp:
+        tmp.write_text(markdown(table))
+    fig = link_stealing_figure(table)
+    for path in args.figure:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=150, format=path.rsplit(".", 1)[-1])
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
