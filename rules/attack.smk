@@ -41,7 +41,7 @@ rule attack:
     output:
         f"{RESULTS}/{{dataset}}/attack/{{target}}.csv",
     wildcard_constraints:
-        target="|".join(["none"] + MECHANISMS),
+        target=one_of(["none"] + MECHANISMS),
     params:
         protected=lambda w, input: f"--protected {input.protected}" if input.protected else "",
         seed=stage_seed("attack"),

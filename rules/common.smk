@@ -7,9 +7,16 @@ SCRIPTS = os.path.join(workflow.basedir, "scripts")
 ENV = os.path.join(workflow.basedir, "envs", "privssl.yaml")
 RESULTS = "results"
 
+
+def one_of(names):
+    """A wildcard constraint matching exactly these names; none at all when the list is empty
+    (an empty pattern would match any name and make the image and graph rules ambiguous)."""
+    return "|".join(names) if names else "(?!)"
+
+
 wildcard_constraints:
-    dataset="|".join(DATASETS + GRAPHS),
-    mechanism="|".join(MECHANISMS),
+    dataset=one_of(DATASETS + GRAPHS),
+    mechanism=one_of(MECHANISMS),
 
 
 def script(name):

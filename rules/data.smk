@@ -1,7 +1,7 @@
 rule data:
     """Fetch the dataset into data_root (when download: true) and draw the disjoint splits."""
     wildcard_constraints:
-        dataset="|".join(DATASETS),  # images; graphs: rules/graph.smk
+        dataset=one_of(DATASETS),  # images; graphs: rules/graph.smk
     input:
         script=script("prepare_data.py"),
     output:

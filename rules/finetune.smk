@@ -1,7 +1,7 @@
 rule encode:
     """Features of every labelled split under the frozen encoder, computed once."""
     wildcard_constraints:
-        dataset="|".join(DATASETS),  # images; graphs: rules/graph.smk
+        dataset=one_of(DATASETS),  # images; graphs: rules/graph.smk
     input:
         script=script("encode.py"),
         splits=f"{RESULTS}/{{dataset}}/splits.json",

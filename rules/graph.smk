@@ -15,7 +15,7 @@ def transfer_pairs():
 rule graph_data:
     """Load (or generate) the graph through PyG and draw the disjoint node splits."""
     wildcard_constraints:
-        dataset="|".join(GRAPHS),
+        dataset=one_of(GRAPHS),
     input:
         script=script("prepare_graph.py"),
     output:
@@ -46,7 +46,7 @@ rule graph_data:
 rule graph_pretrain:
     """Deep Graph Infomax on the whole graph, no labels; embeddings of every node."""
     wildcard_constraints:
-        dataset="|".join(GRAPHS),
+        dataset=one_of(GRAPHS),
     input:
         script=script("graph_pretrain.py"),
         graph=f"{GRAPH}/graph.pt",
@@ -77,7 +77,7 @@ rule graph_pretrain:
 rule graph_encode:
     """The node splits' DGI embeddings, in the features file of the shared rules."""
     wildcard_constraints:
-        dataset="|".join(GRAPHS),
+        dataset=one_of(GRAPHS),
     input:
         script=script("graph_encode.py"),
         splits=f"{GRAPH}/splits.json",
@@ -99,7 +99,7 @@ rule link_target:
     """Part A: the thesis's target GCN and the attacker's reference MLP, trained per run, and
     each run's attack pairs (all edges + as many non-edges, split 50/50)."""
     wildcard_constraints:
-        dataset="|".join(GRAPHS),
+        dataset=one_of(GRAPHS),
     input:
         script=script("link_target.py"),
         graph=f"{GRAPH}/graph.pt",
@@ -128,7 +128,7 @@ rule link_target:
 rule link_steal:
     """Part A: Attack-0, 2 (unsupervised) and Attack-3, 6 (supervised) on the target's GCN."""
     wildcard_constraints:
-        dataset="|".join(GRAPHS),
+        dataset=one_of(GRAPHS),
     input:
         script=script("link_steal.py"),
         graph=f"{GRAPH}/graph.pt",
@@ -154,8 +154,8 @@ rule link_steal:
 rule link_transfer:
     """Part A: the transfer attacks (Attack-1, 4, 5, 7), trained on the shadow graph."""
     wildcard_constraints:
-        dataset="|".join(GRAPHS),
-        shadow="|".join(GRAPHS),
+        dataset=one_of(GRAPHS),
+        shadow=one_of(GRAPHS),
     input:
         script=script("link_transfer.py"),
         graph=f"{GRAPH}/graph.pt",
@@ -207,8 +207,8 @@ rule link_protect:
     """Part B: link stealing against the self-supervised GNN's head, unprotected (`none`) or every
     noisy head of one mechanism: the attacker sees only the released model's posteriors."""
     wildcard_constraints:
-        dataset="|".join(GRAPHS),
-        target="|".join(["none"] + MECHANISMS),
+        dataset=one_of(GRAPHS),
+        target=one_of(["none"] + MECHANISMS),
     input:
         script=script("link_protect.py"),
         graph=f"{GRAPH}/graph.pt",
@@ -239,7 +239,7 @@ rule link_protect:
 rule link_protection_table:
     """Part B: all link-stealing rows of one graph in one tidy CSV."""
     wildcard_constraints:
-        dataset="|".join(GRAPHS),
+        dataset=one_of(GRAPHS),
     input:
         script=script("merge_csv.py"),
         parts=expand(f"{RESULTS}/{{{{dataset}}}}/link/protected_{{target}}.csv", target=["none"] + MECHANISMS),

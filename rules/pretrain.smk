@@ -2,7 +2,7 @@ rule pretrain:
     """SimCLR on the public split D. The checkpoint is not an output: Snakemake keeps it when a
     job dies, and the restarted job (--rerun-incomplete) resumes from it."""
     wildcard_constraints:
-        dataset="|".join(DATASETS),  # images; graphs: rules/graph.smk
+        dataset=one_of(DATASETS),  # images; graphs: rules/graph.smk
     input:
         script=script("pretrain.py"),
         splits=f"{RESULTS}/{{dataset}}/splits.json",

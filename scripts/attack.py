@@ -4,14 +4,14 @@ every noisy head of one mechanism, on balanced members (from d) and non-members.
 are queried in one batched computation. Writes tidy CSV, one row per (head, attack)."""
 
 import argparse
-import math
 
 import numpy as np
 import pandas as pd
 import torch
 
-from privssl.heads import flatten, predict_proba, unflatten
+from privssl.heads import predict_proba, unflatten
 from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.protection import released_heads
 from privssl.mia import AttackSpec, attack_mlp, attack_mlp_scores, evaluate, metric_scores
 
 
@@ -37,13 +37,7 @@ def main() -> None:
     y = torch.cat([feats["finetune_labels"][members], feats["nonmember_labels"][nonmembers]])
     is_member = np.r_[np.ones(n, bool), np.zeros(n, bool)]
 
-    if args.protected is None:
-        mechanism, flat, eps, repeats = "none", flatten(head["params"]), [math.nan], 1
-    else:
-        protected = load_tensors(args.protected)
-        mechanism, eps = protected["mechanism"], protected["eps"].tolist()
-        repeats = protected["flat"].shape[1]
-        flat = protected["flat"].reshape(-1, protected["flat"].shape[-1])
+    mechanism, flat, eps, repeats = released_heads(head, args.protected)
     probs = predict_proba(unflatten(flat, head["shapes"]), x)  # (heads, 2n, C)
 
     model = attack_mlp(attacker["in_dim"], AttackSpec(**attacker["spec"]))

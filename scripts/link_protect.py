@@ -7,7 +7,6 @@ posteriors). All releases are attacked as one batched computation. Tidy CSV, one
 (release, attack, distance)."""
 
 import argparse
-import math
 
 import pandas as pd
 import torch
@@ -15,8 +14,9 @@ import torch
 from privssl.cli import json_object
 from privssl.graphs.link_attacks import AttackMLPSpec, Observation, attack_0, attack_3
 from privssl.graphs.link_pairs import attack_dataset
-from privssl.heads import flatten, predict_proba, unflatten
+from privssl.heads import predict_proba, unflatten
 from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.protection import released_heads
 
 
 def main() -> None:
@@ -36,12 +36,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     graph, nodes, head = load_tensors(args.graph), load_tensors(args.embeddings), load_tensors(args.head)
 
-    if args.protected is None:
-        mechanism, flat, eps, repeats = "none", flatten(head["params"]), [math.nan], 1
-    else:
-        protected = load_tensors(args.protected)
-        mechanism, eps, repeats = protected["mechanism"], protected["eps"].tolist(), protected["flat"].shape[1]
-        flat = protected["flat"].reshape(-1, protected["flat"].shape[-1])
+    mechanism, flat, eps, repeats = released_heads(head, args.protected)
     posteriors = predict_proba(unflatten(flat, head["shapes"]), nodes["embeddings"]).float()  # (releases, N, C)
     pairs = attack_dataset(graph["edge_index"], len(graph["x"]), args.seed)
     observation = Observation(pairs, posteriors)

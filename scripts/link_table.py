@@ -4,12 +4,11 @@ thesis's numbers (CSV and Markdown), and the figure (PNG and PDF), from CSV only
 
 import argparse
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from privssl.graphs.link_report import headline, markdown, summarise
 from privssl.io import atomic_path, atomic_write_csv
-from privssl.plotting import link_stealing_figure
+from privssl.plotting import link_stealing_figure, save_figure
 
 
 def main() -> None:
@@ -27,11 +26,7 @@ def main() -> None:
     table = headline(summary)
     with atomic_path(args.md) as tmp:
         tmp.write_text(markdown(table))
-    fig = link_stealing_figure(table)
-    for path in args.figure:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=150, format=path.rsplit(".", 1)[-1])
-    plt.close(fig)
+    save_figure(link_stealing_figure(table), args.figure)
 
 
 if __name__ == "__main__":

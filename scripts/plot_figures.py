@@ -3,18 +3,9 @@
 
 import argparse
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
-from privssl.io import atomic_path
-from privssl.plotting import figure1, figure2
-
-
-def save(fig, paths) -> None:
-    for path in paths:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=150, format=path.rsplit(".", 1)[-1])
-    plt.close(fig)
+from privssl.plotting import figure1, figure2, save_figure
 
 
 def main() -> None:
@@ -26,8 +17,8 @@ def main() -> None:
     args = parser.parse_args()
     utility = pd.concat([pd.read_csv(p) for p in args.utility], ignore_index=True)
     mia = pd.concat([pd.read_csv(p) for p in args.mia], ignore_index=True)
-    save(figure1(utility), args.fig1)
-    save(figure2(utility, mia), args.fig2)
+    save_figure(figure1(utility), args.fig1)
+    save_figure(figure2(utility, mia), args.fig2)
 
 
 if __name__ == "__main__":

@@ -4,11 +4,9 @@ self-supervised GNN's protected heads (PNG and PDF), from CSV only."""
 
 import argparse
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
-from privssl.io import atomic_path
-from privssl.plotting import graph_protection_figure
+from privssl.plotting import graph_protection_figure, save_figure
 
 
 def main() -> None:
@@ -19,11 +17,7 @@ def main() -> None:
     parser.add_argument("--out", nargs="+", required=True, help="output files (.png, .pdf)")
     args = parser.parse_args()
     read = lambda paths: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)  # noqa: E731
-    fig = graph_protection_figure(read(args.utility), read(args.mia), read(args.links))
-    for path in args.out:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=150, format=path.rsplit(".", 1)[-1])
-    plt.close(fig)
+    save_figure(graph_protection_figure(read(args.utility), read(args.mia), read(args.links)), args.out)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ metric attack gets its threshold from the same shadow outputs."""
 
 import argparse
 
-import numpy as np
 import torch
 
 from privssl.cli import json_object

@@ -15,13 +15,7 @@ SPECS = [HeadSpec(architecture=a, optimizer=o, hidden=8, epochs=15, lr=0.05, mom
          for a in ("linear", "mlp") for o in ("adam", "sgd")]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: a second intra-op thread only adds synchronisation cost (and spins on a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def make_data(seed=0):

@@ -22,13 +22,7 @@ CORA = Path(__file__).resolve().parents[2] / "shared/data/planetoid/Cora/raw"
 ROW_KEYS = {"attack", "feature_set", "distance", "release", "auc", "precision", "recall", "f1"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors: a second intra-op thread only adds synchronisation cost."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def noisy_posteriors(classes, n_classes, noise, generator):

@@ -15,13 +15,7 @@ N_CLASSES, DIM, N = 10, 32, 100
 VICTIM_SPEC = HeadSpec(architecture="mlp", hidden=128, epochs=300, lr=1e-2)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: a second intra-op thread only adds synchronisation cost (and spins on a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def test_metric_scores_formulas():

@@ -14,13 +14,7 @@ CPU = torch.device("cpu")
 GENTLE = Augmentation(min_area=0.5, brightness=0.3, jitter=0.1, horizontal_flip=False)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: a second intra-op thread only adds synchronisation cost (and spins on a busy CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def cos(a, b):

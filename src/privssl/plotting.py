@@ -8,6 +8,8 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from privssl.io import atomic_path  # noqa: E402
+
 STYLE = {  # mechanism: (label, colour, marker)
     "alm": ("ALM (logistic)", "tab:red", "o"),
     "laplace": ("Laplace", "tab:blue", "s"),
@@ -15,6 +17,14 @@ STYLE = {  # mechanism: (label, colour, marker)
     "gaussian_analytic": ("Gaussian (analytic)", "tab:olive", "v"),
 }
 PAPER_ATTACK = "shadow_mlp"
+
+
+def save_figure(fig: plt.Figure, paths: list[str]) -> None:
+    """Write the figure to each path (its format from the suffix: png, pdf) atomically, then close it."""
+    for path in paths:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=150, format=str(path).rsplit(".", 1)[-1])
+    plt.close(fig)
 
 
 def _mean_std(frame: pd.DataFrame, column: str) -> pd.DataFrame:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from privssl.heads import flatten
+from privssl.io import load_tensors
 from privssl.mechanisms import Calibration, calibrate, standard_noise
 
 
@@ -29,3 +31,15 @@ def utility_loss(noisy_accuracy: torch.Tensor, clean_accuracy: float) -> torch.T
     if clean_accuracy <= 0:
         raise ValueError(f"utility loss is undefined for a clean accuracy of {clean_accuracy}")
     return 1.0 - noisy_accuracy / clean_accuracy
+
+
+def released_heads(head: dict, protected_path: str | None) -> tuple[str, torch.Tensor, list[float], int]:
+    """The heads an attack rule queries: the clean head (`protected_path` None; mechanism `none`,
+    ε NaN) or every noisy head of the protect rule's file, flattened to (len(eps)·repeats, P),
+    ε-major. Returns (mechanism, flat heads, ε grid, repeats): head h has ε = eps[h // repeats]
+    and noise draw h % repeats."""
+    if protected_path is None:
+        return "none", flatten(head["params"]), [float("nan")], 1
+    protected = load_tensors(protected_path)
+    flat = protected["flat"]
+    return protected["mechanism"], flat.reshape(-1, flat.shape[-1]), protected["eps"].tolist(), flat.shape[1]

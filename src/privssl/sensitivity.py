@@ -10,7 +10,6 @@ bound; `random_dp_statement` says exactly what it does guarantee.
 
 from __future__ import annotations
 
-import math
 
 import torch
 
