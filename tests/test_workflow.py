@@ -218,8 +218,9 @@ def test_paper_presets_dry_run_without_a_graph_track(tmp_path, preset):
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"offline graph copies not found at {SHARED_DATA}")
 def test_shared_graphs_preset_dry_runs(tmp_path):
-    proc = run_snakemake(tmp_path / "run", REPO / "configs" / "graphs-shared.yaml", "-n",
-                         "--config", f"graph_data_root={SHARED_DATA}")
+    # merged onto config.yaml as the README's command does (named here: another working directory)
+    proc = run_snakemake(tmp_path / "run", None, "-n", "--config", f"graph_data_root={SHARED_DATA}",
+                         "--configfile", str(REPO / "config.yaml"), str(REPO / "configs" / "graphs-shared.yaml"))
     jobs = planned_jobs(proc)
     graphs = 2 + 3  # config.yaml's two SBMs, and Cora, CiteSeer, COX2
     assert jobs["graph_data"] == jobs["link_target"] == graphs
