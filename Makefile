@@ -29,6 +29,7 @@ test: $(STAMP)
 
 benchmark: $(STAMP)
 	python benchmarks/sensitivity.py
+	python benchmarks/link_features.py
 
 clean:
 	rm -rf results .snakemake

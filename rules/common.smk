@@ -37,20 +37,17 @@ def stage_seed(stage):
     return config["seed"] * 100 + stages.index(stage)
 
 
-def dataset_entry(dataset):
-    """The config entry of an image dataset or a graph."""
-    return config["datasets"][dataset] if dataset in DATASETS else config["graphs"][dataset]
-
-
 def final_outputs():
-    outputs = [
-        f"{RESULTS}/figures/fig1_utility_loss.png",
-        f"{RESULTS}/figures/fig1_utility_loss.pdf",
-        f"{RESULTS}/figures/fig2_mia.png",
-        f"{RESULTS}/figures/fig2_mia.pdf",
-        f"{RESULTS}/tables/table1.csv",
-        f"{RESULTS}/tables/table1.md",
-    ]
+    outputs = []
+    if DATASETS:
+        outputs += [
+            f"{RESULTS}/figures/fig1_utility_loss.png",
+            f"{RESULTS}/figures/fig1_utility_loss.pdf",
+            f"{RESULTS}/figures/fig2_mia.png",
+            f"{RESULTS}/figures/fig2_mia.pdf",
+            f"{RESULTS}/tables/table1.csv",
+            f"{RESULTS}/tables/table1.md",
+        ]
     if GRAPHS:
         outputs += [
             f"{RESULTS}/figures/link_stealing.png",

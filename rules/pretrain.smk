@@ -10,7 +10,7 @@ rule pretrain:
         encoder=f"{RESULTS}/{{dataset}}/pretrain/encoder.pt",
         history=f"{RESULTS}/{{dataset}}/pretrain/history.csv",
     params:
-        simclr=as_json(config["simclr"]),
+        simclr=as_json(config.get("simclr", {})),  # absent in a graph-only config
         seed=stage_seed("pretrain"),
         root=config["data_root"],
         device=config["device"],

@@ -218,13 +218,12 @@ def test_paper_presets_dry_run_without_a_graph_track(tmp_path, preset):
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"offline graph copies not found at {SHARED_DATA}")
 def test_shared_graphs_preset_dry_runs(tmp_path):
-    # merged onto config.yaml as the README's command does (named here: another working directory)
-    proc = run_snakemake(tmp_path / "run", None, "-n", "--config", f"graph_data_root={SHARED_DATA}",
-                         "--configfile", str(REPO / "config.yaml"), str(REPO / "configs" / "graphs-shared.yaml"))
+    proc = run_snakemake(tmp_path / "run", REPO / "configs" / "graphs-shared.yaml", "-n", "--replace-workflow-config",
+                         "--config", f"graph_data_root={SHARED_DATA}")
     jobs = planned_jobs(proc)
-    graphs = 2 + 3  # config.yaml's two SBMs, and Cora, CiteSeer, COX2
-    assert jobs["graph_data"] == jobs["link_target"] == graphs
-    assert jobs["link_transfer"] == graphs * (graphs - 1)
+    assert jobs["graph_data"] == jobs["link_target"] == 2  # Cora, CiteSeer
+    assert jobs["link_transfer"] == 2 and jobs["protect"] == 4 * 2
+    assert not {"data", "pretrain", "figures", "table1"} & set(jobs), "a graph-only config ran the image track"
 
 
 def test_full_run_writes_every_output(tiny_run):
@@ -428,6 +427,7 @@ BAD_CONFIGS = {
     "oversized_split": (lambda c: c["datasets"]["digits"]["splits"].update(finetune=5000),
                         ["datasets.digits.splits", "finetune=5000", "pretrain=200", "1797"]),
     "missing_head": (drop("head"), ["'head' is a required property"]),
+    "no_dataset_at_all": (lambda c: c.update(datasets={}, graphs={}), ["'datasets' and 'graphs': both are empty"]),
 }
 
 

@@ -32,6 +32,9 @@ def validate_config(config: dict, schema_path: str | Path) -> None:
             hint = f" (allowed: {', '.join(map(str, allowed))})" if allowed else ""
             lines.append(f"config key '{_key(err.absolute_path)}': {err.message}{hint}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
+    if not config["datasets"] and not config.get("graphs"):
+        raise ConfigError("config keys 'datasets' and 'graphs': both are empty (allowed: at least one image "
+                          "dataset or graph)")
     image_check = lambda name, entry: check_split_sizes(name, entry["splits"])  # noqa: E731
     for section, check in (("datasets", image_check), ("graphs", check_graph_entry)):
         for dataset, entry in config.get(section, {}).items():

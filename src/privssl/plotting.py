@@ -136,7 +136,8 @@ def link_stealing_figure(table: pd.DataFrame) -> plt.Figure:
         positions = range(len(rows))
         ax.bar(positions, rows.auc_mean, yerr=rows.auc_std.fillna(0), color="tab:purple", alpha=0.7, label="measured")
         ax.scatter(positions, rows.thesis_auc, marker="_", s=400, color="black", zorder=3, label="thesis")
-        labels = [a + (f"\n({s})" if s else "") for a, s in zip(rows.attack, rows.shadow)]
+        labels = [a + (f" ({d})" if a == "attack-0" else "") + (f"\n({s})" if s else "")
+                  for a, d, s in zip(rows.attack, rows.distance, rows.shadow)]
         ax.set_xticks(list(positions), labels, rotation=60, ha="right", fontsize=7)
         ax.axhline(0.5, color="grey", ls=":", lw=1)
         ax.set(ylim=(0, 1.02), ylabel="AUC", title=dataset)
