@@ -31,7 +31,7 @@ def thesis_auc() -> pd.DataFrame:
     return pd.DataFrame({
         "dataset": reference.dataset.map(to_project), "shadow": reference.shadow.map(to_project).fillna(""),
         "attack": reference.attack, "distance": reference.distance.fillna(""),
-        "thesis_auc": reference.value, "thesis_std": reference.std, "thesis_source": reference.source,
+        "thesis_auc": reference["value"], "thesis_std": reference["std"], "thesis_source": reference["source"],
     }).drop_duplicates(["dataset", "shadow", "attack", "distance"])
 
 
