@@ -1,8 +1,11 @@
 import json
 
+from privssl.release_methods import METHODS, output_perturbation_methods, release_method
+
 DATASETS = list(config["datasets"])  # image datasets
 GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... attack rules, own data and encoder
-MECHANISMS = config["protect"]["mechanisms"]
+MECHANISMS = config["protect"]["mechanisms"]  # release methods of the registry (src/privssl/release_methods.py)
+OUTPUT_PERTURBATION = output_perturbation_methods(MECHANISMS)  # noise on a trained head: rule `protect`
 SCRIPTS = os.path.join(workflow.basedir, "scripts")
 ENV = os.path.join(workflow.basedir, "envs", "privssl.yaml")
 RESULTS = "results"
@@ -16,7 +19,7 @@ def one_of(names):
 
 wildcard_constraints:
     dataset=one_of(DATASETS + GRAPHS),
-    mechanism=one_of(MECHANISMS),
+    mechanism=one_of(OUTPUT_PERTURBATION),
 
 
 def script(name):
@@ -30,11 +33,18 @@ def as_json(value):
 
 
 def stage_seed(stage):
-    """A seed per stage, derived from the config seed, so stages draw independent randomness."""
-    stages = (["splits", "pretrain", "sensitivity", "shadow", "attack"]
-              + [f"protect_{m}" for m in ("alm", "laplace", "gaussian", "gaussian_analytic")]
-              + ["link_target", "link_protect"])
+    """A seed per stage, derived from the config seed, so stages draw independent randomness;
+    one per release method of the registry."""
+    stages = (["splits", "pretrain", "sensitivity", "shadow", "attack", "link_target", "link_protect"]
+              + [f"protect_{m}" for m in METHODS])
     return config["seed"] * 100 + stages.index(stage)
+
+
+def released_head(method):
+    """The trained head a release method adds its noise to, and that head's sensitivity record."""
+    if release_method(method).head == "certified":
+        return f"{RESULTS}/{{dataset}}/certified/head.pt", f"{RESULTS}/{{dataset}}/certified/sensitivity.json"
+    return f"{RESULTS}/{{dataset}}/finetune/head.pt", f"{RESULTS}/{{dataset}}/sensitivity.json"
 
 
 def final_outputs():
@@ -45,8 +55,12 @@ def final_outputs():
             f"{RESULTS}/figures/fig1_utility_loss.pdf",
             f"{RESULTS}/figures/fig2_mia.png",
             f"{RESULTS}/figures/fig2_mia.pdf",
+            f"{RESULTS}/figures/fig3_frontier.png",
+            f"{RESULTS}/figures/fig3_frontier.pdf",
             f"{RESULTS}/tables/table1.csv",
             f"{RESULTS}/tables/table1.md",
+            f"{RESULTS}/tables/table2.csv",
+            f"{RESULTS}/tables/table2.md",
         ]
     if GRAPHS:
         outputs += [

@@ -1,5 +1,6 @@
 rule figures:
-    """Fig. 1 (utility loss vs ε) and Fig. 2 (MIA accuracy vs ε and vs utility loss), from CSV only."""
+    """Fig. 1 (utility loss vs ε), Fig. 2 (MIA accuracy vs ε and vs utility loss) and Fig. 3 (the
+    accuracy-ε frontier) for every release method, line style by guarantee kind; from CSV only."""
     input:
         script=script("plot_figures.py"),
         utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
@@ -9,6 +10,8 @@ rule figures:
         fig1_pdf=f"{RESULTS}/figures/fig1_utility_loss.pdf",
         fig2_png=report(f"{RESULTS}/figures/fig2_mia.png", caption="../report/fig2.rst", category="Figures"),
         fig2_pdf=f"{RESULTS}/figures/fig2_mia.pdf",
+        fig3_png=report(f"{RESULTS}/figures/fig3_frontier.png", caption="../report/fig3.rst", category="Figures"),
+        fig3_pdf=f"{RESULTS}/figures/fig3_frontier.pdf",
     log:
         f"{RESULTS}/logs/figures.log",
     localrule: True
@@ -16,7 +19,7 @@ rule figures:
         ENV
     shell:
         "python {input.script} --utility {input.utility} --mia {input.mia} --fig1 {output.fig1_png} {output.fig1_pdf}"
-        " --fig2 {output.fig2_png} {output.fig2_pdf} 2> {log}"
+        " --fig2 {output.fig2_png} {output.fig2_pdf} --fig3 {output.fig3_png} {output.fig3_pdf} 2> {log}"
 
 
 rule table1:
@@ -36,4 +39,23 @@ rule table1:
         ENV
     shell:
         "python {input.script} --datasets {params.datasets} --sensitivity {input.sensitivity}"
+        " --csv {output.csv} --md {output.md} 2> {log}"
+
+
+rule table2:
+    """Table 2: accuracy and MIA at ε ∈ {1, 10} (the grid's nearest) per release method, with its guarantee kind."""
+    input:
+        script=script("make_table2.py"),
+        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
+        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
+    output:
+        csv=report(f"{RESULTS}/tables/table2.csv", caption="../report/table2.rst", category="Tables"),
+        md=f"{RESULTS}/tables/table2.md",
+    log:
+        f"{RESULTS}/logs/table2.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python {input.script} --utility {input.utility} --mia {input.mia} --targets 1 10"
         " --csv {output.csv} --md {output.md} 2> {log}"

@@ -50,3 +50,31 @@ rule finetune:
     shell:
         "python {input.script} --features {input.features} --head {params.head} --out {output.head}"
         " --metrics {output.metrics} --device {params.device} --threads {threads} 2> {log}"
+
+
+rule certified_head:
+    """The certified head (Chaudhuri et al. 2011): L2-regularised logistic regression on clipped
+    features, solved to a gradient-norm tolerance, and its proven Δ2."""
+    input:
+        script=script("certified_head.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+    output:
+        head=f"{RESULTS}/{{dataset}}/certified/head.pt",
+        sensitivity=f"{RESULTS}/{{dataset}}/certified/sensitivity.json",
+        metrics=f"{RESULTS}/{{dataset}}/certified/metrics.json",
+    params:
+        certified=as_json(config["certified"]),
+        device=config["device"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/certified_head.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/certified_head.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+    conda:
+        ENV
+    shell:
+        "python {input.script} --features {input.features} --certified {params.certified}"
+        " --out-head {output.head} --out-sensitivity {output.sensitivity} --out-metrics {output.metrics}"
+        " --device {params.device} --threads {threads} 2> {log}"

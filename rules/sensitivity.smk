@@ -1,5 +1,6 @@
 rule sensitivity:
-    """Algorithm 2: Δ1 and Δ2 of the head from m sampled neighbour pairs (2m batched trainings)."""
+    """Sampled Δ1, Δ2 of the head: m neighbour pairs from the reference pool (population) or inside d
+    (paper), 2m batched trainings."""
     input:
         script=script("sensitivity.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
@@ -7,8 +8,10 @@ rule sensitivity:
         f"{RESULTS}/{{dataset}}/sensitivity.json",
     params:
         head=as_json(config["head"]),
+        sampling=config["sensitivity"]["sampling"],
         m=config["sensitivity"]["m"],
         rho=config["sensitivity"]["rho"],
+        gamma=config["sensitivity"]["gamma"],
         chunk=config["sensitivity"]["chunk_size"],
         seed=stage_seed("sensitivity"),
         # |D| for Table 1; a graph's DGI encoder trains on the whole graph instead
@@ -26,6 +29,6 @@ rule sensitivity:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} --head {params.head} --m {params.m}"
-        " --rho {params.rho} --chunk-size {params.chunk} --seed {params.seed}"
+        "python {input.script} --features {input.features} --head {params.head} --sampling {params.sampling}"
+        " --m {params.m} --rho {params.rho} --gamma {params.gamma} --chunk-size {params.chunk} --seed {params.seed}"
         " {params.pretrain_size} --out {output} --device {params.device} --threads {threads} 2> {log}"

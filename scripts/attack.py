@@ -11,7 +11,7 @@ import torch
 
 from privssl.heads import predict_proba, unflatten
 from privssl.io import atomic_write_csv, load_tensors, script_logger
-from privssl.protection import released_heads
+from privssl.protection import head_inputs, released_heads
 from privssl.mia import AttackSpec, attack_mlp, attack_mlp_scores, evaluate, metric_scores
 
 
@@ -37,8 +37,8 @@ def main() -> None:
     y = torch.cat([feats["finetune_labels"][members], feats["nonmember_labels"][nonmembers]])
     is_member = np.r_[np.ones(n, bool), np.zeros(n, bool)]
 
-    mechanism, flat, eps, repeats = released_heads(head, args.protected)
-    probs = predict_proba(unflatten(flat, head["shapes"]), x)  # (heads, 2n, C)
+    releases = released_heads(head, args.protected)
+    probs = predict_proba(unflatten(releases.flat, releases.shapes), head_inputs(x, releases.clip_norm))  # (H, 2n, C)
 
     model = attack_mlp(attacker["in_dim"], AttackSpec(**attacker["spec"]))
     model.load_state_dict(attacker["mlp"])
@@ -46,13 +46,13 @@ def main() -> None:
     scores.update(metric_scores(probs, y))
     thresholds = {"shadow_mlp": 0.5, **attacker["thresholds"]}
     rows = []
-    for h in range(flat.shape[0]):
+    for h in range(releases.flat.shape[0]):
         for attack, s in scores.items():
-            rows.append({"dataset": args.dataset, "mechanism": mechanism, "eps": eps[h // repeats],
-                         "repeat": h % repeats, "attack": attack, "n_members": n, "n_nonmembers": n,
+            rows.append({"dataset": args.dataset, "mechanism": releases.method, "eps": releases.eps[h // releases.repeats],
+                         "repeat": h % releases.repeats, "attack": attack, "n_members": n, "n_nonmembers": n,
                          **evaluate(s[h].numpy(), is_member, thresholds[attack])})
     frame = pd.DataFrame(rows)
-    log.info("%s: shadow_mlp accuracy by eps %s", mechanism,
+    log.info("%s: shadow_mlp accuracy by eps %s", releases.method,
              frame[frame.attack == "shadow_mlp"].groupby("eps", dropna=False).accuracy.mean().round(4).to_dict())
     atomic_write_csv(frame, args.out)
 

@@ -16,7 +16,7 @@ from privssl.graphs.link_attacks import AttackMLPSpec, Observation, attack_0, at
 from privssl.graphs.link_pairs import attack_dataset
 from privssl.heads import predict_proba, unflatten
 from privssl.io import atomic_write_csv, load_tensors, script_logger
-from privssl.protection import released_heads
+from privssl.protection import head_inputs, released_heads
 
 
 def main() -> None:
@@ -36,19 +36,20 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     graph, nodes, head = load_tensors(args.graph), load_tensors(args.embeddings), load_tensors(args.head)
 
-    mechanism, flat, eps, repeats = released_heads(head, args.protected)
-    posteriors = predict_proba(unflatten(flat, head["shapes"]), nodes["embeddings"]).float()  # (releases, N, C)
+    releases = released_heads(head, args.protected)
+    posteriors = predict_proba(unflatten(releases.flat, releases.shapes),
+                               head_inputs(nodes["embeddings"], releases.clip_norm)).float()  # (releases, N, C)
     pairs = attack_dataset(graph["edge_index"], len(graph["x"]), args.seed)
     observation = Observation(pairs, posteriors)
     spec = AttackMLPSpec.from_config(args.attack_mlp)
     rows = []
     for row in attack_0(observation) + attack_3(observation, spec, args.seed):
         release = row.pop("release")
-        rows.append({"dataset": args.dataset, "mechanism": mechanism, "eps": eps[release // repeats],
-                     "repeat": release % repeats, **row})
+        rows.append({"dataset": args.dataset, "mechanism": releases.method,
+                     "eps": releases.eps[release // releases.repeats], "repeat": release % releases.repeats, **row})
     frame = pd.DataFrame(rows)
     summary = frame[(frame.attack == "attack-3") | (frame.distance == "correlation")]
-    log.info("%s: mean AUC by (attack, eps) %s", mechanism,
+    log.info("%s: mean AUC by (attack, eps) %s", releases.method,
              summary.groupby(["attack", "eps"], dropna=False).auc.mean().round(4).to_dict())
     atomic_write_csv(frame, args.out)
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env python
-"""Concatenate tidy CSV files with the same columns into one (e.g. all mechanisms of a dataset)."""
+"""Concatenate tidy CSV files into one (e.g. all release methods of a dataset). Every part must
+have the columns that all parts share at least (a method may add its own, e.g. DP-SGD's
+accounting); a column a part lacks is left empty in its rows."""
 
 import argparse
 
@@ -14,10 +16,11 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     frames = [pd.read_csv(p) for p in args.parts]
-    columns = list(frames[0].columns)
+    core = min((list(f.columns) for f in frames), key=len)
     for path, frame in zip(args.parts, frames):
-        if list(frame.columns) != columns:
-            raise SystemExit(f"{path} has columns {list(frame.columns)}, expected {columns}")
+        missing = [c for c in core if c not in frame.columns]
+        if missing:
+            raise SystemExit(f"{path} lacks columns {missing} that other parts have (expected at least {core})")
     atomic_write_csv(pd.concat(frames, ignore_index=True), args.out)
 
 

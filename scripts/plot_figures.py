@@ -1,11 +1,13 @@
 #!/usr/bin/env python
-"""Rule `figures`: the paper's Fig. 1 and Fig. 2 from the utility and MIA CSVs (PNG and PDF)."""
+"""Rule `figures`: the paper's Fig. 1 (utility loss vs ε), Fig. 2 (MIA accuracy vs ε and vs utility
+loss) and Fig. 3 (test accuracy vs ε, the privacy-utility frontier) from the utility and MIA CSVs
+(PNG and PDF)."""
 
 import argparse
 
 import pandas as pd
 
-from privssl.plotting import figure1, figure2, save_figure
+from privssl.plotting import figure1, figure2, figure3, save_figure
 
 
 def main() -> None:
@@ -14,11 +16,13 @@ def main() -> None:
     parser.add_argument("--mia", nargs="+", required=True, help="mia.csv of each dataset")
     parser.add_argument("--fig1", nargs="+", required=True, help="output files of Fig. 1 (.png, .pdf)")
     parser.add_argument("--fig2", nargs="+", required=True, help="output files of Fig. 2 (.png, .pdf)")
+    parser.add_argument("--fig3", nargs="+", required=True, help="output files of Fig. 3 (.png, .pdf)")
     args = parser.parse_args()
     utility = pd.concat([pd.read_csv(p) for p in args.utility], ignore_index=True)
     mia = pd.concat([pd.read_csv(p) for p in args.mia], ignore_index=True)
     save_figure(figure1(utility), args.fig1)
     save_figure(figure2(utility, mia), args.fig2)
+    save_figure(figure3(utility), args.fig3)
 
 
 if __name__ == "__main__":

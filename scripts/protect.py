@@ -1,7 +1,8 @@
 #!/usr/bin/env python
-"""Rule `protect`: release the head with noise of one mechanism at every ε of the grid,
-R draws each, and measure test accuracy and utility loss (Definition 6.1). All noisy heads
-are evaluated as one batched computation. Writes tidy CSV rows and the noisy heads."""
+"""Rule `protect`: release a trained head with the noise of one output-perturbation method at
+every ε of the grid, R draws each, and measure test accuracy and utility loss (Definition 6.1)
+against the non-private released head. All noisy heads are evaluated as one batched computation.
+Writes tidy CSV rows (with the exact guarantee of each row) and the noisy heads."""
 
 import argparse
 import json
@@ -13,21 +14,22 @@ import torch
 from privssl.cli import device_argument, positive_float
 from privssl.heads import accuracy, flatten, unflatten
 from privssl.io import atomic_torch_save, atomic_write_csv, load_tensors, pick_device, script_logger
-from privssl.mechanisms import MECHANISMS
-from privssl.protection import protected_heads, utility_loss
+from privssl.protection import head_inputs, protected_heads, utility_loss
+from privssl.release_methods import OUTPUT_PERTURBATION_METHODS
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--features", required=True)
-    parser.add_argument("--head", required=True, help="released head (.pt) of the finetune rule")
-    parser.add_argument("--sensitivity", required=True, help="sensitivity JSON")
-    parser.add_argument("--mechanism", required=True, choices=MECHANISMS)
+    parser.add_argument("--clean-head", required=True, help="the non-private released head (finetune rule)")
+    parser.add_argument("--head", required=True, help="the head this method perturbs (.pt)")
+    parser.add_argument("--sensitivity", required=True, help="that head's sensitivity record (JSON)")
+    parser.add_argument("--mechanism", required=True, choices=OUTPUT_PERTURBATION_METHODS)
     parser.add_argument("--eps", required=True, type=positive_float, nargs="+")
-    parser.add_argument("--delta", type=float, default=1e-5, help="δ of the Gaussian mechanisms")
-    parser.add_argument("--repeats", type=int, default=10, help="noise draws per ε")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--delta", type=float, required=True, help="δ of the (ε, δ) methods")
+    parser.add_argument("--repeats", type=int, required=True, help="noise draws per ε")
+    parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out-csv", required=True)
     parser.add_argument("--out-heads", required=True)
     device_argument(parser)
@@ -38,26 +40,28 @@ def main() -> None:
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
     device = pick_device(args.device)
-    sens = json.loads(Path(args.sensitivity).read_text())
-    head = load_tensors(args.head)
+    sensitivity = json.loads(Path(args.sensitivity).read_text())
+    clean_head, head = load_tensors(args.clean_head), load_tensors(args.head)
     feats = load_tensors(args.features)
     x, y = feats["test"].to(device), feats["test_labels"].to(device)
+    clean = float(accuracy({k: v.to(device) for k, v in clean_head["params"].items()}, x, y)[0])
     released = {k: v.to(device) for k, v in head["params"].items()}
-    clean = float(accuracy(released, x, y)[0])
     noisy, calibrations = protected_heads(flatten(released)[0].cpu(), args.mechanism, args.eps, args.repeats,
-                                          sens["delta1"], sens["delta2"], args.delta, args.seed)
+                                          args.delta, sensitivity, args.seed)
     n_eps, n_rep, n_par = noisy.shape
+    x = head_inputs(x, head.get("clip_norm"))
     acc = accuracy(unflatten(noisy.reshape(-1, n_par).to(device), head["shapes"]), x, y).cpu().reshape(n_eps, n_rep)
     loss = utility_loss(acc, clean)
     rows = [{"dataset": args.dataset, "mechanism": args.mechanism, "eps": c.eps, "delta": c.delta, "repeat": r,
              "noise_scale": c.noise_scale, "sensitivity_norm": c.sensitivity_norm, "sensitivity": c.sensitivity,
-             "guarantee": c.guarantee, "clean_accuracy": clean, "accuracy": float(acc[e, r]),
-             "utility_loss": float(loss[e, r])}
+             "guarantee_kind": c.guarantee_kind, "guarantee": c.guarantee, "clean_accuracy": clean,
+             "accuracy": float(acc[e, r]), "utility_loss": float(loss[e, r])}
             for e, c in enumerate(calibrations) for r in range(n_rep)]
-    log.info("device %s, %s: clean accuracy %.4f; mean utility loss per eps %s", device, args.mechanism, clean,
-             dict(zip(args.eps, loss.mean(1).round(decimals=4).tolist())))
-    atomic_torch_save({"mechanism": args.mechanism, "flat": noisy, "eps": torch.tensor(args.eps),
-                       "noise_scale": torch.tensor([c.noise_scale for c in calibrations])}, args.out_heads)
+    log.info("device %s, %s: non-private accuracy %.4f; mean accuracy per eps %s", device, args.mechanism, clean,
+             dict(zip(args.eps, acc.mean(1).round(decimals=4).tolist())))
+    atomic_torch_save({"method": args.mechanism, "flat": noisy, "eps": torch.tensor(args.eps, dtype=torch.float64),
+                       "noise_scale": torch.tensor([c.noise_scale for c in calibrations]),
+                       "shapes": head["shapes"], "clip_norm": head.get("clip_norm")}, args.out_heads)
     atomic_write_csv(pd.DataFrame(rows), args.out_csv)
 
 

@@ -36,14 +36,14 @@ def test_sbm_is_deterministic_undirected_and_planted():
 
 
 def test_node_splits_are_disjoint_sized_and_seeded():
-    sizes = {"finetune": 10, "nonmember": 20, "shadow": 30, "test": 40}
+    sizes = {"finetune": 10, "nonmember": 20, "shadow": 30, "test": 25, "reference": 15}
     splits = make_node_splits(100, sizes, seed=1)
     assert {k: len(v) for k, v in splits.items()} == sizes
     flat = [i for s in splits.values() for i in s]
     assert len(flat) == len(set(flat)) == 100
     assert splits == make_node_splits(100, sizes, seed=1)
     with pytest.raises(ValueError, match="need 101 nodes, the graph has 100"):
-        make_node_splits(100, {**sizes, "test": 41}, seed=1)
+        make_node_splits(100, {**sizes, "test": 26}, seed=1)
 
 
 def test_unknown_graph_is_rejected():
@@ -92,7 +92,7 @@ def test_config_checks_graph_splits_and_generators():
     schema = REPO / "schemas" / "config.schema.yaml"
     validate_config(config, schema)
     oversized = {**config, "graphs": {"cora": {"splits": dict.fromkeys(NODE_SPLITS, 1000)}}}
-    with pytest.raises(ConfigError, match=r"graphs\.cora\.splits.*need 4000 nodes, but cora has 2708"):
+    with pytest.raises(ConfigError, match=r"graphs\.cora\.splits.*need 5000 nodes, but cora has 2708"):
         validate_config(oversized, schema)
     generated_without_generator = {**config, "graphs": {"sbm": {"splits": dict.fromkeys(NODE_SPLITS, 5)}}}
     with pytest.raises(ConfigError, match="graph 'sbm' needs 'generator'"):

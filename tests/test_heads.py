@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from privssl.heads import (DTYPE, HeadSpec, flatten, init_heads, parameter_shapes, train_head, train_heads,
-                           unflatten)
+                           train_heads_on_sets, unflatten)
 
 N, IN_DIM, N_CLASSES = 40, 6, 3
 SPECS = [HeadSpec(architecture=a, optimizer=o, hidden=8, epochs=15, lr=0.05, momentum=0.5, weight_decay=1e-3)
@@ -141,3 +141,17 @@ def test_headspec_rejects_unknown_choices():
         HeadSpec(architecture="cnn")
     with pytest.raises(ValueError, match="'rmsprop'"):
         HeadSpec(optimizer="rmsprop")
+
+
+@pytest.mark.parametrize("batch_size", [None, 7])
+@pytest.mark.parametrize("spec", SPECS[:2], ids=lambda s: f"{s.architecture}-{s.optimizer}")
+def test_heads_on_sets_equal_separate_trainings_on_each_set(spec, batch_size):
+    spec = replace(spec, batch_size=batch_size)
+    features, labels = make_data()
+    g = torch.Generator().manual_seed(5)
+    sets = torch.randint(0, N, (4, 17), generator=g)  # repeats allowed: i.i.d. draws from the rows
+    batched = train_heads_on_sets(spec, features, labels, sets, N_CLASSES)
+    for b, rows in enumerate(sets):
+        alone = train_head(spec, features[rows], labels[rows], N_CLASSES)
+        assert_heads_close(one_head(batched, b), alone)
+    assert (flatten(batched)[0] - flatten(batched)[1]).abs().max() > 1e-6

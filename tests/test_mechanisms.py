@@ -8,30 +8,33 @@ import pytest
 import torch
 from scipy import stats
 
-from privssl.mechanisms import (_check_budget, analytic_gaussian_sigma, calibrate, logistic_log_density,
-                                standard_noise)
+from privssl.calibration import analytic_gaussian_sigma, check_budget
+from privssl.mechanisms import NOISE_FAMILIES, logistic_log_density, standard_noise
+from privssl.protection import calibrate
 
 N_SAMPLES = 20_000
-REFERENCE = {"alm": stats.logistic, "laplace": stats.laplace, "gaussian": stats.norm}
+REFERENCE = {"logistic": stats.logistic, "laplace": stats.laplace, "gaussian": stats.norm}
+SENSITIVITY = {"sampling": "certified", "delta1": 0.37, "delta2": 0.052}
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 8.0])
 def test_calibrate_formulas(eps):
-    d1, d2, delta = 0.37, 0.052, 1e-5
-    alm = calibrate("alm", eps, d1, d2, delta)
-    laplace = calibrate("laplace", eps, d1, d2, delta)
-    gauss = calibrate("gaussian", eps, d1, d2, delta)
+    delta = 1e-5
+    alm, laplace, gauss, pure = (calibrate(m, eps, delta, SENSITIVITY)
+                                 for m in ("alm", "laplace", "gaussian", "certified_pure"))
     assert alm.noise_scale == pytest.approx(0.37 / eps, rel=1e-15)
     assert laplace.noise_scale == pytest.approx(0.37 / eps, rel=1e-15)
     assert gauss.noise_scale == pytest.approx(0.052 * math.sqrt(2 * math.log(1.25 / 1e-5)) / eps, rel=1e-12)
+    assert pure.noise_scale == pytest.approx(0.052 / eps, rel=1e-15)  # θ of the Gamma(p, θ) norm
     assert (alm.sensitivity_norm, laplace.sensitivity_norm, gauss.sensitivity_norm) == ("l1", "l1", "l2")
-    assert alm.delta == 0 and laplace.delta == 0 and gauss.delta == delta
-    assert ("not proven" in gauss.guarantee) == (eps >= 1)
+    assert alm.delta == 0 and laplace.delta == 0 and gauss.delta == delta and pure.delta == 0
+    assert (gauss.guarantee_kind == "none") == (eps >= 1)
+    assert ("only for ε < 1" in gauss.guarantee) == (eps >= 1)
 
 
 @pytest.mark.parametrize("eps", [0.0, -1.0, math.inf, math.nan])
 def test_bad_eps_rejected_naming_value(eps):
-    for call in (lambda: calibrate("alm", eps, 1.0, 1.0, 1e-5), lambda: _check_budget(eps)):
+    for call in (lambda: calibrate("alm", eps, 1e-5, SENSITIVITY), lambda: check_budget(eps)):
         with pytest.raises(ValueError, match=f"got {eps!r}"):
             call()
 
@@ -39,41 +42,43 @@ def test_bad_eps_rejected_naming_value(eps):
 @pytest.mark.parametrize("delta", [0.0, 1.0, -0.1, 2.0])
 def test_bad_delta_rejected_naming_value(delta):
     with pytest.raises(ValueError, match=f"got {delta!r}"):
-        calibrate("gaussian", 1.0, 1.0, 1.0, delta)
+        calibrate("gaussian_analytic", 0.5, delta, SENSITIVITY)
     with pytest.raises(ValueError, match=f"got {delta!r}"):
-        _check_budget(1.0, delta)
+        check_budget(1.0, delta)
 
 
-def test_unknown_mechanism_rejected_naming_value():
+def test_unknown_method_or_family_rejected_naming_value():
     with pytest.raises(ValueError, match="'cauchy'"):
-        calibrate("cauchy", 1.0, 1.0, 1.0, 1e-5)
+        calibrate("cauchy", 1.0, 1e-5, SENSITIVITY)
     with pytest.raises(ValueError, match="'cauchy'"):
         standard_noise("cauchy", (3,), torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="'dpsgd'"):  # a registered method that adds no noise to a trained head
+        calibrate("dpsgd", 1.0, 1e-5, SENSITIVITY)
 
 
-@pytest.mark.parametrize("mechanism", sorted(REFERENCE))
-def test_standard_noise_distribution(mechanism):
-    noise = standard_noise(mechanism, (N_SAMPLES,), torch.Generator().manual_seed(11)).numpy()
-    assert stats.kstest(noise, REFERENCE[mechanism].cdf).pvalue > 1e-3
+@pytest.mark.parametrize("family", sorted(REFERENCE))
+def test_standard_noise_distribution(family):
+    noise = standard_noise(family, (N_SAMPLES,), torch.Generator().manual_seed(11)).numpy()
+    assert stats.kstest(noise, REFERENCE[family].cdf).pvalue > 1e-3
     scale = 3.7
-    assert stats.kstest(noise * scale, REFERENCE[mechanism](scale=scale).cdf).pvalue > 1e-3
+    assert stats.kstest(noise * scale, REFERENCE[family](scale=scale).cdf).pvalue > 1e-3
     # The test can fail: the wrong family is rejected at this sample size.
-    wrong = stats.norm if mechanism != "gaussian" else stats.laplace
-    assert stats.kstest(noise, wrong(scale=REFERENCE[mechanism].std()).cdf).pvalue < 1e-3
+    wrong = stats.norm if family != "gaussian" else stats.laplace
+    assert stats.kstest(noise, wrong(scale=REFERENCE[family].std()).cdf).pvalue < 1e-3
 
 
-@pytest.mark.parametrize("mechanism", ["alm", "laplace", "gaussian", "gaussian_analytic"])
-def test_standard_noise_seeded(mechanism):
-    a = standard_noise(mechanism, (4, 5), torch.Generator().manual_seed(3))
-    b = standard_noise(mechanism, (4, 5), torch.Generator().manual_seed(3))
-    c = standard_noise(mechanism, (4, 5), torch.Generator().manual_seed(4))
+@pytest.mark.parametrize("family", NOISE_FAMILIES)
+def test_standard_noise_seeded(family):
+    a = standard_noise(family, (4, 5), torch.Generator().manual_seed(3))
+    b = standard_noise(family, (4, 5), torch.Generator().manual_seed(3))
+    c = standard_noise(family, (4, 5), torch.Generator().manual_seed(4))
     assert torch.equal(a, b) and not torch.equal(a, c)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_alm_noise_finite_when_rand_returns_zero(monkeypatch, dtype):
+def test_logistic_noise_finite_when_rand_returns_zero(monkeypatch, dtype):
     monkeypatch.setattr(torch, "rand", lambda shape, generator=None, dtype=None: torch.zeros(shape, dtype=dtype))
-    noise = standard_noise("alm", (100,), torch.Generator().manual_seed(0), dtype=dtype)
+    noise = standard_noise("logistic", (100,), torch.Generator().manual_seed(0), dtype=dtype)
     assert torch.isfinite(noise).all()
 
 

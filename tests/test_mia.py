@@ -131,8 +131,8 @@ def test_attack_beats_chance_on_overfitted_head(attack_setup):
 
 def test_attack_at_chance_under_huge_noise(attack_setup):
     victim = attack_setup["victim"]
-    noisy, _ = protected_heads(flatten(victim)[0], "alm", [1e-4], repeats=8, delta1=1.0, delta2=1.0,
-                               delta=1e-5, seed=0)
+    noisy, _ = protected_heads(flatten(victim)[0], "alm", [1e-4], repeats=8, delta=1e-5,
+                               sensitivity={"sampling": "certified", "delta1": 1.0, "delta2": 1.0}, seed=0)
     heads = unflatten(noisy[0], parameter_shapes(VICTIM_SPEC, DIM, N_CLASSES))
     mlp, loss = attack_accuracies(attack_setup, heads)
     assert abs(mlp.mean() - 0.5) <= 0.06 and abs(loss.mean() - 0.5) <= 0.06

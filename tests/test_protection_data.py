@@ -5,11 +5,13 @@ import pytest
 import torch
 
 from privssl.data import load_pool
-from privssl.mechanisms import calibrate, standard_noise
-from privssl.protection import protected_heads, utility_loss
+from privssl.mechanisms import standard_noise
+from privssl.protection import calibrate, head_inputs, protected_heads, released_heads, utility_loss
+from privssl.release_methods import OUTPUT_PERTURBATION_METHODS, REGISTRY
 from privssl.splits import DATASETS, SPLITS, check_split_sizes, make_splits
 
-DIGITS_SIZES = {"pretrain": 800, "finetune": 300, "nonmember": 200, "shadow": 300, "test": 197}
+DIGITS_SIZES = {"pretrain": 700, "finetune": 300, "nonmember": 200, "shadow": 300, "test": 197, "reference": 100}
+SENSITIVITY = {"sampling": "population", "delta1": 0.3, "delta2": 0.05, "gamma": 0.2, "k": 9, "m": 10}
 
 
 def test_utility_loss_formula():
@@ -20,16 +22,16 @@ def test_utility_loss_formula():
         utility_loss(noisy, 0.0)
 
 
-@pytest.mark.parametrize("mechanism", ["alm", "laplace", "gaussian", "gaussian_analytic"])
+@pytest.mark.parametrize("mechanism", OUTPUT_PERTURBATION_METHODS)
 def test_protected_heads_common_random_numbers(mechanism):
     released = torch.linspace(-1, 1, 7, dtype=torch.float64)
     eps_grid = [0.1, 1.0, 5.0]
-    noisy, calibrations = protected_heads(released, mechanism, eps_grid, repeats=4, delta1=0.3, delta2=0.05,
-                                          delta=1e-5, seed=9)
+    noisy, calibrations = protected_heads(released, mechanism, eps_grid, repeats=4, delta=1e-5,
+                                          sensitivity=SENSITIVITY, seed=9)
     assert noisy.shape == (3, 4, 7)
-    expected = standard_noise(mechanism, (4, 7), torch.Generator().manual_seed(9))
+    expected = standard_noise(REGISTRY[mechanism].noise, (4, 7), torch.Generator().manual_seed(9))
     for e, eps in enumerate(eps_grid):
-        scale = calibrate(mechanism, eps, 0.3, 0.05, 1e-5).noise_scale
+        scale = calibrate(mechanism, eps, 1e-5, SENSITIVITY).noise_scale
         assert calibrations[e].noise_scale == scale
         torch.testing.assert_close((noisy[e] - released) / scale, expected, rtol=1e-9, atol=1e-12)
 
@@ -47,7 +49,7 @@ def test_make_splits_digits():
 @pytest.mark.parametrize("pretrain", [40, 100])
 def test_pretrain_takes_unlabelled_first(pretrain):
     labels = torch.cat([torch.full((60,), -1), torch.arange(200) % 10])  # 60 unlabelled, then 200 labelled
-    sizes = {"pretrain": pretrain, "finetune": 30, "nonmember": 30, "shadow": 20, "test": 20}
+    sizes = {"pretrain": pretrain, "finetune": 30, "nonmember": 30, "shadow": 20, "test": 10, "reference": 10}
     splits = make_splits("stl10", labels, sizes, seed=0)
     unlabelled_used = sum(labels[i] < 0 for i in splits["pretrain"])
     assert len(splits["pretrain"]) == pretrain and unlabelled_used == min(pretrain, 60)
@@ -59,7 +61,7 @@ def test_pretrain_takes_unlabelled_first(pretrain):
 
 def test_check_split_sizes_errors():
     too_many = {**DIGITS_SIZES, "test": 198}
-    with pytest.raises(ValueError, match=r"'digits' \(pretrain=800, .*test=198\) need 1798 labelled"):
+    with pytest.raises(ValueError, match=r"'digits' \(pretrain=700, .*test=198, reference=100\) need 1798 labelled"):
         check_split_sizes("digits", too_many)
     with pytest.raises(ValueError, match="'shadow' of 'digits' must be an integer >= 0, got -1"):
         check_split_sizes("digits", {**DIGITS_SIZES, "shadow": -1})
@@ -70,10 +72,10 @@ def test_check_split_sizes_errors():
     # STL-10's unlabelled images count towards pre-training only
     stl = DATASETS["stl10"]
     check_split_sizes("stl10", {"pretrain": stl.unlabelled, "finetune": stl.labelled, "nonmember": 0,
-                                "shadow": 0, "test": 0})
+                                "shadow": 0, "test": 0, "reference": 0})
     with pytest.raises(ValueError, match="need 13001 labelled"):
         check_split_sizes("stl10", {"pretrain": stl.unlabelled + 1, "finetune": stl.labelled, "nonmember": 0,
-                                    "shadow": 0, "test": 0})
+                                    "shadow": 0, "test": 0, "reference": 0})
 
 
 def test_load_digits(tmp_path):
@@ -87,3 +89,20 @@ def test_load_cifar10_offline_names_data_root(tmp_path):
     root = tmp_path / "empty"
     with pytest.raises(FileNotFoundError, match=f"under data root {root}.*download is off"):
         load_pool("cifar10", root, download=False)
+
+
+def test_head_inputs_clip_rows_to_norm():
+    x = torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]], dtype=torch.float64)
+    clipped = head_inputs(x, 1.0)
+    torch.testing.assert_close(clipped, torch.tensor([[0.6, 0.8], [0.3, 0.4], [0.0, 0.0]], dtype=torch.float64))
+    assert head_inputs(x, None) is x
+
+
+def test_released_heads_take_shapes_and_clipping_from_the_protect_file(tmp_path):
+    shapes = {"weight": (2, 3), "bias": (3,)}
+    flat = torch.arange(2 * 4 * 9, dtype=torch.float64).reshape(2, 4, 9)
+    torch.save({"method": "certified_pure", "flat": flat, "eps": torch.tensor([1.0, 10.0]), "shapes": shapes,
+                "clip_norm": 2.0}, tmp_path / "p.pt")
+    releases = released_heads({"params": {}, "shapes": {}}, str(tmp_path / "p.pt"))
+    assert (releases.method, releases.eps, releases.repeats, releases.clip_norm) == ("certified_pure", [1.0, 10.0], 4, 2.0)
+    assert releases.shapes == shapes and torch.equal(releases.flat[5], flat[1, 1])

@@ -1,11 +1,23 @@
-"""The sensitivity sampler (Algorithm 2) and the random-DP statement it supports."""
+"""The sensitivity samplers: population (Rubinstein & Aldà 2017) with its order statistic, and
+the paper's Algorithm 2 inside d."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from privssl.heads import DTYPE, HeadSpec, train_head
-from privssl.sensitivity import pair_distances, random_dp_statement, sample_pairs, sample_sensitivity
+from privssl.random_dp import minimum_pairs, order_statistic_index
+from privssl.sensitivity import (pair_distances, paper_sensitivity, population_pairs, population_sensitivity,
+                                 sample_pairs)
+
+REPO = Path(__file__).resolve().parents[1]
 
 N, IN_DIM, N_CLASSES = 30, 5, 3
 SPEC = HeadSpec(hidden=6, epochs=15, lr=0.05)  # full batch: masking equals deleting the record
@@ -55,9 +67,11 @@ def test_same_record_removed_gives_zero_distance():
 
 def test_all_records_identical_gives_zero_sensitivity():
     features, labels = make_data()
-    record = sample_sensitivity(SPEC, features[:1].expand(N, -1), labels[:1].expand(N), N_CLASSES,
-                                m=6, seed=0, rho=0.1)
+    record = paper_sensitivity(SPEC, features[:1].expand(N, -1), labels[:1].expand(N), N_CLASSES, m=6, seed=0)
     assert record["delta1"] <= ROUNDING and record["delta2"] <= ROUNDING
+    pool = population_sensitivity(SPEC, features[:1].expand(N, -1), labels[:1].expand(N), N_CLASSES, n=10, m=12,
+                                  rho=0.3, gamma=0.5, seed=0)
+    assert pool["delta1"] <= ROUNDING and pool["delta2"] <= ROUNDING
 
 
 def test_sample_pairs():
@@ -69,37 +83,107 @@ def test_sample_pairs():
         sample_pairs(10, 0, seed=1)
 
 
-@pytest.mark.parametrize("m, rho, confidence", [(1, 0.5, 0.9), (50, 0.01, 0.95), (300, 0.001, 0.99)])
-def test_random_dp_statement_formulas(m, rho, confidence):
-    statement = random_dp_statement(m, rho, confidence)
-    assert statement["probability"] == pytest.approx(1 - (1 - rho) ** m, rel=1e-12)
-    assert statement["covered_fraction"] == 1 - rho
-    rho_reached = 1 - statement["covered_fraction_at_confidence"]
-    assert 1 - (1 - rho_reached) ** m == pytest.approx(confidence, rel=1e-9)
-
-
-@pytest.mark.parametrize("rho", [0.0, 1.0, -0.2, 1.5])
-def test_random_dp_statement_rejects_bad_rho(rho):
-    with pytest.raises(ValueError, match="rho"):
-        random_dp_statement(10, rho)
-
-
-def test_sampled_maximum_exceeds_quantile_with_stated_probability():
-    """Monte Carlo over i.i.d. Exp(1) 'distances': P(max of m ≥ q_{1−ρ}) = 1 − (1 − ρ)^m."""
-    m, rho, batches = 20, 0.05, 40_000
-    quantile = -np.log(rho)  # the (1 − ρ)-quantile of Exp(1)
-    maxima = np.random.default_rng(0).exponential(size=(batches, m)).max(1)
-    fraction = (maxima >= quantile).mean()
-    stated = random_dp_statement(m, rho)["probability"]
-    assert fraction >= stated - 0.01  # the guarantee; 0.01 ≈ 4 standard errors
-    assert fraction <= stated + 0.01  # and, for a continuous distance, it is exact
-
-
-def test_sample_sensitivity_record():
+def test_paper_sensitivity_record():
     features, labels = make_data()
-    record = sample_sensitivity(SPEC, features, labels, N_CLASSES, m=7, seed=5, rho=0.05, chunk_size=3)
-    assert record["m"] == 7 and len(record["distances_l1"]) == len(record["distances_l2"]) == 7
+    record = paper_sensitivity(SPEC, features, labels, N_CLASSES, m=7, seed=5, chunk_size=3)
+    assert record["m"] == record["k"] == 7 and len(record["distances_l1"]) == len(record["distances_l2"]) == 7
     assert record["pairs"] == sample_pairs(N, 7, seed=5).tolist()
     assert record["delta1"] == max(record["distances_l1"]) > 0
     assert record["delta2"] == max(record["distances_l2"]) > 0
-    assert record["random_dp"]["probability"] == pytest.approx(1 - 0.95 ** 7)
+    assert record["sampling"] == "paper" and record["guarantee_kind"] == "none"
+    assert "private data" in record["statement"] and "no DP guarantee" in record["statement"]
+
+
+@pytest.mark.parametrize("m, rho, gamma", [(116, 0.1, 0.2), (150, 0.1, 0.2), (1000, 0.05, 0.1), (16, 0.3, 0.5)])
+def test_order_statistic_index_formula(m, rho, gamma):
+    # Rubinstein & Aldà 2017: k = ⌈m(1 − ρ + √(log(1/(γ − ρ))/(2m)))⌉, computed here independently
+    expected = math.ceil(m * (1 - rho) + math.sqrt(m * math.log(1 / (gamma - rho)) / 2))
+    assert order_statistic_index(m, rho, gamma) == expected <= m
+
+
+@pytest.mark.parametrize("rho, gamma", [(0.1, 0.2), (0.05, 0.1), (0.3, 0.5), (0.01, 0.05)])
+def test_minimum_pairs_is_the_least_m_with_an_order_statistic(rho, gamma):
+    m = minimum_pairs(rho, gamma)
+    assert order_statistic_index(m, rho, gamma) <= m
+    with pytest.raises(ValueError, match=f"allowed: m >= {m}"):
+        order_statistic_index(m - 1, rho, gamma)
+
+
+@pytest.mark.parametrize("rho, gamma", [(0.2, 0.1), (0.1, 0.1), (0.0, 0.5), (0.1, 1.0), (-0.1, 0.5)])
+def test_bad_rho_gamma_rejected_naming_them(rho, gamma):
+    with pytest.raises(ValueError, match="rho|gamma"):
+        order_statistic_index(1000, rho, gamma)
+
+
+def test_order_statistic_exceeds_the_quantile_with_the_stated_probability():
+    """Monte Carlo over i.i.d. Exp(1) 'distances': P(G_(k) < q_{1−ρ}) ≤ γ − ρ (the DKW step)."""
+    m, rho, gamma, batches = 60, 0.2, 0.35, 40_000
+    k = order_statistic_index(m, rho, gamma)
+    assert k < m  # an order statistic below the maximum
+    quantile = -np.log(rho)  # the (1 − ρ)-quantile of Exp(1)
+    kth = np.sort(np.random.default_rng(0).exponential(size=(batches, m)), axis=1)[:, k - 1]
+    failure = (kth < quantile).mean()
+    assert failure <= gamma - rho + 0.005  # the guarantee; 0.005 ≈ 4 standard errors at this failure rate
+    assert failure > 0  # the event does happen: the check is not met trivially
+
+
+def test_population_pairs_are_neighbours_of_size_n():
+    sets, substituted = population_pairs(pool_size=20, n=7, m=50, seed=4)
+    assert sets.shape == (50, 2, 7) and substituted.shape == (50, 2)
+    assert torch.equal(sets[:, 0, :6], sets[:, 1, :6])  # the shared n − 1 records
+    assert torch.equal(sets[:, :, 6], substituted)  # one record substituted by another draw
+    assert sets.min() >= 0 and sets.max() < 20 and len(sets.unique()) == 20  # i.i.d. over the whole pool
+    assert torch.equal(sets, population_pairs(20, 7, 50, seed=4)[0])
+    assert not torch.equal(sets, population_pairs(20, 7, 50, seed=5)[0])
+
+
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_population_sensitivity_equals_sequential_trainings(batch_size):
+    features, labels = make_data()
+    spec = HeadSpec(hidden=6, epochs=15, lr=0.05, batch_size=batch_size)
+    n, m, rho, gamma = 9, 16, 0.3, 0.5
+    record = population_sensitivity(spec, features, labels, N_CLASSES, n=n, m=m, rho=rho, gamma=gamma, seed=2,
+                                    chunk_size=5)
+    sets, _ = population_pairs(N, n, m, seed=2)
+    expected_l1 = []
+    for pair in sets:
+        a, b = (torch.cat([p.flatten() for p in train_head(spec, features[s], labels[s], N_CLASSES).values()])
+                for s in pair)
+        expected_l1.append(float((a - b).abs().sum()))
+    np.testing.assert_allclose(record["distances_l1"], expected_l1, rtol=1e-7, atol=1e-10)
+    k = order_statistic_index(m, rho, gamma)
+    assert record["k"] == k and record["delta1"] == pytest.approx(sorted(expected_l1)[k - 1], rel=1e-7)
+    assert record["delta1"] <= record["max_distance_l1"]
+    assert record["sampling"] == "population" and record["guarantee_kind"] == "random_dp"
+    assert record["pool"]["size"] == N and record["finetune_size"] == n
+
+
+def features_file(path: Path, finetune_seed: int) -> Path:
+    """A features file whose reference pool is fixed and whose private split d depends on the seed."""
+    pool, pool_labels = make_data()
+    g = torch.Generator().manual_seed(finetune_seed)
+    torch.save({"n_classes": N_CLASSES, "reference": pool, "reference_labels": pool_labels,
+                "finetune": torch.randn(12, IN_DIM, generator=g, dtype=DTYPE) * 5,
+                "finetune_labels": torch.randint(0, N_CLASSES, (12,), generator=g)}, path)
+    return path
+
+
+def run_sensitivity_script(features: Path, out: Path, sampling: str) -> dict:
+    cmd = [sys.executable, str(REPO / "scripts" / "sensitivity.py"), "--features", str(features),
+           "--head", json.dumps({"hidden": 6, "epochs": 10, "lr": 0.05}), "--sampling", sampling, "--m", "16",
+           "--rho", "0.3", "--gamma", "0.5", "--chunk-size", "8", "--seed", "1", "--out", str(out), "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_population_delta_does_not_depend_on_the_private_set(tmp_path):
+    # Every record of d changes (features and labels); the reference pool and |d| stay.
+    a = run_sensitivity_script(features_file(tmp_path / "a.pt", 0), tmp_path / "a.json", "population")
+    b = run_sensitivity_script(features_file(tmp_path / "b.pt", 1), tmp_path / "b.json", "population")
+    assert (a["delta1"], a["delta2"]) == (b["delta1"], b["delta2"]) and a["delta1"] > 0
+    # the paper's sampler, by contrast, is a function of d
+    c = run_sensitivity_script(features_file(tmp_path / "a.pt", 0), tmp_path / "c.json", "paper")
+    d = run_sensitivity_script(features_file(tmp_path / "b.pt", 1), tmp_path / "d.json", "paper")
+    assert c["delta1"] != d["delta1"]

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from privssl.config import ConfigError, validate_config
+from privssl.release_methods import OUTPUT_PERTURBATION_METHODS, REGISTRY
 
 pytestmark = pytest.mark.workflow
 
@@ -35,14 +36,14 @@ SCHEMA = REPO / "schemas" / "config.schema.yaml"
 SHARED_DATA = REPO.parent / "shared" / "data"
 WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "src", "report", "envs"]
 RESULTS = "results"
-FIGURES = ["fig1_utility_loss", "fig2_mia", "link_stealing", "graph_protection"]
+FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "link_stealing", "graph_protection"]
 TINY_GRAPHS = ["sbm", "sbm_shadow"]
 FINAL_OUTPUTS = (
     [f"{RESULTS}/{dataset}/{name}" for dataset in ["digits", *TINY_GRAPHS]
      for name in ("splits.json", "sensitivity.json", "utility.csv", "mia.csv")]
     + [f"{RESULTS}/{graph}/link_protection.csv" for graph in TINY_GRAPHS]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
-    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "link_stealing") for ext in ("csv", "md")]
+    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing") for ext in ("csv", "md")]
 )
 RUN_TIMEOUT_S = 600
 
@@ -191,8 +192,8 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     # in another --directory names the repository's config.yaml explicitly.
     proc = run_snakemake(tmp_path / "run", REPO / "config.yaml", "-n")
     jobs = planned_jobs(proc)
-    expected = {"data", "pretrain", "encode", "finetune", "sensitivity", "protect", "attack", "shadow", "figures",
-                "table1", "graph_data", "graph_pretrain", "graph_encode", "link_target", "link_steal",
+    expected = {"data", "pretrain", "encode", "finetune", "certified_head", "sensitivity", "protect", "protect_dpsgd",
+                "attack", "shadow", "figures", "table1", "table2", "graph_data", "graph_pretrain", "graph_encode", "link_target", "link_steal",
                 "link_transfer", "link_table", "link_protect", "graph_figures"}
     assert expected <= set(jobs), f"dry run lacks rules {sorted(expected - set(jobs))}: {jobs}"
     default = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -200,8 +201,10 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
                                         len(default["graphs"]))
     assert n_graphs >= 2, "the default config should exercise the transfer attacks"
     assert (jobs["data"], jobs["graph_data"], jobs["graph_pretrain"]) == (n_images, n_graphs, n_graphs)
-    # the shared rules serve images and graphs alike
-    assert jobs["protect"] == n_mechanisms * (n_images + n_graphs)
+    # the shared rules serve images and graphs alike; every method of the registry runs by default
+    assert set(default["protect"]["mechanisms"]) == set(REGISTRY)
+    assert jobs["protect"] == len(OUTPUT_PERTURBATION_METHODS) * (n_images + n_graphs)
+    assert jobs["protect_dpsgd"] == jobs["certified_head"] == n_images + n_graphs
     assert jobs["attack"] == (n_mechanisms + 1) * (n_images + n_graphs)
     assert jobs["link_protect"] == (n_mechanisms + 1) * n_graphs
     assert jobs["link_transfer"] == n_graphs * (n_graphs - 1)
@@ -212,7 +215,8 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
 def test_paper_presets_dry_run_without_a_graph_track(tmp_path, preset):
     proc = run_snakemake(tmp_path / "run", REPO / "configs" / f"{preset}.yaml", "-n", "--replace-workflow-config")
     jobs = planned_jobs(proc)
-    assert jobs["pretrain"] == jobs["sensitivity"] == 1 and jobs["protect"] == 4
+    assert jobs["pretrain"] == jobs["sensitivity"] == jobs["protect_dpsgd"] == 1
+    assert jobs["protect"] == len(OUTPUT_PERTURBATION_METHODS)
     assert not any(rule.startswith(("graph_", "link_")) for rule in jobs), jobs
 
 
@@ -222,7 +226,7 @@ def test_shared_graphs_preset_dry_runs(tmp_path):
                          "--config", f"graph_data_root={SHARED_DATA}")
     jobs = planned_jobs(proc)
     assert jobs["graph_data"] == jobs["link_target"] == 2  # Cora, CiteSeer
-    assert jobs["link_transfer"] == 2 and jobs["protect"] == 4 * 2
+    assert jobs["link_transfer"] == 2 and jobs["protect"] == len(OUTPUT_PERTURBATION_METHODS) * 2
     assert not {"data", "pretrain", "figures", "table1"} & set(jobs), "a graph-only config ran the image track"
 
 
@@ -287,58 +291,92 @@ def test_splits_follow_the_tiny_config(tiny_run):
     assert len(drawn) == len(set(drawn)), "splits overlap"
 
 
+def expected_releases(config: dict) -> set[tuple[str, float, int]]:
+    """(method, ε, draw) of every release the config asks for (DP-SGD: its own draws per ε)."""
+    protect = config["protect"]
+    return {(m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"]
+            for r in range(config["dpsgd"]["repeats"] if m == "dpsgd" else protect["repeats"])}
+
+
 def test_utility_table(tiny_run):
     table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
-    assert_columns(table, ["dataset", "mechanism", "eps", "delta", "repeat", "noise_scale", "accuracy",
-                           "utility_loss"], "utility.csv")
-    protect = tiny_run.expected["protect"]
-    expected = {(m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"]
-                for r in range(protect["repeats"])}
+    assert_columns(table, ["dataset", "mechanism", "eps", "delta", "repeat", "noise_scale", "guarantee_kind",
+                           "guarantee", "clean_accuracy", "accuracy", "utility_loss"], "utility.csv")
     rows = list(zip(table["mechanism"], table["eps"].astype(float), table["repeat"]))
-    assert len(rows) == len(expected) == 4 * 2 * 2
-    assert set(rows) == expected
+    assert len(rows) == len(set(rows))
+    assert set(rows) == expected_releases(tiny_run.expected)
     assert (table["dataset"] == "digits").all()
     assert table["accuracy"].between(0, 1).all()
     assert (table["noise_scale"] > 0).all()
-    # more privacy, more noise: the noise scale falls with eps for every mechanism
+    # more privacy, more noise: the noise scale falls with eps for every method
     scale = table.groupby(["mechanism", "eps"])["noise_scale"].first().unstack()
     assert (scale[1.0] > scale[1000.0]).all(), scale
+    # every row is compared with the same non-private head
+    assert table["clean_accuracy"].nunique() == 1
+
+
+def test_guarantee_kinds_follow_the_sensitivity_source(tiny_run):
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    kinds = table.groupby(["mechanism", "eps"])["guarantee_kind"].unique().map(lambda k: tuple(k)).to_dict()
+    assert all(len(k) == 1 for k in kinds.values()), kinds
+    kind = {key: k[0] for key, k in kinds.items()}
+    for eps in (1.0, 1000.0):  # the tiny config samples Δ from the reference pool: random DP
+        assert kind[("alm", eps)] == kind[("laplace", eps)] == kind[("gaussian_analytic", eps)] == "random_dp"
+        assert kind[("gaussian", eps)] == "none"  # the classical calibration proves nothing at ε ≥ 1
+        assert kind[("certified_gaussian", eps)] == kind[("dpsgd", eps)] == "approx_dp"
+        assert kind[("certified_pure", eps)] == "pure_dp"
+    alm = table[(table.mechanism == "alm") & (table.eps == 1.0)].guarantee.iloc[0]
+    record = json.loads(tiny_run.path(f"{RESULTS}/digits/sensitivity.json").read_text())
+    assert f"(1, γ={record['gamma']:g})-random DP over the reference distribution" in alm
+    assert f"{record['k']}-th smallest of {record['m']} sampled pairs" in alm
 
 
 def test_mia_table(tiny_run):
     table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/mia.csv"))
     assert_columns(table, ["dataset", "mechanism", "eps", "repeat", "attack", "accuracy", "auc", "tpr_at_1pct_fpr"],
                    "mia.csv")
-    assert "none" in set(table["mechanism"])
-    assert "shadow_mlp" in set(table["attack"])
     assert ((table["mechanism"] == "none") & (table["attack"] == "shadow_mlp")).any(), \
         "no shadow-MLP attack on the unprotected head"
-    protect = tiny_run.expected["protect"]
-    assert set(table["mechanism"]) == {"none", *protect["mechanisms"]}
+    assert set(table["mechanism"]) == {"none", *tiny_run.expected["protect"]["mechanisms"]}
     shadow = table[table["attack"] == "shadow_mlp"]
     attacked = {(m, float(e), r) for m, e, r in zip(shadow["mechanism"], shadow["eps"], shadow["repeat"])
                 if m != "none"}
-    assert attacked == {(m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"]
-                        for r in range(protect["repeats"])}
+    assert attacked == expected_releases(tiny_run.expected)
     for column in ("accuracy", "auc", "tpr_at_1pct_fpr"):
         assert table[column].between(0, 1).all(), f"mia.csv {column} outside [0, 1]"
 
 
 def test_sensitivity_and_table1(tiny_run):
     record = json.loads(tiny_run.path(f"{RESULTS}/digits/sensitivity.json").read_text())
-    assert record["m"] == tiny_run.expected["sensitivity"]["m"] == 6
-    assert len(record["distances_l1"]) == 6
-    assert record["delta1"] == max(record["distances_l1"])
-    assert record["delta1"] > 0
+    sens = tiny_run.expected["sensitivity"]
+    assert record["sampling"] == "population" and record["m"] == sens["m"]
+    assert len(record["distances_l1"]) == sens["m"]
+    assert record["delta1"] == sorted(record["distances_l1"])[record["k"] - 1] > 0
+    splits = tiny_run.expected["datasets"]["digits"]["splits"]
+    assert record["pool"]["size"] == splits["reference"] and record["finetune_size"] == splits["finetune"]
     table = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/table1.csv"))
     assert list(table["dataset"]) == ["digits"]
     row = table.iloc[0]
     assert row["delta1"] == pytest.approx(record["delta1"], rel=1e-12)
     assert row["delta2"] == pytest.approx(record["delta2"], rel=1e-12)
-    assert row["m"] == 6
-    splits = tiny_run.expected["datasets"]["digits"]["splits"]
+    assert (row["m"], row["k"], row["sampling"]) == (sens["m"], record["k"], "population")
     assert (row["|D|"], row["|d|"]) == (splits["pretrain"], splits["finetune"])
     assert "digits" in tiny_run.path(f"{RESULTS}/tables/table1.md").read_text()
+
+
+def test_certified_head_and_its_proven_bound(tiny_run):
+    record = json.loads(tiny_run.path(f"{RESULTS}/digits/certified/sensitivity.json").read_text())
+    cfg, n = tiny_run.expected["certified"], tiny_run.expected["datasets"]["digits"]["splits"]["finetune"]
+    lipschitz = np.sqrt(2) * np.sqrt(cfg["clip_norm"] ** 2 + 1)
+    assert record["delta2"] == pytest.approx(2 * lipschitz / (n * cfg["l2"]) + 2 * cfg["tolerance"] / cfg["l2"])
+    metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/certified/metrics.json").read_text())
+    assert metrics["gradient_norm"] <= cfg["tolerance"]
+
+
+def test_table2_has_every_method(tiny_run):
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/table2.csv"))
+    assert set(tiny_run.expected["protect"]["mechanisms"]) <= set(table["method"])
+    assert "guarantee_kind" in table.columns
 
 
 def test_second_run_has_nothing_to_do(tiny_run):
@@ -353,7 +391,7 @@ def test_editing_the_plot_script_reruns_only_the_figures(tiny_run):
     plot_script.write_text(plot_script.read_text() + "\n# edited by tests/test_workflow.py\n")
     assert planned_jobs(tiny_run.snakemake("-n")) == {"figures": 1, "all": 1}
 
-    figures = [f for f in FINAL_OUTPUTS if "/figures/fig1" in f or "/figures/fig2" in f]
+    figures = [f for f in FINAL_OUTPUTS if "/figures/fig" in f]
     others = [f for f in FINAL_OUTPUTS if f not in figures]
     before = {f: tiny_run.path(f).stat().st_mtime_ns for f in FINAL_OUTPUTS}
     tiny_run.snakemake()
@@ -423,10 +461,25 @@ BAD_CONFIGS = {
     "unknown_dataset": (lambda c: c.update(datasets={"mnist": c["datasets"]["digits"]}),
                         ["'datasets'", "mnist", "allowed: digits, cifar10, cifar100, stl10"]),
     "unknown_mechanism": (lambda c: c["protect"].update(mechanisms=["alm", "foo"]),
-                          ["protect.mechanisms[1]", "foo", "allowed: alm, laplace, gaussian, gaussian_analytic"]),
+                          ["protect.mechanisms[1]", "foo", "allowed: alm, laplace, gaussian, gaussian_analytic, "
+                           "certified_gaussian, certified_pure, dpsgd"]),
     "oversized_split": (lambda c: c["datasets"]["digits"]["splits"].update(finetune=5000),
                         ["datasets.digits.splits", "finetune=5000", "pretrain=200", "1797"]),
     "missing_head": (drop("head"), ["'head' is a required property"]),
+    "l2_not_positive": (lambda c: c["certified"].update(l2=0), ["certified.l2"]),
+    "clip_norm_not_positive": (lambda c: c["certified"].update(clip_norm=-1.0), ["certified.clip_norm"]),
+    "tolerance_not_positive": (lambda c: c["certified"].update(tolerance=0), ["certified.tolerance"]),
+    "dpsgd_clip_not_positive": (lambda c: c["dpsgd"].update(clip_norm=0), ["dpsgd.clip_norm"]),
+    "gamma_outside_unit": (lambda c: c["sensitivity"].update(gamma=1.5), ["sensitivity.gamma"]),
+    "rho_outside_unit": (lambda c: c["sensitivity"].update(rho=0), ["sensitivity.rho"]),
+    "gamma_not_above_rho": (lambda c: c["sensitivity"].update(rho=0.5, gamma=0.4),
+                            ["sensitivity", "gamma = 0.4 must exceed sensitivity.rho = 0.5"]),
+    "too_few_pairs": (lambda c: c["sensitivity"].update(m=5), ["sensitivity", "m = 5", "allowed: m >= 9"]),
+    "reference_too_small": (lambda c: c["datasets"]["digits"]["splits"].update(reference=10),
+                            ["datasets.digits.splits.reference", "allowed: reference >= 60"]),
+    "unknown_accountant": (lambda c: c["dpsgd"].update(accountant="gdp"), ["dpsgd.accountant", "allowed: rdp, prv"]),
+    "unknown_sampling": (lambda c: c["sensitivity"].update(sampling="private"),
+                         ["sensitivity.sampling", "allowed: population, paper"]),
     "no_dataset_at_all": (lambda c: c.update(datasets={}, graphs={}), ["'datasets' and 'graphs': both are empty"]),
 }
 

@@ -1,6 +1,7 @@
 """Config validation: the JSON schema, then the checks a schema cannot express (split sizes
-against the dataset's or graph's size, attack pairs against the shadow split). Runs in the Snakefile
-before the DAG is built, so a bad config fails before any job starts and writes nothing."""
+against the dataset's or graph's size, attack pairs against the shadow split, the sensitivity
+sampler's m, ρ, γ and its reference pool). Runs in the Snakefile before the DAG is built, so a
+bad config fails before any job starts and writes nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import jsonschema
 import yaml
 
 from privssl.graphs.splits import check_node_split_sizes
+from privssl.random_dp import order_statistic_index
 from privssl.splits import check_split_sizes
 
 
@@ -48,6 +50,27 @@ def validate_config(config: dict, schema_path: str | Path) -> None:
                     f"config key 'attack.train_pairs': {pairs} pairs need {pairs // 2} shadow 'in' and 'out' records "
                     f"each, but {section}.{dataset}.splits.shadow = {shadow} gives {shadow // 2} "
                     f"(allowed: <= {2 * (shadow // 2)})")
+    check_sensitivity(config)
+
+
+def check_sensitivity(config: dict) -> None:
+    """Population sampling needs γ > ρ, enough pairs for the order statistic, and a reference
+    pool of at least |d| records in every dataset and graph."""
+    sens = config["sensitivity"]
+    if sens["sampling"] != "population":
+        return
+    try:
+        order_statistic_index(sens["m"], sens["rho"], sens["gamma"])
+    except ValueError as err:
+        raise ConfigError(f"config key 'sensitivity': {err}") from err
+    for section in ("datasets", "graphs"):
+        for name, entry in config.get(section, {}).items():
+            splits = entry["splits"]
+            if splits["reference"] < splits["finetune"]:
+                raise ConfigError(
+                    f"config key '{section}.{name}.splits.reference': {splits['reference']} records are too few for "
+                    f"sensitivity.sampling: population, which draws data sets of size |d| = finetune = "
+                    f"{splits['finetune']} from it (allowed: reference >= {splits['finetune']}, or sampling: paper)")
 
 
 def check_graph_entry(name: str, entry: dict) -> None:

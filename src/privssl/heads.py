@@ -72,10 +72,11 @@ def init_heads(spec: HeadSpec, in_dim: int, n_classes: int, n_heads: int,
 
 
 def head_logits(params: dict[str, torch.Tensor], features: torch.Tensor) -> torch.Tensor:
-    """Logits of B stacked heads on shared features (N, F) -> (B, N, C)."""
+    """Logits (B, N, C) of B stacked heads on shared features (N, F) or on their own (B, N, F)."""
+    pattern = "nf,bfh->bnh" if features.ndim == 2 else "bnf,bfh->bnh"
     if "weight" in params:
-        return torch.einsum("nf,bfc->bnc", features, params["weight"]) + params["bias"][:, None, :]
-    hidden = torch.einsum("nf,bfh->bnh", features, params["weight1"]) + params["bias1"][:, None, :]
+        return torch.einsum(pattern, features, params["weight"]) + params["bias"][:, None, :]
+    hidden = torch.einsum(pattern, features, params["weight1"]) + params["bias1"][:, None, :]
     hidden = torch.relu(hidden)
     return torch.bmm(hidden, params["weight2"]) + params["bias2"][:, None, :]
 
@@ -97,19 +98,10 @@ def unflatten(flat: torch.Tensor, shapes: dict[str, tuple[int, ...]]) -> dict[st
     return params
 
 
-def train_heads(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, masks: torch.Tensor,
-                n_classes: int) -> dict[str, torch.Tensor]:
-    """A_S on B data sets at once: data set b is {features[n] : masks[b, n] = 1}.
-
-    Returns the B trained heads stacked. Head b equals what training on its own data set
-    alone would give (see tests/test_heads.py), up to float64 rounding.
-    """
-    features = features.to(DTYPE)
-    masks = masks.to(device=features.device, dtype=DTYPE)
-    if masks.ndim != 2 or masks.shape[1] != features.shape[0]:
-        raise ValueError(f"masks must be (heads, {features.shape[0]}), got {tuple(masks.shape)}")
-    n = features.shape[0]
-    params = init_heads(spec, features.shape[1], n_classes, masks.shape[0], features.device)
+def _fit(spec: HeadSpec, params: dict[str, torch.Tensor], n: int, batch_loss) -> dict[str, torch.Tensor]:
+    """The optimisation loop of A_S, shared by every batched trainer: `epochs` passes over n
+    positions in a fixed permutation per epoch (drawn from `init_seed`, the same for every head);
+    `batch_loss(positions)` returns the sum over heads of each head's mean loss on the batch."""
     for p in params.values():
         p.requires_grad_(True)
     if spec.optimizer == "adam":
@@ -119,20 +111,59 @@ def train_heads(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, ma
                                     weight_decay=spec.weight_decay, foreach=False)
     batch_size = n if spec.batch_size is None else min(spec.batch_size, n)
     order = torch.Generator().manual_seed(spec.init_seed + 1)
+    device = next(iter(params.values())).device
     for _ in range(spec.epochs):
-        permutation = torch.randperm(n, generator=order).to(features.device)
+        permutation = torch.randperm(n, generator=order).to(device)
         for start in range(0, n, batch_size):
-            idx = permutation[start:start + batch_size]
-            weight = masks[:, idx]
-            logits = head_logits(params, features[idx])
-            losses = F.cross_entropy(logits.transpose(1, 2), labels[idx].expand(len(weight), -1),
-                                     reduction="none")
-            # Mean over the elements each head actually has; the sum over heads decouples.
-            loss = ((losses * weight).sum(1) / weight.sum(1).clamp(min=1.0)).sum()
+            loss = batch_loss(permutation[start:start + batch_size])
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             optimiser.step()
     return {k: v.detach() for k, v in params.items()}
+
+
+def train_heads(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, masks: torch.Tensor,
+                n_classes: int) -> dict[str, torch.Tensor]:
+    """A_S on B data sets at once: data set b is {features[n] : masks[b, n] = 1}.
+
+    Returns the B trained heads stacked. Head b equals what training on its own data set
+    alone would give (see tests/test_heads.py), up to float64 rounding. A head skips the
+    records it lacks, so the batch order never depends on which record is missing.
+    """
+    features = features.to(DTYPE)
+    masks = masks.to(device=features.device, dtype=DTYPE)
+    if masks.ndim != 2 or masks.shape[1] != features.shape[0]:
+        raise ValueError(f"masks must be (heads, {features.shape[0]}), got {tuple(masks.shape)}")
+    params = init_heads(spec, features.shape[1], n_classes, masks.shape[0], features.device)
+
+    def batch_loss(idx: torch.Tensor) -> torch.Tensor:
+        weight = masks[:, idx]
+        logits = head_logits(params, features[idx])
+        losses = F.cross_entropy(logits.transpose(1, 2), labels[idx].expand(len(weight), -1), reduction="none")
+        # Mean over the elements each head actually has; the sum over heads decouples.
+        return ((losses * weight).sum(1) / weight.sum(1).clamp(min=1.0)).sum()
+
+    return _fit(spec, params, features.shape[0], batch_loss)
+
+
+def train_heads_on_sets(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor,
+                        n_classes: int) -> dict[str, torch.Tensor]:
+    """A_S on B data sets of one size n at once: data set b is the rows features[sets[b]], in
+    that order (repeats allowed). Head b equals `train_head(spec, features[sets[b]], ...)`
+    exactly as A_S defines it (same positions in each batch), up to float64 rounding; each
+    batch gathers only its own rows, so memory is B × batch × F, not B × n × F."""
+    features = features.to(DTYPE)
+    sets = sets.to(features.device)
+    if sets.ndim != 2 or sets.shape[1] < 1:
+        raise ValueError(f"sets must be (heads, n) row indices, got {tuple(sets.shape)}")
+    params = init_heads(spec, features.shape[1], n_classes, sets.shape[0], features.device)
+
+    def batch_loss(idx: torch.Tensor) -> torch.Tensor:
+        rows = sets[:, idx]
+        logits = head_logits(params, features[rows])
+        return F.cross_entropy(logits.transpose(1, 2), labels[rows], reduction="none").mean(1).sum()
+
+    return _fit(spec, params, sets.shape[1], batch_loss)
 
 
 def train_head(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor,

@@ -1,6 +1,6 @@
 """Post-training protection (Algorithm 1): release ω + noise, and the utility it costs.
 
-For one mechanism, R standard noise draws z_r are taken once and the release at budget ε is
+For one method, R unit noise draws z_r are taken once and the release at budget ε is
 ω + scale(ε)·z_r. Each released head still uses a single draw (no composition); sharing the
 draws across ε (common random numbers) only removes draw-to-draw jitter between the points of
 one curve, so the utility-vs-ε curves are smooth without more repeats.
@@ -8,20 +8,50 @@ one curve, so the utility-vs-ε curves are smooth without more repeats.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from privssl.heads import flatten
 from privssl.io import load_tensors
-from privssl.mechanisms import Calibration, calibrate, standard_noise
+from privssl.mechanisms import standard_noise
+from privssl.release_methods import output_perturbation_guarantee, release_method
 
 
-def protected_heads(released: torch.Tensor, mechanism: str, eps_grid: list[float], repeats: int,
-                    delta1: float, delta2: float, delta: float,
-                    seed: int) -> tuple[torch.Tensor, list[Calibration]]:
+@dataclass(frozen=True)
+class Calibration:
+    """Noise scale of one method at one ε, and the exact claim it supports."""
+
+    method: str
+    eps: float
+    delta: float  # 0 for the pure-ε methods
+    sensitivity_norm: str  # "l1" or "l2": which sensitivity the scale uses
+    sensitivity: float
+    noise_scale: float  # s, b, σ or the Gamma-norm scale θ
+    guarantee_kind: str
+    guarantee: str
+
+
+def calibrate(name: str, eps: float, delta: float, sensitivity: dict) -> Calibration:
+    """Noise scale of output-perturbation method `name` at (ε, δ) and its claim, from the
+    sensitivity record (sensitivity.json: `delta1`, `delta2`, `sampling`, ...)."""
+    method = release_method(name)
+    if method.release != "output_perturbation":
+        raise ValueError(f"{name!r} releases no noisy copy of a trained head (its release is {method.release!r})")
+    value = sensitivity[method.sensitivity_key()]
+    used_delta = delta if method.uses_delta else 0.0
+    scale = method.scale(value, eps, delta if method.uses_delta else None)
+    claim = output_perturbation_guarantee(name, eps, delta, sensitivity)
+    return Calibration(name, eps, used_delta, "l1" if method.sensitivity == "l1" else "l2", value, scale,
+                       claim.kind, claim.statement)
+
+
+def protected_heads(released: torch.Tensor, name: str, eps_grid: list[float], repeats: int, delta: float,
+                    sensitivity: dict, seed: int) -> tuple[torch.Tensor, list[Calibration]]:
     """Noisy copies (len(eps_grid), repeats, P) of the flat released head (P,)."""
-    calibrations = [calibrate(mechanism, eps, delta1, delta2, delta) for eps in eps_grid]
+    calibrations = [calibrate(name, eps, delta, sensitivity) for eps in eps_grid]
     generator = torch.Generator().manual_seed(seed)
-    noise = standard_noise(mechanism, (repeats, released.numel()), generator, dtype=released.dtype)
+    noise = standard_noise(release_method(name).noise, (repeats, released.numel()), generator, dtype=released.dtype)
     scales = torch.tensor([c.noise_scale for c in calibrations], dtype=released.dtype)
     return released + scales[:, None, None] * noise[None], calibrations
 
@@ -33,13 +63,34 @@ def utility_loss(noisy_accuracy: torch.Tensor, clean_accuracy: float) -> torch.T
     return 1.0 - noisy_accuracy / clean_accuracy
 
 
-def released_heads(head: dict, protected_path: str | None) -> tuple[str, torch.Tensor, list[float], int]:
-    """The heads an attack rule queries: the clean head (`protected_path` None; mechanism `none`,
-    ε NaN) or every noisy head of the protect rule's file, flattened to (len(eps)·repeats, P),
-    ε-major. Returns (mechanism, flat heads, ε grid, repeats): head h has ε = eps[h // repeats]
-    and noise draw h % repeats."""
+@dataclass
+class Releases:
+    """The heads an attack rule queries, flattened (H, P), ε-major: head h has ε = eps[h // repeats]
+    and draw h % repeats. `clip_norm`: rows of the features are clipped to this L2 norm before
+    the head sees them (the certified head's input contract), None for no clipping."""
+
+    method: str
+    flat: torch.Tensor
+    eps: list[float]
+    repeats: int
+    shapes: dict
+    clip_norm: float | None
+
+
+def released_heads(head: dict, protected_path: str | None) -> Releases:
+    """The clean head (`protected_path` None; method `none`, ε NaN) or every release in the file
+    of a protect rule (which carries its own shapes and input clipping)."""
     if protected_path is None:
-        return "none", flatten(head["params"]), [float("nan")], 1
+        return Releases("none", flatten(head["params"]), [float("nan")], 1, head["shapes"], head.get("clip_norm"))
     protected = load_tensors(protected_path)
     flat = protected["flat"]
-    return protected["mechanism"], flat.reshape(-1, flat.shape[-1]), protected["eps"].tolist(), flat.shape[1]
+    return Releases(protected["method"], flat.reshape(-1, flat.shape[-1]), protected["eps"].tolist(), flat.shape[1],
+                    protected["shapes"], protected.get("clip_norm"))
+
+
+def head_inputs(features: torch.Tensor, clip_norm: float | None) -> torch.Tensor:
+    """Features as a head sees them: rows scaled down to L2 norm ≤ clip_norm (None: unchanged)."""
+    if clip_norm is None:
+        return features
+    norms = features.norm(dim=-1, keepdim=True)
+    return features * torch.clamp(clip_norm / norms.clamp(min=torch.finfo(features.dtype).tiny), max=1.0)

@@ -1,19 +1,89 @@
-"""The sensitivity sampler (paper Algorithm 2, after Rubinstein & Aldà 2017).
+"""Sensitivity sampling of the head's weights, two ways.
 
-For k = 1..m: draw i, j uniformly from d; train the head on d∖{d_i} and on d∖{d_j}; record
-‖ω1 − ω2‖₁ and ‖ω1 − ω2‖₂ over all head parameters. Δ = max over the m samples.
+`population` (the default) follows Rubinstein & Aldà, *Pain-free random differential privacy
+with sensitivity sampling* (ICML 2017), Algorithm 2 and its theorem: m i.i.d. pairs of
+neighbouring data sets of size |d|, drawn from a public labelled pool P (the `reference` split):
+D ~ P^{|d|−1}, x, x' ~ P, and the pair (D ∪ {x}, D ∪ {x'}). Δ̂ is the k-th smallest of the m
+distances, with k from `order_statistic_index`; the release is then (ε, γ)-random DP with
+respect to P. No private record enters: the noise scale is independent of d.
 
-The two data sets of a sample have |d| − 1 elements and differ in one record (d_i replaced by
-d_j): the adjacency is *substitution of one record*. A sampled maximum is not a worst-case
-bound; `random_dp_statement` says exactly what it does guarantee.
+`paper` reproduces the seed paper's Algorithm 2: pairs (i, j) inside the private d, heads on
+d∖{d_i} and d∖{d_j} (sets of size |d| − 1), Δ = the maximum. The noise scale is then a
+function of the private data, so no DP guarantee follows; rows built on it say so.
 """
 
 from __future__ import annotations
 
-
 import torch
 
-from privssl.heads import DTYPE, HeadSpec, flatten, train_heads
+from privssl.heads import DTYPE, HeadSpec, flatten, train_heads, train_heads_on_sets
+from privssl.random_dp import order_statistic_index
+
+SAMPLINGS = ("population", "paper")
+
+
+def population_pairs(pool_size: int, n: int, m: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """m i.i.d. neighbouring pairs of data sets of size n from a pool of `pool_size` records.
+
+    Draws are i.i.d. from the pool's empirical distribution (with replacement, which is what
+    D ~ P^{n−1}, x, x' ~ P means for P = uniform on the pool). Returns the sets (m, 2, n) of pool
+    row indices, each pair sharing its first n − 1 rows and differing in the last, and the
+    substituted records (m, 2).
+    """
+    if m < 1:
+        raise ValueError(f"sensitivity sample size m must be >= 1, got {m}")
+    if n < 1 or pool_size < 2:
+        raise ValueError(f"population sampling needs n >= 1 and a pool of >= 2 records, got n={n}, pool={pool_size}")
+    generator = torch.Generator().manual_seed(seed)
+    shared = torch.randint(0, pool_size, (m, 1, n - 1), generator=generator)
+    substituted = torch.randint(0, pool_size, (m, 2), generator=generator)
+    sets = torch.cat([shared.expand(m, 2, n - 1), substituted[:, :, None]], dim=2)
+    return sets, substituted
+
+
+def population_sensitivity(spec: HeadSpec, pool_features: torch.Tensor, pool_labels: torch.Tensor, n_classes: int,
+                           n: int, m: int, rho: float, gamma: float, seed: int, chunk_size: int = 128) -> dict:
+    """Rubinstein & Aldà's sampler over the public pool: the JSON-ready record of Δ̂1, Δ̂2 (each
+    the k-th smallest of its m distances), the distances and the random-DP statement.
+
+    The 2m heads are trained as batched computations of up to 2·chunk_size heads over the pool's
+    shared features (chunking bounds memory only)."""
+    k = order_statistic_index(m, rho, gamma)
+    sets, substituted = population_pairs(pool_features.shape[0], n, m, seed)
+    l1, l2 = [], []
+    for start in range(0, m, chunk_size):
+        chunk = sets[start:start + chunk_size]
+        heads = flatten(train_heads_on_sets(spec, pool_features, pool_labels, chunk.reshape(-1, n), n_classes))
+        diff = heads[0::2] - heads[1::2]
+        l1.append(diff.abs().sum(1).cpu())
+        l2.append(diff.norm(dim=1).cpu())
+    l1, l2 = torch.cat(l1), torch.cat(l2)
+    check_finite(l1, l2)
+    delta1, delta2 = float(l1.sort().values[k - 1]), float(l2.sort().values[k - 1])
+    statement = (f"(eps, gamma={gamma:g})-random DP with respect to the distribution of the reference pool "
+                 f"({pool_features.shape[0]} records): with probability >= 1 - {gamma:g} over the sampler and a "
+                 f"neighbouring pair of data sets of size {n} drawn from the pool (substitution of one record), "
+                 f"the release satisfies the eps-DP inequality for that pair. Delta = the {k}-th smallest of "
+                 f"{m} sampled distances (rho = {rho:g}).")
+    return {
+        "sampling": "population",
+        "guarantee_kind": "random_dp",
+        "m": m, "k": k, "rho": rho, "gamma": gamma,
+        "finetune_size": n,
+        "pool": {"split": "reference", "size": int(pool_features.shape[0]), "draws": "i.i.d. with replacement"},
+        "adjacency": "substitution of one record; data sets of size |d| drawn from the pool",
+        "delta1": delta1, "delta2": delta2,
+        "max_distance_l1": float(l1.max()), "max_distance_l2": float(l2.max()),
+        "substituted": substituted.tolist(),
+        "distances_l1": l1.tolist(), "distances_l2": l2.tolist(),
+        "statement": statement,
+        "head": spec.__dict__,
+    }
+
+
+def check_finite(l1: torch.Tensor, l2: torch.Tensor) -> None:
+    if not (torch.isfinite(l1).all() and torch.isfinite(l2).all()):
+        raise FloatingPointError("head training diverged: non-finite weight distances")
 
 
 def sample_pairs(n: int, m: int, seed: int) -> torch.Tensor:
@@ -51,53 +121,26 @@ def pair_distances(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor,
     return diff.abs().sum(1).cpu(), diff.norm(dim=1).cpu()
 
 
-def random_dp_statement(m: int, rho: float, confidence: float = 0.95) -> dict:
-    """What the sampled maximum Δ̂ guarantees, for i.i.d. samples of the pair distance.
-
-    P(Δ̂ < q_{1−ρ}) = P(every sample < q_{1−ρ}) ≤ (1 − ρ)^m, so with probability at least
-    1 − (1 − ρ)^m over the sampling, Δ̂ ≥ the (1 − ρ)-quantile of the distance and the ε
-    guarantee holds for at least a (1 − ρ) fraction of neighbouring pairs (drawn as the
-    sampler draws them). Also given: the ρ reached with the requested `confidence`.
-    """
-    if not 0 < rho < 1:
-        raise ValueError(f"rho must lie in (0, 1), got {rho}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    probability = 1.0 - (1.0 - rho) ** m
-    rho_at_confidence = 1.0 - (1.0 - confidence) ** (1.0 / m)
-    return {
-        "kind": "random differential privacy (sampled sensitivity, not a worst-case bound)",
-        "adjacency": "substitution of one record of the fine-tuning set d (data sets of size |d|-1)",
-        "rho": rho,
-        "covered_fraction": 1.0 - rho,
-        "probability": probability,
-        "confidence": confidence,
-        "covered_fraction_at_confidence": 1.0 - rho_at_confidence,
-        "statement": (
-            f"With probability >= {probability:.4f} over the {m} i.i.d. samples, the sampled "
-            f"sensitivity is at least the {1 - rho:.4g}-quantile of the neighbour distance, so each "
-            f"eps guarantee holds for at least {100 * (1 - rho):.4g}% of neighbouring pairs; "
-            f"with probability {confidence:.4g} it holds for at least "
-            f"{100 * (1 - rho_at_confidence):.4g}% of them."
-        ),
-    }
-
-
-def sample_sensitivity(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, n_classes: int,
-                       m: int, seed: int, rho: float, chunk_size: int = 128) -> dict:
-    """Run Algorithm 2 and return the JSON-ready record of Δ1, Δ2 and the per-sample distances."""
+def paper_sensitivity(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, n_classes: int,
+                      m: int, seed: int, chunk_size: int = 128) -> dict:
+    """The seed paper's Algorithm 2 inside d: the JSON-ready record of Δ1, Δ2 (the maxima) and the
+    per-pair distances. The Δ depends on the private data: the record says it supports no guarantee."""
     pairs = sample_pairs(features.shape[0], m, seed)
     l1, l2 = pair_distances(spec, features, labels, n_classes, pairs, chunk_size)
-    if not (torch.isfinite(l1).all() and torch.isfinite(l2).all()):
-        raise FloatingPointError("head training diverged: non-finite weight distances")
+    check_finite(l1, l2)
     return {
-        "m": m,
+        "sampling": "paper",
+        "guarantee_kind": "none",
+        "m": m, "k": m,
         "finetune_size": int(features.shape[0]),
+        "adjacency": "substitution of one record inside d; data sets of size |d|-1",
         "delta1": float(l1.max()),
         "delta2": float(l2.max()),
         "pairs": pairs.tolist(),
         "distances_l1": l1.tolist(),
         "distances_l2": l2.tolist(),
-        "random_dp": random_dp_statement(m, rho),
+        "statement": ("none: Delta is the maximum over pairs of records of the private set d (the paper's "
+                      "Algorithm 2), so the noise scale is a function of the private data and no DP guarantee "
+                      "follows."),
         "head": spec.__dict__,
     }

@@ -5,7 +5,10 @@ Splits (index sets into one pool of images per dataset, pairwise disjoint):
 - `finetune`  — the private set d, the victim's members;
 - `nonmember` — never seen by the victim: the non-members of the membership-inference test;
 - `shadow`    — the attacker's own data (half trains its shadow head, half is 'out');
-- `test`      — held-out queries for accuracy and utility loss.
+- `test`      — held-out queries for accuracy and utility loss;
+- `reference` — a labelled public pool, the population the sensitivity sampler draws its
+  neighbouring data sets from (Rubinstein & Aldà 2017); never part of d. The presets take it
+  from the public data (it is carved out of what would otherwise be pre-training data).
 
 Free of torch on purpose: the Snakefile imports it to validate the config before any job.
 """
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SPLITS = ("pretrain", "finetune", "nonmember", "shadow", "test")
+SPLITS = ("pretrain", "finetune", "nonmember", "shadow", "test", "reference")
 LABELLED_SPLITS = SPLITS[1:]
 
 

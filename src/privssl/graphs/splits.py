@@ -1,7 +1,8 @@
 """Node splits of the graph track, and the node counts that bound them.
 
 As in the image track: `finetune` (the private labelled nodes d, the victim's members),
-`nonmember`, `shadow` (the attacker's nodes) and `test`, pairwise disjoint. There is no
+`nonmember`, `shadow` (the attacker's nodes), `test` and `reference` (the public labelled
+pool of the sensitivity sampler), pairwise disjoint. There is no
 `pretrain` split: the DGI encoder trains without labels on the whole graph.
 
 Free of torch on purpose: the Snakefile imports it to validate the config before any job.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-NODE_SPLITS = ("finetune", "nonmember", "shadow", "test")
+NODE_SPLITS = ("finetune", "nonmember", "shadow", "test", "reference")
 GRAPH_NODES = {"cora": 2708, "citeseer": 3327, "pubmed": 19717, "cox2": 19252}
 
 

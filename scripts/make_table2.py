@@ -1,0 +1,30 @@
+#!/usr/bin/env python
+"""Rule `table2`: per dataset and release method, at target budgets ε (the grid's nearest ε),
+test accuracy, utility loss, the shadow-MLP MIA accuracy and AUC, and the guarantee the release
+supports; plus the non-private head (CSV and Markdown)."""
+
+import argparse
+
+import pandas as pd
+
+from privssl.io import atomic_path, atomic_write_csv
+from privssl.release_table import markdown, table2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--utility", nargs="+", required=True, help="utility.csv of each dataset")
+    parser.add_argument("--mia", nargs="+", required=True, help="mia.csv of each dataset")
+    parser.add_argument("--targets", nargs="+", type=float, default=[1.0, 10.0], help="target budgets ε")
+    parser.add_argument("--csv", required=True)
+    parser.add_argument("--md", required=True)
+    args = parser.parse_args()
+    read = lambda paths: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)  # noqa: E731
+    table = table2(read(args.utility), read(args.mia), args.targets)
+    atomic_write_csv(table, args.csv)
+    with atomic_path(args.md) as tmp:
+        tmp.write_text(markdown(table))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Noise calibration: the scale each additive mechanism needs for a budget ε, from a sensitivity.
+
+Free of torch on purpose (scipy is imported where it is needed): the release-method registry,
+which the Snakefile reads, refers to these functions.
+
+| calibration             | scale for budget ε                           | source                        |
+|-------------------------|----------------------------------------------|-------------------------------|
+| `l1_scale`              | s = Δ1 / ε  (logistic s, Laplace b)          | paper Theorem 4.1; Dwork 2006 |
+| `l2_norm_scale`         | θ = Δ2 / ε  (norm ~ Gamma(p, θ))             | Chaudhuri et al. 2011, Alg. 1 |
+| `classical_gaussian_sigma` | σ = Δ2 √(2 ln(1.25/δ)) / ε (proof: ε < 1) | Dwork & Roth 2014, Thm A.1    |
+| `analytic_gaussian_sigma`  | smallest σ with δ(σ) ≤ δ                  | Balle & Wang 2018, Thm 8      |
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+def check_budget(eps: float, delta: float | None = None) -> None:
+    """Raise ValueError naming the value unless ε is finite and > 0 and δ (when given) is in (0, 1)."""
+    if isinstance(eps, bool) or not (isinstance(eps, numbers.Real) and math.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+    if delta is not None and not (0 < delta < 1):
+        raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
+
+
+def l1_scale(sensitivity: float, eps: float, delta: float | None = None) -> float:
+    """s = Δ1/ε: the logistic (ALM) and Laplace scales for ε-DP; δ is not used."""
+    check_budget(eps)
+    return sensitivity / eps
+
+
+def l2_norm_scale(sensitivity: float, eps: float, delta: float | None = None) -> float:
+    """θ = Δ2/ε: noise with density ∝ exp(−ε‖b‖/Δ2) has ‖b‖ ~ Gamma(p, θ); δ is not used."""
+    check_budget(eps)
+    return sensitivity / eps
+
+
+def classical_gaussian_sigma(sensitivity: float, eps: float, delta: float) -> float:
+    """σ = Δ2 √(2 ln(1.25/δ)) / ε (Dwork & Roth 2014, Thm A.1; a proof only for ε < 1)."""
+    check_budget(eps, delta)
+    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / eps
+
+
+def analytic_gaussian_delta(sigma: float, sensitivity: float, eps: float) -> float:
+    """The exact δ of the Gaussian mechanism with noise σ (Balle & Wang 2018, Theorem 8):
+
+    δ(σ) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ).
+
+    The second term is computed as exp(ε + log Φ(·)) so that large ε does not overflow.
+    """
+    from scipy import special
+
+    a = sensitivity / (2.0 * sigma)
+    b = eps * sigma / sensitivity
+    return float(special.ndtr(a - b) - math.exp(eps + special.log_ndtr(-a - b)))
+
+
+def analytic_gaussian_sigma(sensitivity: float, eps: float, delta: float) -> float:
+    """Smallest σ with δ(σ) ≤ δ, found by root bracketing (δ(σ) decreases in σ)."""
+    from scipy import optimize
+
+    check_budget(eps, delta)
+    if sensitivity == 0:
+        return 0.0
+
+    def excess(log_sigma: float) -> float:
+        return analytic_gaussian_delta(math.exp(log_sigma), sensitivity, eps) - delta
+
+    lo = hi = math.log(sensitivity)
+    while excess(lo) < 0:  # σ too large: walk down until the δ constraint binds
+        lo -= 1.0
+    while excess(hi) > 0:
+        hi += 1.0
+    return math.exp(optimize.brentq(excess, lo, hi, xtol=1e-12, rtol=1e-12))

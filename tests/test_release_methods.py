@@ -1,0 +1,88 @@
+"""The release-method registry: it agrees with the config schema, and each release's claim has
+the kind its sensitivity source supports."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from privssl import calibration
+from privssl.release_methods import (GUARANTEE_KINDS, KIND_LINESTYLE, METHODS, OUTPUT_PERTURBATION_METHODS, REGISTRY,
+                                     dpsgd_guarantee, output_perturbation_guarantee, release_method)
+
+SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+POPULATION = {"sampling": "population", "delta1": 2.0, "delta2": 0.5, "m": 150, "k": 149, "gamma": 0.2}
+PAPER = {"sampling": "paper", "delta1": 2.0, "delta2": 0.5, "m": 50, "k": 50}
+CERTIFIED = {"sampling": "certified", "delta1": None, "delta2": 0.5}
+
+
+def test_schema_enum_is_the_registry():
+    schema = yaml.safe_load(SCHEMA.read_text())
+    enum = schema["properties"]["protect"]["properties"]["mechanisms"]["items"]["enum"]
+    assert enum == list(METHODS), "schemas/config.schema.yaml and src/privssl/release_methods.py disagree"
+
+
+def test_every_entry_is_complete():
+    for name, method in REGISTRY.items():
+        assert method.name == name
+        assert method.dp_kind in ("pure_dp", "approx_dp")
+        assert method.release in ("output_perturbation", "dpsgd")
+        if method.release == "output_perturbation":
+            assert method.noise is not None and method.scale is not None, name
+        assert method.colour and method.marker and method.label
+    assert set(KIND_LINESTYLE) == set(GUARANTEE_KINDS)
+    assert len({m.colour for m in REGISTRY.values()}) == len(REGISTRY), "two methods share a colour"
+
+
+def test_unknown_method_named():
+    with pytest.raises(ValueError, match="'cauchy'.*allowed: alm"):
+        release_method("cauchy")
+
+
+@pytest.mark.parametrize("name", OUTPUT_PERTURBATION_METHODS)
+def test_population_delta_gives_random_dp_and_paper_delta_none(name):
+    if REGISTRY[name].head == "certified":
+        pytest.skip("the certified head has a proven Δ, never a sampled one")
+    claim = output_perturbation_guarantee(name, 0.5, 1e-5, POPULATION)
+    assert claim.kind == "random_dp"
+    assert "γ=0.2" in claim.statement and "149-th smallest of 150" in claim.statement
+    assert "reference distribution" in claim.statement and "substitution" in claim.statement
+    none = output_perturbation_guarantee(name, 0.5, 1e-5, PAPER)
+    assert none.kind == "none" and none.statement.startswith("none: ") and "private data" in none.statement
+
+
+@pytest.mark.parametrize("name, kind, text", [("certified_gaussian", "approx_dp", "(1, 1e-05)-DP"),
+                                               ("certified_pure", "pure_dp", "1-DP")])
+def test_certified_delta_gives_a_proven_guarantee(name, kind, text):
+    claim = output_perturbation_guarantee(name, 1.0, 1e-5, CERTIFIED)
+    assert claim.kind == kind and claim.statement.startswith(text) and "Δ2 = 0.5 proven" in claim.statement
+
+
+@pytest.mark.parametrize("eps", [0.5, 0.999, 1.0, 10.0])
+def test_classical_gaussian_proven_only_below_one(eps):
+    claim = output_perturbation_guarantee("gaussian", eps, 1e-5, POPULATION)
+    assert (claim.kind == "none") == (eps >= 1)
+    analytic = output_perturbation_guarantee("gaussian_analytic", eps, 1e-5, POPULATION)
+    assert analytic.kind == "random_dp"
+
+
+def test_scales_are_the_calibration_formulas():
+    assert REGISTRY["alm"].scale is calibration.l1_scale is REGISTRY["laplace"].scale
+    assert REGISTRY["gaussian"].scale is calibration.classical_gaussian_sigma
+    assert REGISTRY["gaussian_analytic"].scale is REGISTRY["certified_gaussian"].scale
+    assert REGISTRY["certified_pure"].scale is calibration.l2_norm_scale
+    assert {REGISTRY[m].sensitivity_key() for m in ("alm", "laplace")} == {"delta1"}
+    assert {REGISTRY[m].sensitivity_key() for m in ("gaussian", "certified_pure")} == {"delta2"}
+
+
+def test_dpsgd_claim_states_its_accounting():
+    claim = dpsgd_guarantee(1.0, 1e-5, 1.234, 1 / 3, 90, 1.0, "rdp")
+    assert claim.kind == "approx_dp"
+    for text in ("(1, 1e-05)-DP", "σ = 1.234", "C = 1", "q = 0.3333", "90 steps", "rdp accountant",
+                 "addition or removal"):
+        assert text in claim.statement
+
+
+def test_unknown_sensitivity_source_named():
+    with pytest.raises(ValueError, match="'oracle'"):
+        output_perturbation_guarantee("alm", 1.0, 1e-5, {**POPULATION, "sampling": "oracle"})
