@@ -211,8 +211,8 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
 
 
-@pytest.mark.parametrize("preset", ["paper-cifar10", "paper-cifar100", "paper-stl10"])
-def test_paper_presets_dry_run_without_a_graph_track(tmp_path, preset):
+@pytest.mark.parametrize("preset", ["paper-cifar10", "paper-cifar100", "paper-stl10", "digits-large-d"])
+def test_image_presets_dry_run_without_a_graph_track(tmp_path, preset):
     proc = run_snakemake(tmp_path / "run", REPO / "configs" / f"{preset}.yaml", "-n", "--replace-workflow-config")
     jobs = planned_jobs(proc)
     assert jobs["pretrain"] == jobs["sensitivity"] == jobs["protect_dpsgd"] == 1
