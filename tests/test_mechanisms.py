@@ -124,3 +124,9 @@ def test_analytic_gaussian_decreasing_in_eps_and_linear_in_delta2():
         base = analytic_gaussian_sigma(1.0, eps, 1e-5)
         for l2 in (1e-3, 0.25, 40.0):
             assert analytic_gaussian_sigma(l2, eps, 1e-5) == pytest.approx(l2 * base, rel=1e-9)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0, None, "2"])
+def test_bad_sensitivity_record_rejected_naming_the_key(bad):
+    with pytest.raises(ValueError, match=f"delta1 = {bad!r}"):
+        calibrate("alm", 1.0, 1e-5, {**SENSITIVITY, "delta1": bad})

@@ -38,7 +38,10 @@ def calibrate(name: str, eps: float, delta: float, sensitivity: dict) -> Calibra
     method = release_method(name)
     if method.release != "output_perturbation":
         raise ValueError(f"{name!r} releases no noisy copy of a trained head (its release is {method.release!r})")
-    value = sensitivity[method.sensitivity_key()]
+    value = sensitivity.get(method.sensitivity_key())
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < float("inf")):
+        raise ValueError(f"sensitivity record: {method.sensitivity_key()} = {value!r} is not a finite number >= 0 "
+                         f"(needed by {name!r})")
     used_delta = delta if method.uses_delta else 0.0
     scale = method.scale(value, eps, delta if method.uses_delta else None)
     claim = output_perturbation_guarantee(name, eps, delta, sensitivity)
