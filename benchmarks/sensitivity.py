@@ -15,7 +15,7 @@ a plain loop of one `train_head` call per head, the way a direct implementation 
 Scales:
 - default: the default config (config.yaml): |d| = 150 and a reference pool of 300 (its digits
   splits), features of width 128, m = 150, ρ = 0.1, γ = 0.2, and its head (MLP, 128 hidden,
-  600 full-batch Adam epochs, lr 0.01). The features are results/digits/finetune/features.pt
+  full-batch Adam, lr 0.01, the config's epochs). The features are results/digits/finetune/features.pt
   when it exists (`snakemake results/digits/finetune/features.pt`); otherwise a stand-in of the
   same shapes: scikit-learn's bundled 8×8 digits (offline) through a fixed random ReLU
   projection to 128 dimensions, split into disjoint d and pool of the config's sizes.
@@ -23,7 +23,8 @@ Scales:
   sampler draws from a synthetic pool of --pool-size (default 20000 = 2|d|) records of the same
   distribution. The sequential loops are timed on --sequential-pairs pairs (default 5) and
   scaled to m (every pair costs the same two trainings); the output says so. At this scale the
-  batched samplers perform ~4.2e14-4.4e14 float64 FLOPs each (hours on 2 CPU cores).
+  batched samplers perform ~7e11 float64 FLOPs per epoch each (4.4e14 for 600 epochs: hours
+  on 2 CPU cores).
 
 Times are medians of --repeats runs, all in this one process, with --threads threads (default
 2); the speed-up is sequential / batched. Both ways must agree: at full scale the Δ1 of the
