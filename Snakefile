@@ -27,6 +27,7 @@ include: "rules/finetune.smk"
 include: "rules/sensitivity.smk"
 include: "rules/protect.smk"
 include: "rules/attack.smk"
+include: "rules/audit.smk"
 include: "rules/figures.smk"
 include: "rules/graph.smk"
 

@@ -7,7 +7,7 @@ rule shadow:
         f"{RESULTS}/{{dataset}}/attack/attacker.pt",
     params:
         head=as_json(config["head"]),
-        attack=as_json({k: v for k, v in config["attack"].items() if k != "train_pairs"}),
+        attack=as_json({k: v for k, v in config["attack"].items() if k not in ("train_pairs", "lira")}),
         pairs=config["attack"]["train_pairs"],
         seed=stage_seed("shadow"),
     log:
@@ -31,7 +31,8 @@ def protected_heads_input(wildcards):
 
 
 rule attack:
-    """Membership inference against the clean head (target `none`) or one mechanism's noisy heads."""
+    """The paper's membership inference, non-adaptive and adaptive, against the clean head (target
+    `none`) or one method's releases."""
     input:
         script=script("attack.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
@@ -45,6 +46,11 @@ rule attack:
     params:
         protected=lambda w, input: f"--protected {input.protected}" if input.protected else "",
         seed=stage_seed("attack"),
+        head=as_json(config["head"]),
+        certified=as_json(config["certified"]),
+        dpsgd=as_json(config["dpsgd"]),
+        fpr=" ".join(map(str, config["attack"]["lira"]["fpr"])),
+        bootstrap=config["attack"]["lira"]["bootstrap"],
     log:
         f"{RESULTS}/{{dataset}}/logs/attack_{{target}}.log",
     benchmark:
@@ -56,7 +62,9 @@ rule attack:
         ENV
     shell:
         "python {input.script} --dataset {wildcards.dataset} --features {input.features} --head {input.head}"
-        " --attacker {input.attacker} {params.protected} --seed {params.seed} --out {output} 2> {log}"
+        " --attacker {input.attacker} {params.protected} --head-spec {params.head} --certified {params.certified}"
+        " --dpsgd {params.dpsgd} --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed}"
+        " --out {output} 2> {log}"
 
 
 rule mia_table:

@@ -36,7 +36,7 @@ def stage_seed(stage):
     """A seed per stage, derived from the config seed, so stages draw independent randomness;
     one per release method of the registry."""
     stages = (["splits", "pretrain", "sensitivity", "shadow", "attack", "link_target", "link_protect"]
-              + [f"protect_{m}" for m in METHODS])
+              + [f"protect_{m}" for m in METHODS] + ["lira_heads", "lira", "audit_one_run"])
     return config["seed"] * 100 + stages.index(stage)
 
 
@@ -61,6 +61,10 @@ def final_outputs():
             f"{RESULTS}/tables/table1.md",
             f"{RESULTS}/tables/table2.csv",
             f"{RESULTS}/tables/table2.md",
+            f"{RESULTS}/figures/fig4_roc.png",
+            f"{RESULTS}/figures/fig4_roc.pdf",
+            f"{RESULTS}/figures/fig5_audit.png",
+            f"{RESULTS}/figures/fig5_audit.pdf",
         ]
     if GRAPHS:
         outputs += [

@@ -1,7 +1,14 @@
 #!/usr/bin/env python
-"""Rule `attack`: membership inference against the released head, unprotected (`none`) or
-every noisy head of one mechanism, on balanced members (from d) and non-members. All heads
-are queried in one batched computation. Writes tidy CSV, one row per (head, attack)."""
+"""Rule `attack`: the paper's membership inference (shadow MLP and metric attacks) against the
+released head, unprotected (`none`) or every noisy head of one method, on balanced members
+(from d) and non-members.
+
+Non-adaptive (the paper's): the attack fitted on the clean shadow head (rule `shadow`).
+Adaptive: the mechanism is public, so the attacker releases its shadow head through the same
+method at the same ε (same noise scale, or DP-SGD with the same noise multiplier; the certified
+methods' shadow is a certified head) and refits the MLP and thresholds on that release.
+Every row carries its interval and sample size: accuracy (Clopper–Pearson), AUC (bootstrap),
+TPR at low FPR (Clopper–Pearson)."""
 
 import argparse
 
@@ -9,10 +16,41 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.heads import predict_proba, unflatten
+from privssl.adaptive import dpsgd_releases, perturb, train_clean_heads
+from privssl.certified import CertifiedSpec
+from privssl.cli import json_object
+from privssl.dpsgd import DPSGDSpec
+from privssl.heads import HeadSpec, predict_proba, unflatten
 from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.mia import AttackSpec, FittedAttacks, attack_mlp, attack_scores, fit_attacks
+from privssl.mia_stats import membership_metrics
 from privssl.protection import head_inputs, released_heads
-from privssl.mia import AttackSpec, attack_mlp, attack_mlp_scores, evaluate, metric_scores
+from privssl.release_methods import release_method
+
+
+def clean_attacks(attacker: dict) -> FittedAttacks:
+    model = attack_mlp(attacker["in_dim"], AttackSpec(**attacker["spec"]))
+    model.load_state_dict(attacker["mlp"])
+    return FittedAttacks(model.eval(), attacker["thresholds"])
+
+
+def released_shadows(method: str, attacker: dict, protected: dict, feats: dict, args) -> tuple[torch.Tensor, dict]:
+    """(E, P) the attacker's shadow head released by `method` at each ε of the victim's release,
+    and the parameter shapes of that head."""
+    x, y = feats["shadow"], feats["shadow_labels"]
+    inside = attacker["inside"].sort().values[None]
+    n_classes = int(feats["n_classes"])
+    spec = release_method(method)
+    if spec.release == "dpsgd":
+        flat = dpsgd_releases(x, y, inside, n_classes, HeadSpec.from_config(args.head_spec),
+                              DPSGDSpec.from_config(args.dpsgd), protected["noise_scale"], attacker["seed"])
+        return flat[:, 0], attacker["shadow_shapes"]
+    if spec.head == "certified":
+        clean = train_clean_heads("certified", x, y, inside, n_classes,
+                                  certified_spec=CertifiedSpec.from_config(args.certified))
+    else:
+        clean = attacker["shadow_flat"][None]
+    return perturb(clean, method, protected["noise_scale"], attacker["seed"])[:, 0], protected["shapes"]
 
 
 def main() -> None:
@@ -21,11 +59,19 @@ def main() -> None:
     parser.add_argument("--features", required=True)
     parser.add_argument("--head", required=True, help="released head (.pt)")
     parser.add_argument("--attacker", required=True, help="output of the shadow rule")
-    parser.add_argument("--protected", default=None, help="noisy heads of one mechanism; omit for the clean head")
+    parser.add_argument("--protected", default=None, help="noisy heads of one method; omit for the clean head")
+    parser.add_argument("--head-spec", type=json_object, default={}, help="HeadSpec fields (DP-SGD shadows)")
+    parser.add_argument("--certified", type=json_object, default={}, help="CertifiedSpec fields")
+    parser.add_argument("--dpsgd", type=json_object, default={}, help="DPSGDSpec fields")
+    parser.add_argument("--fpr", nargs="+", type=float, default=[0.01], help="FPR levels of the TPR columns")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     log = script_logger("attack")
+    bad = [f for f in args.fpr if not 0 < f < 1]
+    if bad or args.bootstrap < 1:
+        parser.error(f"--fpr levels must lie in (0, 1) and --bootstrap be >= 1, got {args.fpr}, {args.bootstrap}")
     feats, head, attacker = load_tensors(args.features), load_tensors(args.head), load_tensors(args.attacker)
 
     # Balanced evaluation set: as many members of d as there are non-members (or vice versa).
@@ -38,22 +84,31 @@ def main() -> None:
     is_member = np.r_[np.ones(n, bool), np.zeros(n, bool)]
 
     releases = released_heads(head, args.protected)
-    probs = predict_proba(unflatten(releases.flat, releases.shapes), head_inputs(x, releases.clip_norm))  # (H, 2n, C)
-
-    model = attack_mlp(attacker["in_dim"], AttackSpec(**attacker["spec"]))
-    model.load_state_dict(attacker["mlp"])
-    scores = {"shadow_mlp": attack_mlp_scores(model.eval(), probs, y)}
-    scores.update(metric_scores(probs, y))
-    thresholds = {"shadow_mlp": 0.5, **attacker["thresholds"]}
+    queries = head_inputs(x, releases.clip_norm)
+    probs = predict_proba(unflatten(releases.flat, releases.shapes), queries)  # (H, 2n, C)
+    # The clean head has no mechanism to adapt to: its one attack counts as the adaptive one.
+    fitted = {args.protected is None: [clean_attacks(attacker)] * len(releases.eps)}
+    if args.protected is not None:  # the adaptive attacker: one fit per ε on its released shadow
+        shadows, shapes = released_shadows(releases.method, attacker, load_tensors(args.protected), feats, args)
+        pairs, pair_labels = feats["shadow"][attacker["pairs"]], feats["shadow_labels"][attacker["pairs"]]
+        shadow_probs = predict_proba(unflatten(shadows, shapes), head_inputs(pairs, releases.clip_norm))
+        spec = AttackSpec(**attacker["spec"])
+        fitted[True] = [fit_attacks(p, pair_labels, attacker["pair_is_member"], spec, attacker["seed"])
+                        for p in shadow_probs]
     rows = []
-    for h in range(releases.flat.shape[0]):
-        for attack, s in scores.items():
-            rows.append({"dataset": args.dataset, "mechanism": releases.method, "eps": releases.eps[h // releases.repeats],
-                         "repeat": h % releases.repeats, "attack": attack, "n_members": n, "n_nonmembers": n,
-                         **evaluate(s[h].numpy(), is_member, thresholds[attack])})
+    for adaptive, per_eps in fitted.items():
+        for h in range(releases.flat.shape[0]):
+            attacks = per_eps[h // releases.repeats]
+            for attack, scores in attack_scores(attacks, probs[h], y).items():
+                rows.append({"dataset": args.dataset, "mechanism": releases.method,
+                             "eps": releases.eps[h // releases.repeats], "repeat": h % releases.repeats,
+                             "attack": attack, "adaptive": adaptive,
+                             **membership_metrics(scores.numpy(), is_member, attacks.thresholds[attack],
+                                                  tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed)})
     frame = pd.DataFrame(rows)
-    log.info("%s: shadow_mlp accuracy by eps %s", releases.method,
-             frame[frame.attack == "shadow_mlp"].groupby("eps", dropna=False).accuracy.mean().round(4).to_dict())
+    log.info("%s: shadow_mlp accuracy by (adaptive, eps) %s", releases.method,
+             frame[frame.attack == "shadow_mlp"].groupby(["adaptive", "eps"], dropna=False).accuracy.mean()
+             .round(4).to_dict())
     atomic_write_csv(frame, args.out)
 
 

@@ -9,10 +9,9 @@ import argparse
 import torch
 
 from privssl.cli import json_object
-from privssl.heads import HeadSpec, predict_proba, train_head
+from privssl.heads import HeadSpec, flatten, parameter_shapes, predict_proba, train_head
 from privssl.io import atomic_torch_save, load_tensors, script_logger
-from privssl.mia import AttackSpec, attack_inputs, attack_mlp_scores, best_threshold, evaluate, metric_scores, \
-    train_attack_mlp
+from privssl.mia import AttackSpec, attack_scores, evaluate, fit_attacks
 
 
 def main() -> None:
@@ -37,23 +36,27 @@ def main() -> None:
     generator = torch.Generator().manual_seed(args.seed)
     order = torch.randperm(len(y), generator=generator)
     inside, outside = order[:half], order[half:2 * half]
-    shadow = train_head(HeadSpec.from_config(args.head), x[inside], y[inside], feats["n_classes"])
+    head_spec = HeadSpec.from_config(args.head)
+    shadow = train_head(head_spec, x[inside], y[inside], feats["n_classes"])
     per_side = args.train_pairs // 2
     chosen = torch.cat([inside[torch.randperm(half, generator=generator)[:per_side]],
                         outside[torch.randperm(half, generator=generator)[:per_side]]])
     is_member = torch.cat([torch.ones(per_side), torch.zeros(per_side)])
     probs = predict_proba(shadow, x[chosen])[0]
     spec = AttackSpec.from_config(args.attack)
-    model = train_attack_mlp(attack_inputs(probs, y[chosen]), is_member, spec, args.seed)
+    fitted = fit_attacks(probs, y[chosen], is_member, spec, args.seed)
     members = is_member.numpy().astype(bool)
-    scores = {name: s.numpy() for name, s in metric_scores(probs, y[chosen]).items()}
-    thresholds = {name: best_threshold(s, members) for name, s in scores.items()}
-    fit = {name: evaluate(s, members, thresholds[name]) for name, s in scores.items()}
-    fit["shadow_mlp"] = evaluate(attack_mlp_scores(model, probs, y[chosen]).numpy(), members, 0.5)
+    fit = {name: evaluate(s.numpy(), members, fitted.thresholds[name])
+           for name, s in attack_scores(fitted, probs, y[chosen]).items()}
     log.info("attack fit on the shadow head (%d pairs): %s", len(chosen),
              {k: round(v["accuracy"], 4) for k, v in fit.items()})
-    atomic_torch_save({"mlp": model.state_dict(), "spec": spec.__dict__, "in_dim": 2 * feats["n_classes"],
-                       "thresholds": thresholds, "shadow_fit": fit,
+    # The shadow head and its pairs are kept so that the attack rule can release the same shadow
+    # through a victim's mechanism and refit the attack on it (adaptive attack).
+    atomic_torch_save({"mlp": fitted.model.state_dict(), "spec": spec.__dict__, "in_dim": 2 * feats["n_classes"],
+                       "shadow_flat": flatten(shadow)[0], "shadow_shapes": parameter_shapes(head_spec, x.shape[1],
+                                                                                            feats["n_classes"]),
+                       "inside": inside, "pairs": chosen, "pair_is_member": is_member, "seed": args.seed,
+                       "thresholds": fitted.thresholds, "shadow_fit": fit,
                        "shadow_train_accuracy": float((probs[:per_side].argmax(-1) == y[chosen][:per_side]).double().mean())},
                       args.out)
 

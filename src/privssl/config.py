@@ -51,6 +51,25 @@ def validate_config(config: dict, schema_path: str | Path) -> None:
                     f"each, but {section}.{dataset}.splits.shadow = {shadow} gives {shadow // 2} "
                     f"(allowed: <= {2 * (shadow // 2)})")
     check_sensitivity(config)
+    check_membership_evaluation(config)
+
+
+def check_membership_evaluation(config: dict) -> None:
+    """The LiRA pool must hold 2|d| records (every shadow and target trains on |d| of them), and
+    the one-run audit's canary slots and fillers must fit in it beside the fixed records."""
+    lira, canaries = config["attack"]["lira"], config["audit"]["one_run"]["canaries"]
+    for section in ("datasets", "graphs"):
+        for name, entry in config.get(section, {}).items():
+            splits = entry["splits"]
+            pool, finetune = sum(splits[s] for s in lira["pool"]), splits["finetune"]
+            if pool < 2 * finetune:
+                raise ConfigError(
+                    f"config key 'attack.lira.pool': the splits {lira['pool']} of {section}.{name} hold {pool} "
+                    f"records (allowed: at least 2|d| = {2 * finetune}, so that every head trains on |d| of them)")
+            if canaries > finetune:
+                raise ConfigError(
+                    f"config key 'audit.one_run.canaries': {canaries} canary slots do not fit in the training set of "
+                    f"{section}.{name} (allowed: <= |d| = {finetune})")
 
 
 def check_sensitivity(config: dict) -> None:

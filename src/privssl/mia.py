@@ -129,3 +129,26 @@ def train_attack_mlp(inputs: torch.Tensor, is_member: torch.Tensor, spec: Attack
 def attack_mlp_scores(model: nn.Module, probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Membership probabilities (..., N) for probabilities (..., N, C): one batched forward."""
     return torch.sigmoid(model(attack_inputs(probs, labels)).squeeze(-1))
+
+
+@dataclass
+class FittedAttacks:
+    """The attack MLP and every metric attack's threshold, fitted on one shadow head's pairs."""
+
+    model: nn.Module
+    thresholds: dict[str, float]  # "member iff score >= threshold", shadow_mlp at probability ½
+
+
+def fit_attacks(probs: torch.Tensor, labels: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec,
+                seed: int) -> FittedAttacks:
+    """Fit the paper's attack MLP and the metric attacks' thresholds on a shadow head's
+    probabilities (N, C) of its 'in' and 'out' records."""
+    model = train_attack_mlp(attack_inputs(probs, labels), is_member, spec, seed)
+    members = is_member.numpy().astype(bool)
+    thresholds = {name: best_threshold(s.numpy(), members) for name, s in metric_scores(probs, labels).items()}
+    return FittedAttacks(model, {"shadow_mlp": 0.5, **thresholds})
+
+
+def attack_scores(fitted: FittedAttacks, probs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Scores (..., N) of every attack for probabilities (..., N, C)."""
+    return {"shadow_mlp": attack_mlp_scores(fitted.model, probs, labels), **metric_scores(probs, labels)}

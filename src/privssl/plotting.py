@@ -16,7 +16,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from privssl.io import atomic_path  # noqa: E402
 from privssl.release_methods import KIND_LINESTYLE, METHODS, REGISTRY, release_method  # noqa: E402
-from privssl.release_table import PAPER_ATTACK, attach_kinds, point_kinds  # noqa: E402
+from privssl.release_table import attach_kinds, paper_attack, point_kinds, pooled_accuracy  # noqa: E402
 
 KIND_KEY = {"-": "proven DP (ε-DP, (ε, δ)-DP)", "--": "random DP (sampled Δ)", ":": "no guarantee"}
 
@@ -61,6 +61,12 @@ def _draw(ax, mechanism: str, x, stats: pd.DataFrame, spread: str | None = "band
             ax.fill_between(x[run], mean[run] - std[run], mean[run] + std[run], color=method.colour, alpha=0.2)
         elif spread == "bars":
             ax.errorbar(x[run], mean[run], std[run], fmt="none", ecolor=method.colour)
+        elif spread == "interval":
+            ax.fill_between(x[run], stats["lo"].to_numpy()[run], stats["hi"].to_numpy()[run], color=method.colour,
+                            alpha=0.2)
+        elif spread == "interval_bars":
+            lo, hi = stats["lo"].to_numpy()[run], stats["hi"].to_numpy()[run]
+            ax.errorbar(x[run], mean[run], [mean[run] - lo, hi - mean[run]], fmt="none", ecolor=method.colour)
 
 
 def _methods(frame: pd.DataFrame) -> list[str]:
@@ -107,28 +113,37 @@ def figure1(utility: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def _pooled(attacked: pd.DataFrame) -> pd.DataFrame:
+    """Per (mechanism, ε): accuracy over every decision of every draw, its 95 % interval as
+    `lo`/`hi`, and the guarantee kind; mean = the pooled accuracy (for `_draw`)."""
+    rows = [{"mechanism": m, "eps": e, "guarantee_kind": g.guarantee_kind.iloc[0], **pooled_accuracy(g)}
+            for (m, e), g in attacked.groupby(["mechanism", "eps"], sort=True)]
+    return pd.DataFrame(rows).rename(columns={"accuracy": "mean"}).assign(std=0.0)
+
+
 def figure2(utility: pd.DataFrame, mia: pd.DataFrame) -> plt.Figure:
-    """Fig. 2: top, MIA accuracy vs ε; bottom, MIA accuracy vs utility loss (paper's shadow attack)."""
-    kinds = point_kinds(utility)
-    attacked = attach_kinds(mia, utility)
-    attacked, mia = attacked[attacked.attack == PAPER_ATTACK], mia[mia.attack == PAPER_ATTACK]
+    """Fig. 2: top, MIA accuracy vs ε with its 95 % Clopper–Pearson band (decisions of all draws
+    pooled); bottom, MIA accuracy vs utility loss. The paper's shadow-MLP attack, adaptive."""
+    attacked, mia = attach_kinds(paper_attack(mia), utility), paper_attack(mia)
     datasets = _datasets(mia)
     fig, axes = _panels(2, len(datasets), 8.8)
     for col, dataset in enumerate(datasets):
         top, bottom = axes[0, col], axes[1, col]
-        clean = mia[(mia.dataset == dataset) & (mia.mechanism == "none")].accuracy.mean()
-        attack_stats = _with_kinds(_mean_std(attacked[attacked.dataset == dataset], "accuracy"), kinds, dataset)
+        clean = pooled_accuracy(mia[(mia.dataset == dataset) & (mia.mechanism == "none")])
+        attack_stats = _pooled(attacked[attacked.dataset == dataset])
         loss_stats = _mean_std(utility[utility.dataset == dataset], "utility_loss")
         for mechanism, group in attack_stats.groupby("mechanism", sort=False):
-            _draw(top, mechanism, group.eps, group)
+            _draw(top, mechanism, group.eps, group, spread="interval")
             joined = group.merge(loss_stats, on=["mechanism", "eps"], suffixes=("", "_loss"))
-            _draw(bottom, mechanism, joined.mean_loss, joined, spread=None)
+            _draw(bottom, mechanism, joined.mean_loss, joined, spread="interval_bars")
         for ax in (top, bottom):
-            ax.axhline(clean, color="black", ls="-.", lw=1, label=f"unprotected ({clean:.3f})", gid="unprotected")
+            ax.axhline(clean["accuracy"], color="black", ls="-.", lw=1, gid="unprotected",
+                       label=f"unprotected {clean['accuracy']:.3f} [{clean['lo']:.3f}, {clean['hi']:.3f}]")
             ax.axhline(0.5, color="grey", ls="-.", lw=0.8, label="random guess", gid="chance")
-            ax.set_ylabel("MIA accuracy")
+            ax.set_ylabel("MIA accuracy (adaptive shadow MLP)")
             ax.legend(fontsize=7)
-        top.set(xscale="log", xlabel="privacy budget ε", title=dataset)
+        top.set(xscale="log", xlabel="privacy budget ε", title=f"{dataset} (band: 95 % CI, "
+                f"{int(attack_stats.decisions.iloc[0])} decisions per point)")
         bottom.set(xlabel="utility loss")
     _figure_legend(fig, _methods(attacked))
     return fig
@@ -165,8 +180,7 @@ def graph_protection_figure(utility: pd.DataFrame, mia: pd.DataFrame, links: pd.
     link-stealing AUC vs ε per mechanism; the unprotected head's value as a dash-dot line.
     In the utility and MIA rows the line style is the guarantee kind; in the link row, the attack."""
     kinds = point_kinds(utility)
-    attacked = attach_kinds(mia, utility)
-    attacked, mia = attacked[attacked.attack == PAPER_ATTACK], mia[mia.attack == PAPER_ATTACK]
+    attacked, mia = attach_kinds(paper_attack(mia), utility), paper_attack(mia)
     datasets = _datasets(utility)
     fig, axes = _panels(3, len(datasets), 12)
     for col, dataset in enumerate(datasets):
@@ -193,7 +207,7 @@ def graph_protection_figure(utility: pd.DataFrame, mia: pd.DataFrame, links: pd.
                             label=f"unprotected, {attack_label}")
         link_ax.axhline(0.5, color="grey", ls="-.", lw=0.8)
         loss_ax.set(xscale="log", ylabel="utility loss", title=dataset)
-        mia_ax.set(xscale="log", ylabel="node MIA accuracy (shadow MLP)")
+        mia_ax.set(xscale="log", ylabel="node MIA accuracy (adaptive shadow MLP)")
         link_ax.set(xscale="log", xlabel="privacy budget ε", ylabel="link-stealing AUC")
         for ax in (mia_ax, link_ax):
             ax.legend(fontsize=6)

@@ -20,6 +20,7 @@ Free of torch on purpose: the Snakefile imports it before any job runs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -136,3 +137,19 @@ def dpsgd_guarantee(eps: float, delta: float, noise_multiplier: float, sample_ra
     return Guarantee("approx_dp", f"({eps:g}, {delta:g})-DP by DP-SGD (σ = {noise_multiplier:.4g}, C = {clip_norm:g}, "
                      f"Poisson rate q = {sample_rate:.4g}, {steps} steps, {accountant} accountant); "
                      f"adjacency: {ADD_REMOVE}")
+
+
+def substitution_claim(name: str, eps: float, delta: float) -> tuple[float, float]:
+    """(ε, δ) the method claims for the *substitution* of one record, the neighbouring relation
+    every membership audit here tests (a candidate in or out of a training set of fixed size |d|).
+
+    Methods whose adjacency is substitution claim their own (ε, δ) (δ = 0 for the pure ones).
+    Under addition/removal (DP-SGD) a substitution is two steps, so group privacy gives
+    (2ε, 2e^ε δ); where that δ reaches 1 there is no claim, returned as ε = ∞ at the method's
+    own δ (the audit still measures what it can at that δ)."""
+    method = release_method(name)
+    own_delta = delta if method.uses_delta else 0.0
+    if method.adjacency == SUBSTITUTION:
+        return eps, own_delta
+    group_delta = 2 * math.exp(min(eps, 700.0)) * own_delta
+    return (2 * eps, group_delta) if group_delta < 1 else (math.inf, own_delta)

@@ -2,7 +2,8 @@
 
 Per dataset and method, at each target ε, the point of the method's own ε grid nearest to the
 target in log distance (DP-SGD may lack some ε of the grid): test accuracy (mean ± std over noise
-draws), mean utility loss, the paper's shadow-MLP membership-inference accuracy (mean ± std) and
+draws), mean utility loss, the paper's shadow-MLP membership-inference accuracy in its adaptive form, pooled over
+draws with its Clopper–Pearson interval, and
 AUC, and the exact claim the release supports (`guarantee_kind`, `guarantee`). The non-private
 head is one row per dataset, method `none`.
 
@@ -17,14 +18,16 @@ import math
 import numpy as np
 import pandas as pd
 
+from privssl.mia_stats import accuracy_interval
 from privssl.release_methods import GUARANTEE_KINDS, METHODS, release_method
 
 PAPER_ATTACK = "shadow_mlp"
 POINT = ["dataset", "mechanism", "eps"]
 UTILITY_COLUMNS = POINT + ["repeat", "guarantee_kind", "guarantee", "clean_accuracy", "accuracy", "utility_loss"]
-MIA_COLUMNS = POINT + ["repeat", "attack", "accuracy", "auc"]
+MIA_COLUMNS = POINT + ["repeat", "attack", "adaptive", "accuracy", "auc", "n_members", "n_nonmembers"]
 TABLE2_COLUMNS = ["dataset", "method", "label", "eps_target", "eps", "accuracy_mean", "accuracy_std",
-                  "utility_loss_mean", "mia_accuracy_mean", "mia_accuracy_std", "mia_auc_mean",
+                  "utility_loss_mean", "mia_accuracy", "mia_accuracy_lo", "mia_accuracy_hi", "mia_decisions",
+                  "mia_auc_mean",
                   "guarantee_kind", "guarantee", "n_draws"]
 KIND_NOTE = ("pure_dp: ε-DP and approx_dp: (ε, δ)-DP, both proven for every neighbouring pair; "
              "random_dp: (ε, [δ,] γ)-random DP, the sensitivity is sampled from a reference distribution; "
@@ -54,6 +57,22 @@ def point_kinds(utility: pd.DataFrame) -> pd.DataFrame:
     return kinds.drop(columns="nunique").rename(columns={"first": "guarantee_kind"})
 
 
+def paper_attack(mia: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the paper's shadow-MLP attack in its adaptive form (shadow released like the
+    victim; for the clean head, the one attack there is)."""
+    check_frame(mia, MIA_COLUMNS, "mia.csv")
+    return mia[(mia.attack == PAPER_ATTACK) & mia.adaptive.astype(bool)]
+
+
+def pooled_accuracy(rows: pd.DataFrame) -> dict:
+    """Accuracy over every decision of the rows (draws of one release) with its Clopper–Pearson
+    95 % interval and the number of decisions behind it."""
+    decisions = (rows.n_members + rows.n_nonmembers).to_numpy()
+    correct = int(round(float((rows.accuracy.to_numpy() * decisions).sum())))
+    accuracy, lo, hi = accuracy_interval(correct, int(decisions.sum()))
+    return {"accuracy": accuracy, "lo": lo, "hi": hi, "decisions": int(decisions.sum())}
+
+
 def attach_kinds(mia: pd.DataFrame, utility: pd.DataFrame) -> pd.DataFrame:
     """The protected heads' MIA rows with the guarantee_kind of the release they attacked."""
     check_frame(mia, MIA_COLUMNS, "mia.csv")
@@ -76,9 +95,10 @@ def nearest_eps(grid, target: float) -> float:
 
 def _mia_stats(rows: pd.DataFrame, what: str) -> dict:
     if rows.empty:
-        raise ValueError(f"mia.csv has no {PAPER_ATTACK} rows for {what}")
-    return {"mia_accuracy_mean": rows.accuracy.mean(), "mia_accuracy_std": rows.accuracy.std(),
-            "mia_auc_mean": rows.auc.mean()}
+        raise ValueError(f"mia.csv has no adaptive {PAPER_ATTACK} rows for {what}")
+    pooled = pooled_accuracy(rows)
+    return {"mia_accuracy": pooled["accuracy"], "mia_accuracy_lo": pooled["lo"], "mia_accuracy_hi": pooled["hi"],
+            "mia_decisions": pooled["decisions"], "mia_auc_mean": rows.auc.mean()}
 
 
 def table2(utility: pd.DataFrame, mia: pd.DataFrame, targets=(1.0, 10.0)) -> pd.DataFrame:
@@ -90,7 +110,7 @@ def table2(utility: pd.DataFrame, mia: pd.DataFrame, targets=(1.0, 10.0)) -> pd.
         raise ValueError(f"utility.csv datasets {sorted(datasets)} differ from "
                          f"mia.csv datasets {sorted(set(mia.dataset))}")
     attach_kinds(mia, utility)  # every attacked release must be one utility.csv has
-    shadow = mia[mia.attack == PAPER_ATTACK]
+    shadow = paper_attack(mia)
     rows = []
     for dataset in datasets:
         measured, attacks = utility[utility.dataset == dataset], shadow[shadow.dataset == dataset]
@@ -126,15 +146,17 @@ def _pm(mean: float, std: float) -> str:
 
 def markdown(table: pd.DataFrame) -> str:
     """Table 2 as a Markdown table, with what the guarantee kinds mean."""
-    lines = ["| dataset | method | target ε | ε used | test accuracy | utility loss | MIA accuracy (shadow MLP) "
-             "| MIA AUC | guarantee kind | guarantee | draws |",
+    lines = ["| dataset | method | target ε | ε used | test accuracy | utility loss | MIA accuracy (adaptive shadow "
+             "MLP), 95 % CI [decisions] | MIA AUC | guarantee kind | guarantee | draws |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for r in table.itertuples(index=False):
         eps = "∞ (no noise)" if np.isnan(r.eps) else f"{r.eps:g}"
         target = "—" if np.isnan(r.eps_target) else f"{r.eps_target:g}"
         guarantee = str(r.guarantee).replace("|", "\\|")  # e.g. "|d|" in an adjacency would split the cell
         lines.append(f"| {r.dataset} | {r.label} | {target} | {eps} | {_pm(r.accuracy_mean, r.accuracy_std)} "
-                     f"| {r.utility_loss_mean:.3f} | {_pm(r.mia_accuracy_mean, r.mia_accuracy_std)} "
+                     f"| {r.utility_loss_mean:.3f} | {r.mia_accuracy:.3f} [{r.mia_accuracy_lo:.3f}, "
+                     f"{r.mia_accuracy_hi:.3f}] ({r.mia_decisions}) "
                      f"| {r.mia_auc_mean:.3f} | {r.guarantee_kind} | {guarantee} | {r.n_draws} |")
-    return "\n".join(lines) + "\n\nMeans ± std over noise draws; ε used is the grid's ε nearest to the target " \
+    return "\n".join(lines) + "\n\nAccuracy: means ± std over noise draws; MIA accuracy: over every decision of " \
+        "every draw, with its Clopper–Pearson interval; ε used is the grid's ε nearest to the target " \
         "(log distance). Guarantee kinds: " + KIND_NOTE + "\n"

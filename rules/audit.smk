@@ -1,0 +1,180 @@
+# Membership inference at low false-positive rates (LiRA) and the empirical audit of every
+# release: scripts/lira_heads.py, scripts/lira.py, scripts/audit_one_run.py.
+
+LIRA = config["attack"]["lira"]
+ONE_RUN = config["audit"]["one_run"]
+AUDITED = ["none"] + MECHANISMS  # `none`: the clean heads, the attacks' reference point
+
+
+def lira_head_kind(method):
+    """The clean heads a method's releases start from: the certified learner's, else A_S's
+    (DP-SGD trains its own, on the same sets)."""
+    return "certified" if method != "none" and release_method(method).head == "certified" else "finetune"
+
+
+def release_inputs(wildcards):
+    """The method's release file (noise scale per ε) and utility CSV (guarantee kinds); none for `none`."""
+    if wildcards.target == "none":
+        return {}
+    base = f"{RESULTS}/{wildcards.dataset}/protect/{wildcards.target}"
+    return {"release": f"{base}.pt", "utility": f"{base}.csv"}
+
+
+def release_args(wildcards, input):
+    return f"--release {input.release} --utility {input.utility}" if wildcards.target != "none" else ""
+
+
+rule lira_heads:
+    """The N shadow and T target heads, clean, each on |d| random records of the candidate pool."""
+    input:
+        script=script("lira_heads.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+    output:
+        f"{RESULTS}/{{dataset}}/attack/lira/heads_{{head_kind}}.pt",
+    wildcard_constraints:
+        head_kind="finetune|certified",
+    params:
+        pool=" ".join(LIRA["pool"]),
+        head=as_json(config["head"]),
+        certified=as_json(config["certified"]),
+        shadows=LIRA["shadows"],
+        targets=LIRA["targets"],
+        seed=stage_seed("lira_heads"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/lira_heads_{{head_kind}}.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/lira_heads_{{head_kind}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+    conda:
+        ENV
+    shell:
+        "python {input.script} --features {input.features} --pool {params.pool} --head-kind {wildcards.head_kind}"
+        " --head {params.head} --certified {params.certified} --shadows {params.shadows} --targets {params.targets}"
+        " --seed {params.seed} --out {output} --threads {threads} 2> {log}"
+
+
+rule lira:
+    """LiRA and the loss attack, adaptive and not, against one method's releases of the target
+    heads; metrics with intervals, ROC curves and the hypothesis-test audit."""
+    input:
+        unpack(release_inputs),
+        script=script("lira.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+        heads=lambda w: f"{RESULTS}/{w.dataset}/attack/lira/heads_{lira_head_kind(w.target)}.pt",
+    output:
+        csv=f"{RESULTS}/{{dataset}}/attack/lira/{{target}}.csv",
+        roc=f"{RESULTS}/{{dataset}}/attack/lira/roc_{{target}}.csv.gz",
+        audit=f"{RESULTS}/{{dataset}}/audit/hypothesis_test_{{target}}.csv",
+    wildcard_constraints:
+        target=one_of(AUDITED),
+    params:
+        release=release_args,
+        head=as_json(config["head"]),
+        dpsgd=as_json(config["dpsgd"]),
+        attacks=" ".join(LIRA["attacks"]),
+        fpr=" ".join(map(str, LIRA["fpr"])),
+        bootstrap=LIRA["bootstrap"],
+        confidence=config["audit"]["confidence"],
+        delta=config["protect"]["delta"],
+        seed=stage_seed("lira"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/lira_{{target}}.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/lira_{{target}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=8000,
+    conda:
+        ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --method {wildcards.target} --features {input.features}"
+        " --heads {input.heads} {params.release} --head-spec {params.head} --dpsgd {params.dpsgd}"
+        " --attacks {params.attacks} --fpr {params.fpr} --bootstrap {params.bootstrap}"
+        " --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out-csv {output.csv}"
+        " --out-roc {output.roc} --out-audit {output.audit} --threads {threads} 2> {log}"
+
+
+rule audit_one_run:
+    """The one-run audit (Steinke et al. 2023) of one method at every ε, per canary kind."""
+    input:
+        unpack(release_inputs),
+        script=script("audit_one_run.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+    output:
+        f"{RESULTS}/{{dataset}}/audit/one_run_{{target}}.csv",
+    wildcard_constraints:
+        target=one_of(AUDITED),
+    params:
+        release=release_args,
+        pool=" ".join(LIRA["pool"]),
+        head=as_json(config["head"]),
+        certified=as_json(config["certified"]),
+        dpsgd=as_json(config["dpsgd"]),
+        canaries=ONE_RUN["canaries"],
+        fraction=ONE_RUN["guess_fraction"],
+        kinds=" ".join(ONE_RUN["kinds"]),
+        confidence=config["audit"]["confidence"],
+        delta=config["protect"]["delta"],
+        seed=stage_seed("audit_one_run"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/audit_one_run_{{target}}.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/audit_one_run_{{target}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+    conda:
+        ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --method {wildcards.target} --features {input.features}"
+        " --pool {params.pool} {params.release} --head-spec {params.head} --certified {params.certified}"
+        " --dpsgd {params.dpsgd} --canaries {params.canaries} --guess-fraction {params.fraction}"
+        " --kinds {params.kinds} --confidence {params.confidence} --delta {params.delta} --seed {params.seed}"
+        " --out {output} --threads {threads} 2> {log}"
+
+
+rule membership_tables:
+    """One dataset's LiRA metrics, ROC curves and audit rows, each in one tidy file."""
+    input:
+        script=script("merge_csv.py"),
+        lira=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/{{target}}.csv", target=AUDITED),
+        roc=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/roc_{{target}}.csv.gz", target=AUDITED),
+        audit=expand(f"{RESULTS}/{{{{dataset}}}}/audit/{{audit}}_{{target}}.csv",
+                     audit=["hypothesis_test", "one_run"], target=AUDITED),
+    output:
+        lira=f"{RESULTS}/{{dataset}}/lira.csv",
+        roc=f"{RESULTS}/{{dataset}}/roc.csv.gz",
+        audit=f"{RESULTS}/{{dataset}}/audit.csv",
+    log:
+        f"{RESULTS}/{{dataset}}/logs/membership_tables.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "(python {input.script} --out {output.lira} {input.lira} && python {input.script} --out {output.roc} {input.roc}"
+        " && python {input.script} --out {output.audit} {input.audit}) 2> {log}"
+
+
+rule audit_figures:
+    """Fig. 4 (log-log ROC of the strongest attack per method) and Fig. 5 (claimed ε against the
+    audited lower bound, violations marked)."""
+    input:
+        script=script("plot_audit.py"),
+        lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
+        roc=expand(f"{RESULTS}/{{dataset}}/roc.csv.gz", dataset=DATASETS),
+        audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
+    output:
+        fig4_png=report(f"{RESULTS}/figures/fig4_roc.png", caption="../report/fig4.rst", category="Figures"),
+        fig4_pdf=f"{RESULTS}/figures/fig4_roc.pdf",
+        fig5_png=report(f"{RESULTS}/figures/fig5_audit.png", caption="../report/fig5.rst", category="Figures"),
+        fig5_pdf=f"{RESULTS}/figures/fig5_audit.pdf",
+    log:
+        f"{RESULTS}/logs/audit_figures.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python {input.script} --lira {input.lira} --roc {input.roc} --audit {input.audit}"
+        " --fig4 {output.fig4_png} {output.fig4_pdf} --fig5 {output.fig5_png} {output.fig5_pdf} 2> {log}"

@@ -1,0 +1,158 @@
+#!/usr/bin/env python
+"""Rule `lira`: membership inference at low false-positive rates against one release method
+(or the clean heads, `none`), and the hypothesis-test audit of its ε.
+
+T target heads are released by the method at every ε and attacked, each on every candidate of
+the pool, with the N shadow heads (none of which is a target). Attacks: LiRA online/offline
+with per-candidate or global variance, and the loss attack. Each runs twice for a noisy method:
+adaptive (the shadows released by the same mechanism at the same ε) and non-adaptive (clean
+shadows). Writes per (ε, attack, adaptive): metrics with intervals over the T × pool decisions,
+the ROC curve, and the audit row (threshold chosen on half of the candidates, Clopper–Pearson
+bound on the other half)."""
+
+import argparse
+
+import numpy as np
+import pandas as pd
+import torch
+
+from privssl.adaptive import dpsgd_releases, perturb
+from privssl.audit_bounds import epsilon_lower_bound_split
+from privssl.cli import json_object
+from privssl.dpsgd import DPSGDSpec
+from privssl.heads import HeadSpec, head_logits, unflatten
+from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.lira import candidate_pool, lira_scores, logit_confidence, membership
+from privssl.mia import METRIC_ATTACKS, best_threshold, metric_scores
+from privssl.mia_stats import membership_metrics, roc
+from privssl.protection import head_inputs
+from privssl.release_methods import METHODS, release_method, substitution_claim
+
+LIRA_ATTACKS = {"lira_online": ("online", "per_example"), "lira_offline": ("offline", "per_example"),
+                "lira_online_global": ("online", "global"), "lira_offline_global": ("offline", "global")}
+ATTACKS = (*LIRA_ATTACKS, *METRIC_ATTACKS)
+# The score at which a LiRA attack says "member" without any fitting: a likelihood ratio of 1
+# (online), or φ above the OUT median (offline: log P[Z ≤ φ] = log ½).
+LIRA_THRESHOLD = {"online": 0.0, "offline": float(np.log(0.5))}
+
+
+def corners(fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
+    """Indices of the ROC points that are not inside a horizontal or vertical run: the step curve
+    through them is the full curve, at a fraction of the rows."""
+    keep = np.ones(len(fpr), dtype=bool)
+    inner = ((fpr[:-2] == fpr[1:-1]) & (fpr[1:-1] == fpr[2:])) | ((tpr[:-2] == tpr[1:-1]) & (tpr[1:-1] == tpr[2:]))
+    keep[1:-1] = ~inner
+    return np.flatnonzero(keep)
+
+
+def releases_of(method: str, heads: dict, release: dict | None, feats: dict, args) -> tuple[torch.Tensor, list]:
+    """(E, B, P) released shadow+target heads and the ε grid; `none`: the clean heads, ε NaN."""
+    if method == "none":
+        return heads["flat"][None], [float("nan")]
+    eps = release["eps"].tolist()
+    scales = release["noise_scale"]
+    if release_method(method).release == "dpsgd":
+        x, y = candidate_pool(feats, heads["pool"])
+        flat = dpsgd_releases(x, y, heads["sets"], int(feats["n_classes"]), HeadSpec.from_config(args.head_spec),
+                              DPSGDSpec.from_config(args.dpsgd), scales, args.seed)
+        return flat, eps
+    return perturb(heads["flat"], method, scales, args.seed), eps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--method", required=True, choices=("none", *METHODS))
+    parser.add_argument("--features", required=True)
+    parser.add_argument("--heads", required=True, help="clean shadow and target heads (lira_heads rule)")
+    parser.add_argument("--release", default=None, help="the method's release file (protect rules); not for none")
+    parser.add_argument("--utility", default=None, help="the method's utility CSV (its guarantee kinds)")
+    parser.add_argument("--head-spec", type=json_object, default={})
+    parser.add_argument("--dpsgd", type=json_object, default={})
+    parser.add_argument("--attacks", nargs="+", required=True, choices=ATTACKS)
+    parser.add_argument("--fpr", nargs="+", type=float, required=True, help="FPR levels for TPR at low FPR")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--confidence", type=float, default=0.95, help="of the audit's Clopper–Pearson bounds")
+    parser.add_argument("--delta", type=float, required=True, help="δ of the (ε, δ) methods")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-csv", required=True)
+    parser.add_argument("--out-roc", required=True)
+    parser.add_argument("--out-audit", required=True)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    log = script_logger("lira")
+    if (args.method == "none") != (args.release is None):
+        parser.error("--release is required for a release method and not allowed for none")
+    bad = [f for f in args.fpr if not 0 < f < 1]
+    if bad:
+        parser.error(f"--fpr levels must lie in (0, 1), got {bad}")
+    if args.bootstrap < 1 or not 0 < args.confidence < 1:
+        parser.error(f"--bootstrap must be >= 1 and --confidence in (0, 1), got {args.bootstrap}, {args.confidence}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    feats, heads = load_tensors(args.features), load_tensors(args.heads)
+    release = load_tensors(args.release) if args.release else None
+    kinds = {}
+    if args.utility:
+        utility = pd.read_csv(args.utility)
+        kinds = dict(zip(utility.eps, utility.guarantee_kind))
+    x, y = candidate_pool(feats, heads["pool"])
+    released, eps_grid = releases_of(args.method, heads, release, feats, args)
+    n_shadows = heads["shadows"]
+    inside = membership(heads["sets"], heads["pool_size"])  # (B, N)
+    shadow_in, target_in = inside[:n_shadows], inside[n_shadows:]
+    x = head_inputs(x.double(), heads["clip_norm"])
+
+    def logits_of(flat: torch.Tensor) -> torch.Tensor:
+        return head_logits(unflatten(flat, heads["shapes"]), x)
+
+    clean_logits = logits_of(heads["flat"][:n_shadows])
+    is_member = target_in.reshape(-1).numpy()
+    # One split of the candidates for the audit: the threshold is chosen on one half only.
+    select = torch.zeros(heads["pool_size"], dtype=torch.bool)
+    select[torch.randperm(heads["pool_size"], generator=torch.Generator().manual_seed(args.seed))
+           [: heads["pool_size"] // 2]] = True
+    select = select.expand_as(target_in).reshape(-1).numpy()
+    variants = [True] if args.method == "none" else [True, False]
+    rows, roc_rows, audit_rows = [], [], []
+    for e, eps in enumerate(eps_grid):
+        logits = logits_of(released[e])
+        targets = logits[n_shadows:]
+        claim = (float("inf"), 0.0) if args.method == "none" else substitution_claim(args.method, eps, args.delta)
+        for adaptive in variants:
+            shadows = logits[:n_shadows] if adaptive else clean_logits
+            for attack in args.attacks:
+                if attack in LIRA_ATTACKS:
+                    variant, variance = LIRA_ATTACKS[attack]
+                    scores = lira_scores(logit_confidence(targets, y), logit_confidence(shadows, y), shadow_in,
+                                         variant, variance)
+                    threshold = LIRA_THRESHOLD[variant]
+                else:  # a metric attack: its threshold fitted on the shadows' in/out scores
+                    scores = metric_scores(torch.softmax(targets, -1), y)[attack]
+                    shadow_scores = metric_scores(torch.softmax(shadows, -1), y)[attack]
+                    threshold = best_threshold(shadow_scores.reshape(-1).numpy(), shadow_in.reshape(-1).numpy())
+                flat_scores = scores.reshape(-1).numpy()
+                key = {"dataset": args.dataset, "method": args.method, "eps": eps, "attack": attack,
+                       "adaptive": adaptive}
+                rows.append({**key, "guarantee_kind": kinds.get(eps, "none"), "targets": targets.shape[0],
+                             **membership_metrics(flat_scores, is_member, threshold, tuple(args.fpr),
+                                                  n_boot=args.bootstrap, seed=args.seed)})
+                fpr, tpr, _ = roc(flat_scores, is_member)
+                kept = corners(fpr, tpr)
+                roc_rows.append(pd.DataFrame({**key, "fpr": fpr[kept], "tpr": tpr[kept]}))
+                bound = epsilon_lower_bound_split(flat_scores[select], is_member[select], flat_scores[~select],
+                                                  is_member[~select], claim[1], args.confidence)
+                audit_rows.append({**key, "delta": claim[1], "claimed_eps": claim[0],
+                                   "guarantee_kind": kinds.get(eps, "none"), "audit": "hypothesis_test",
+                                   "eps_lower_bound": bound["eps_lower_bound"],
+                                   "n": bound["n_members"] + bound["n_nonmembers"]})
+        log.info("%s eps %g: AUC per attack (adaptive) %s", args.method, eps,
+                 {r["attack"]: round(r["auc"], 4) for r in rows[-len(args.attacks) * len(variants):] if r["adaptive"]})
+    atomic_write_csv(pd.DataFrame(rows), args.out_csv)
+    atomic_write_csv(pd.concat(roc_rows, ignore_index=True), args.out_roc)
+    atomic_write_csv(pd.DataFrame(audit_rows), args.out_audit)
+
+
+if __name__ == "__main__":
+    main()

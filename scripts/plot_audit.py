@@ -1,0 +1,27 @@
+#!/usr/bin/env python
+"""Rule `audit_figures`: Fig. 4 (log-log ROC of the strongest attack per method at a few ε) and
+Fig. 5 (claimed ε against the audited lower bound) from lira.csv, roc.csv.gz and audit.csv."""
+
+import argparse
+
+import pandas as pd
+
+from privssl.audit_plots import figure4, figure5
+from privssl.plotting import save_figure
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lira", nargs="+", required=True, help="lira.csv of each dataset")
+    parser.add_argument("--roc", nargs="+", required=True, help="roc.csv.gz of each dataset")
+    parser.add_argument("--audit", nargs="+", required=True, help="audit.csv of each dataset")
+    parser.add_argument("--fig4", nargs="+", required=True, help="output files of Fig. 4 (.png, .pdf)")
+    parser.add_argument("--fig5", nargs="+", required=True, help="output files of Fig. 5 (.png, .pdf)")
+    args = parser.parse_args()
+    read = lambda paths: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)  # noqa: E731
+    save_figure(figure4(read(args.lira), read(args.roc)), args.fig4)
+    save_figure(figure5(read(args.audit)), args.fig5)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Membership-inference metrics with intervals: exact binomial bounds, ROC points, bootstrap AUC."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import roc_auc_score
+
+from privssl.mia_stats import (accuracy_interval, auc, bootstrap_auc, clopper_pearson, clopper_pearson_upper,
+                               finite_scores, fpr_label, membership_metrics, roc, threshold_counts, tpr_at_fpr)
+
+
+@pytest.mark.parametrize("k, n", [(0, 10), (3, 10), (10, 10), (1, 1), (0, 1), (57, 200)])
+def test_clopper_pearson_matches_beta_quantiles(k, n):
+    lo, hi = clopper_pearson(k, n)
+    assert lo == (0.0 if k == 0 else pytest.approx(stats.beta.ppf(0.025, k, n - k + 1)))
+    assert hi == (1.0 if k == n else pytest.approx(stats.beta.ppf(0.975, k + 1, n - k)))
+    assert clopper_pearson_upper(k, n, 0.9) == (1.0 if k == n else pytest.approx(stats.beta.ppf(0.9, k + 1, n - k)))
+
+
+def test_clopper_pearson_closed_forms_and_vectorised():
+    n = 20
+    # k = 0: one-sided upper bound solves (1 − u)^n = 0.05; k = n: two-sided lower bound is 0.025^(1/n).
+    assert clopper_pearson_upper(0, n) == pytest.approx(1 - 0.05 ** (1 / n))
+    assert clopper_pearson(n, n) == (pytest.approx(0.025 ** (1 / n)), 1.0)
+    ks = np.array([0, 5, 20])
+    lo, hi = clopper_pearson(ks, n)
+    np.testing.assert_allclose(lo, [clopper_pearson(k, n)[0] for k in ks])
+    np.testing.assert_allclose(hi, [clopper_pearson(k, n)[1] for k in ks])
+    np.testing.assert_allclose(clopper_pearson_upper(ks, n), [clopper_pearson_upper(k, n) for k in ks])
+
+
+def test_accuracy_interval():
+    acc, lo, hi = accuracy_interval(70, 100)
+    assert acc == 0.7 and (lo, hi) == clopper_pearson(70, 100)
+    assert lo < 0.7 < hi
+
+
+@pytest.mark.parametrize("k, n, confidence", [(-1, 5, 0.95), (6, 5, 0.95), (0, 0, 0.95), (1.5, 5, 0.95),
+                                              (1, 5, 0.0), (1, 5, 1.0), (1, 5, 1.2)])
+def test_clopper_pearson_rejects_bad_input(k, n, confidence):
+    with pytest.raises(ValueError):
+        clopper_pearson(k, n, confidence)
+
+
+def test_finite_scores_places_non_finite_next_to_the_finite_range():
+    cleaned = finite_scores([np.nan, -np.inf, 0.5, 2.0, np.inf])
+    assert cleaned[0] == cleaned[1] < 0.5 and cleaned[4] > 2.0 and np.isfinite(cleaned).all()
+    assert cleaned[2:4].tolist() == [0.5, 2.0]
+
+
+def test_roc_starts_at_origin_and_keeps_every_point():
+    scores = np.array([0.1, 0.2, 0.2, 0.2, 0.9])
+    member = np.array([0, 1, 0, 1, 1], dtype=bool)
+    fpr, tpr, thresholds = roc(scores, member)
+    assert (fpr[0], tpr[0]) == (0.0, 0.0) and (fpr[-1], tpr[-1]) == (1.0, 1.0)
+    assert len(fpr) == len(np.unique(scores)) + 1
+
+
+def hand_made():
+    """10 non-members scored 0..9, members scored 8.5, 9.5, 10..17: known TPR at each FPR."""
+    nonmembers = np.arange(10.0)
+    members = np.array([8.5, 9.5, *np.arange(10.0, 18.0)])
+    return np.concatenate([members, nonmembers]), np.r_[np.ones(10, bool), np.zeros(10, bool)]
+
+
+def test_tpr_at_fpr_by_hand():
+    scores, member = hand_made()
+    # FPR 0: threshold 9.5 flags 9 members. FPR 0.1 (one FP, the non-member at 9): all 10 members.
+    zero_fp = tpr_at_fpr(scores, member, 0.05)
+    assert zero_fp["tpr"] == 0.9 and zero_fp["false_positives"] == 0 and zero_fp["fpr_level"] == 0.05
+    assert (zero_fp["tpr_lo"], zero_fp["tpr_hi"]) == clopper_pearson(9, 10)
+    one_fp = tpr_at_fpr(scores, member, 0.1)
+    assert one_fp["tpr"] == 1.0 and one_fp["false_positives"] == 1 and one_fp["tpr_hi"] == 1.0
+    # Many thresholds reach TPR 1 within FPR 0.5: report the one with the fewest false positives.
+    assert tpr_at_fpr(scores, member, 0.5)["false_positives"] == 1
+
+
+@pytest.mark.parametrize("level", [0.0, 1.0, 1.5, -0.1])
+def test_tpr_at_fpr_rejects_degenerate_levels(level):
+    scores, member = hand_made()
+    with pytest.raises(ValueError, match="fpr_level"):
+        tpr_at_fpr(scores, member, level)
+
+
+def test_threshold_counts_are_exact():
+    scores, member = hand_made()
+    thresholds, tp, fp = threshold_counts(scores, member)
+    assert thresholds[-1] == np.inf and tp[-1] == fp[-1] == 0 and (tp[0], fp[0]) == (10, 10)
+    for t, n_tp, n_fp in zip(thresholds, tp, fp):
+        assert n_tp == ((scores >= t) & member).sum() and n_fp == ((scores >= t) & ~member).sum()
+
+
+def tied_scores(n, seed):
+    rng = np.random.default_rng(seed)
+    member = rng.random(n) < 0.5
+    scores = np.round(rng.normal(size=n) + 0.5 * member, 1)  # rounding creates many ties
+    return scores, member
+
+
+def test_bootstrap_auc_point_estimate_equals_sklearn_with_ties():
+    scores, member = tied_scores(300, 0)
+    point, lo, hi = bootstrap_auc(scores, member, n_boot=200)
+    assert point == pytest.approx(roc_auc_score(member, scores), abs=1e-12)
+    assert auc(scores, member) == pytest.approx(point, abs=1e-12)
+    assert lo < point < hi
+
+
+def test_bootstrap_auc_interval_shrinks_with_more_data_and_is_reproducible():
+    small = bootstrap_auc(*tied_scores(200, 1), n_boot=300, seed=3)
+    large = bootstrap_auc(*tied_scores(2000, 1), n_boot=300, seed=3)
+    assert (large[2] - large[1]) < 0.5 * (small[2] - small[1])
+    assert bootstrap_auc(*tied_scores(200, 1), n_boot=300, seed=3) == small
+
+
+def test_bootstrap_auc_chunks_give_the_same_answer(monkeypatch):
+    scores, member = tied_scores(100, 2)
+    whole = bootstrap_auc(scores, member, n_boot=50)
+    monkeypatch.setattr("privssl.mia_stats._MAX_BOOT_ELEMENTS", 700)  # 7 resamples per chunk
+    assert bootstrap_auc(scores, member, n_boot=50) == whole
+
+
+def test_fpr_label():
+    assert [fpr_label(x) for x in (0.001, 0.01, 0.1, 0.07, 0.5)] == ["0.1pct", "1pct", "10pct", "7pct", "50pct"]
+
+
+def test_membership_metrics_flat_dict():
+    scores, member = hand_made()
+    scores[0] = np.nan  # a member with a NaN score ranks lowest
+    metrics = membership_metrics(scores, member, threshold=9.5, fpr_levels=(0.05, 0.1), n_boot=100)
+    assert set(metrics) == {"n_members", "n_nonmembers", "accuracy", "accuracy_lo", "accuracy_hi", "auc", "auc_lo",
+                            "auc_hi", *(f"{key}_at_{label}_fpr{suffix}" for label in ("5pct", "10pct")
+                                        for key, suffix in (("tpr", ""), ("tpr", "_lo"), ("tpr", "_hi"), ("fp", "")))}
+    assert (metrics["n_members"], metrics["n_nonmembers"]) == (10, 10)
+    assert metrics["accuracy"] == 0.95  # only the NaN member (now below every score) is misclassified
+    assert metrics["auc"] == pytest.approx(roc_auc_score(member, np.nan_to_num(scores, nan=-1)))
+    assert metrics["tpr_at_10pct_fpr"] == 0.9 and metrics["fp_at_10pct_fpr"] == 0  # 9.5 already flags 9
+
+
+@pytest.mark.parametrize("scores, member, match", [
+    ([], [], "non-empty"),
+    ([0.1, 0.2], [True], "length"),
+    ([0.1, 0.2], [True, True], "both members and non-members"),
+    ([0.1, 0.2], [False, False], "both members and non-members"),
+    ([0.1, 0.2], [0, 2], "bool"),
+])
+def test_bad_inputs(scores, member, match):
+    with pytest.raises(ValueError, match=match):
+        bootstrap_auc(scores, member)
+    with pytest.raises(ValueError, match=match):
+        tpr_at_fpr(scores, member, 0.01)
+
+
+def test_bad_bootstrap_parameters():
+    scores, member = hand_made()
+    with pytest.raises(ValueError, match="n_boot"):
+        bootstrap_auc(scores, member, n_boot=0)
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_auc(scores, member, confidence=1.0)
