@@ -30,6 +30,7 @@ test: $(STAMP)
 benchmark: $(STAMP)
 	python benchmarks/sensitivity.py
 	python benchmarks/link_features.py
+	python benchmarks/lira.py
 
 clean:
 	rm -rf results .snakemake

@@ -14,7 +14,7 @@ rule shadow:
         f"{RESULTS}/{{dataset}}/logs/shadow.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/shadow.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=8000,
     conda:

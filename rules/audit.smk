@@ -44,7 +44,7 @@ rule lira_heads:
         f"{RESULTS}/{{dataset}}/logs/lira_heads_{{head_kind}}.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/lira_heads_{{head_kind}}.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=8000,
     conda:

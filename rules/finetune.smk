@@ -41,7 +41,7 @@ rule finetune:
         f"{RESULTS}/{{dataset}}/logs/finetune.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/finetune.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=8000,
         gpu=config["gpus_per_job"],

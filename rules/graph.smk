@@ -62,7 +62,7 @@ rule graph_pretrain:
         f"{GRAPH}/logs/graph_pretrain.log",
     benchmark:
         f"{GRAPH}/benchmarks/graph_pretrain.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=8000,
         gpu=config["gpus_per_job"],
@@ -114,7 +114,7 @@ rule link_target:
         f"{GRAPH}/logs/link_target.log",
     benchmark:
         f"{GRAPH}/benchmarks/link_target.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=8000,
         gpu=config["gpus_per_job"],
@@ -141,7 +141,7 @@ rule link_steal:
         f"{GRAPH}/logs/link_steal.log",
     benchmark:
         f"{GRAPH}/benchmarks/link_steal.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=8000,
     conda:
@@ -170,7 +170,7 @@ rule link_transfer:
         f"{GRAPH}/logs/link_transfer_{{shadow}}.log",
     benchmark:
         f"{GRAPH}/benchmarks/link_transfer_{{shadow}}.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=8000,
     conda:
@@ -225,7 +225,7 @@ rule link_protect:
         f"{GRAPH}/logs/link_protect_{{target}}.log",
     benchmark:
         f"{GRAPH}/benchmarks/link_protect_{{target}}.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=8000,
     conda:

@@ -22,7 +22,7 @@ rule sensitivity:
         f"{RESULTS}/{{dataset}}/logs/sensitivity.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/sensitivity.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=16000,
         gpu=config["gpus_per_job"],

@@ -19,7 +19,7 @@ import torch
 from privssl.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.certified import CertifiedSpec
 from privssl.cli import json_object
-from privssl.dpsgd import DPSGDSpec
+from privssl.dpsgd_spec import DPSGDSpec
 from privssl.heads import HeadSpec, predict_proba, unflatten
 from privssl.io import atomic_write_csv, load_tensors, script_logger
 from privssl.mia import AttackSpec, FittedAttacks, attack_mlp, attack_scores, fit_attacks
@@ -93,8 +93,7 @@ def main() -> None:
         pairs, pair_labels = feats["shadow"][attacker["pairs"]], feats["shadow_labels"][attacker["pairs"]]
         shadow_probs = predict_proba(unflatten(shadows, shapes), head_inputs(pairs, releases.clip_norm))
         spec = AttackSpec(**attacker["spec"])
-        fitted[True] = [fit_attacks(p, pair_labels, attacker["pair_is_member"], spec, attacker["seed"])
-                        for p in shadow_probs]
+        fitted[True] = fit_attacks(shadow_probs, pair_labels, attacker["pair_is_member"], spec, attacker["seed"])
     rows = []
     for adaptive, per_eps in fitted.items():
         for h in range(releases.flat.shape[0]):

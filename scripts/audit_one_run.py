@@ -18,7 +18,7 @@ from privssl.audit_bounds import one_run_epsilon_lower_bound, one_run_guesses
 from privssl.canaries import CANARY_KINDS, canary_design
 from privssl.certified import CertifiedSpec
 from privssl.cli import json_object
-from privssl.dpsgd import DPSGDSpec
+from privssl.dpsgd_spec import DPSGDSpec
 from privssl.heads import HeadSpec, head_logits, parameter_shapes, unflatten
 from privssl.io import atomic_write_csv, load_tensors, script_logger
 from privssl.lira import candidate_pool

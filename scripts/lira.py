@@ -19,7 +19,7 @@ import torch
 from privssl.adaptive import dpsgd_releases, perturb
 from privssl.audit_bounds import epsilon_lower_bound_split
 from privssl.cli import json_object
-from privssl.dpsgd import DPSGDSpec
+from privssl.dpsgd_spec import DPSGDSpec
 from privssl.heads import HeadSpec, head_logits, unflatten
 from privssl.io import atomic_write_csv, load_tensors, script_logger
 from privssl.lira import candidate_pool, lira_scores, logit_confidence, membership
@@ -141,8 +141,9 @@ def main() -> None:
                 fpr, tpr, _ = roc(flat_scores, is_member)
                 kept = corners(fpr, tpr)
                 roc_rows.append(pd.DataFrame({**key, "fpr": fpr[kept], "tpr": tpr[kept]}))
+                # FPR and FNR each bounded at 1 − (1 − c)/2, so that both hold jointly at c (union bound)
                 bound = epsilon_lower_bound_split(flat_scores[select], is_member[select], flat_scores[~select],
-                                                  is_member[~select], claim[1], args.confidence)
+                                                  is_member[~select], claim[1], 1 - (1 - args.confidence) / 2)
                 audit_rows.append({**key, "delta": claim[1], "claimed_eps": claim[0],
                                    "guarantee_kind": kinds.get(eps, "none"), "audit": "hypothesis_test",
                                    "eps_lower_bound": bound["eps_lower_bound"],

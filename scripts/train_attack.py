@@ -44,7 +44,7 @@ def main() -> None:
     is_member = torch.cat([torch.ones(per_side), torch.zeros(per_side)])
     probs = predict_proba(shadow, x[chosen])[0]
     spec = AttackSpec.from_config(args.attack)
-    fitted = fit_attacks(probs, y[chosen], is_member, spec, args.seed)
+    fitted = fit_attacks(probs[None], y[chosen], is_member, spec, args.seed)[0]
     members = is_member.numpy().astype(bool)
     fit = {name: evaluate(s.numpy(), members, fitted.thresholds[name])
            for name, s in attack_scores(fitted, probs, y[chosen]).items()}

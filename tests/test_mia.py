@@ -3,12 +3,13 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from scipy import special, stats
 from sklearn.metrics import roc_auc_score
 
 from privssl.heads import DTYPE, HeadSpec, accuracy, flatten, parameter_shapes, predict_proba, train_head, unflatten
-from privssl.mia import (AttackSpec, attack_inputs, attack_mlp_scores, best_threshold, evaluate, metric_scores,
-                         tpr_at_fpr, train_attack_mlp)
+from privssl.mia import (AttackSpec, attack_inputs, attack_mlp, attack_mlp_scores, best_threshold, evaluate,
+                         metric_scores, tpr_at_fpr, train_attack_mlp, train_attack_mlps)
 from privssl.protection import protected_heads
 
 N_CLASSES, DIM, N = 10, 32, 100
@@ -136,3 +137,28 @@ def test_attack_at_chance_under_huge_noise(attack_setup):
     heads = unflatten(noisy[0], parameter_shapes(VICTIM_SPEC, DIM, N_CLASSES))
     mlp, loss = attack_accuracies(attack_setup, heads)
     assert abs(mlp.mean() - 0.5) <= 0.06 and abs(loss.mean() - 0.5) <= 0.06
+
+
+def test_stacked_attack_mlps_equal_one_training_each():
+    """train_attack_mlps trains E MLPs at once; each equals the plain nn.Sequential training
+    with the same seed (initialisation, permutations, Adam), written out here as the reference."""
+    g = torch.Generator().manual_seed(0)
+    inputs = torch.rand(3, 40, 6, generator=g)
+    is_member = (torch.arange(40) % 2).double()
+    spec = AttackSpec(hidden=8, layers=2, epochs=4, batch_size=16, lr=1e-2)
+    stacked = train_attack_mlps(inputs, is_member, spec, seed=5)
+    for e in range(3):
+        torch.manual_seed(5)
+        model = attack_mlp(6, spec)
+        optimiser = torch.optim.Adam(model.parameters(), lr=spec.lr)
+        order = torch.Generator().manual_seed(5)
+        for _ in range(spec.epochs):
+            permutation = torch.randperm(40, generator=order)
+            for start in range(0, 40, spec.batch_size):
+                idx = permutation[start:start + spec.batch_size]
+                loss = F.binary_cross_entropy_with_logits(model(inputs[e, idx]).squeeze(-1), is_member[idx].float())
+                optimiser.zero_grad()
+                loss.backward()
+                optimiser.step()
+        for ours, reference in zip(stacked[e].parameters(), model.parameters()):
+            torch.testing.assert_close(ours, reference, rtol=1e-4, atol=1e-5)

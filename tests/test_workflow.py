@@ -36,12 +36,14 @@ SCHEMA = REPO / "schemas" / "config.schema.yaml"
 SHARED_DATA = REPO.parent / "shared" / "data"
 WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "src", "report", "envs"]
 RESULTS = "results"
-FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "link_stealing", "graph_protection"]
+FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "fig4_roc", "fig5_audit", "link_stealing",
+           "graph_protection"]
 TINY_GRAPHS = ["sbm", "sbm_shadow"]
 FINAL_OUTPUTS = (
     [f"{RESULTS}/{dataset}/{name}" for dataset in ["digits", *TINY_GRAPHS]
      for name in ("splits.json", "sensitivity.json", "utility.csv", "mia.csv")]
     + [f"{RESULTS}/{graph}/link_protection.csv" for graph in TINY_GRAPHS]
+    + [f"{RESULTS}/digits/{name}" for name in ("lira.csv", "roc.csv.gz", "audit.csv")]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
     + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing") for ext in ("csv", "md")]
 )
@@ -194,7 +196,8 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     jobs = planned_jobs(proc)
     expected = {"data", "pretrain", "encode", "finetune", "certified_head", "sensitivity", "protect", "protect_dpsgd",
                 "attack", "shadow", "figures", "table1", "table2", "graph_data", "graph_pretrain", "graph_encode", "link_target", "link_steal",
-                "link_transfer", "link_table", "link_protect", "graph_figures"}
+                "link_transfer", "link_table", "link_protect", "graph_figures", "lira_heads", "lira", "audit_one_run",
+                "membership_tables", "audit_figures"}
     assert expected <= set(jobs), f"dry run lacks rules {sorted(expected - set(jobs))}: {jobs}"
     default = yaml.safe_load((REPO / "config.yaml").read_text())
     n_mechanisms, n_images, n_graphs = (len(default["protect"]["mechanisms"]), len(default["datasets"]),
@@ -207,6 +210,9 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     assert jobs["protect_dpsgd"] == jobs["certified_head"] == n_images + n_graphs
     assert jobs["attack"] == (n_mechanisms + 1) * (n_images + n_graphs)
     assert jobs["link_protect"] == (n_mechanisms + 1) * n_graphs
+    # LiRA and the audits run on the image datasets: every method and the clean heads (`none`)
+    assert jobs["lira"] == jobs["audit_one_run"] == (n_mechanisms + 1) * n_images
+    assert jobs["lira_heads"] == 2 * n_images  # A_S's heads and the certified learner's
     assert jobs["link_transfer"] == n_graphs * (n_graphs - 1)
     assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
 
@@ -344,6 +350,30 @@ def test_mia_table(tiny_run):
     assert attacked == expected_releases(tiny_run.expected)
     for column in ("accuracy", "auc", "tpr_at_1pct_fpr"):
         assert table[column].between(0, 1).all(), f"mia.csv {column} outside [0, 1]"
+        assert (table[f"{column}_lo"] <= table[column]).all() and (table[column] <= table[f"{column}_hi"]).all()
+    # every release is attacked adaptively and not; the clean head once (its attack is adaptive)
+    noisy = shadow[shadow.mechanism != "none"]
+    assert noisy.groupby(["mechanism", "eps", "repeat"]).adaptive.agg(set).map(frozenset).eq(
+        frozenset({True, False})).all()
+    assert set(shadow[shadow.mechanism == "none"].adaptive) == {True}
+
+
+def test_lira_roc_and_audit_tables(tiny_run):
+    lira_cfg, methods = tiny_run.expected["attack"]["lira"], {"none", *tiny_run.expected["protect"]["mechanisms"]}
+    lira = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/lira.csv"))
+    assert set(lira.method) == methods and set(lira.attack) == set(lira_cfg["attacks"])
+    pool = sum(tiny_run.expected["datasets"]["digits"]["splits"][s] for s in lira_cfg["pool"])
+    assert ((lira.n_members + lira.n_nonmembers) == lira_cfg["targets"] * pool).all()
+    for metric in ("auc", "accuracy", "tpr_at_0.1pct_fpr", "tpr_at_1pct_fpr"):
+        assert ((lira[f"{metric}_lo"] <= lira[metric]) & (lira[metric] <= lira[f"{metric}_hi"])).all(), metric
+    roc = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/roc.csv.gz"))
+    assert_columns(roc, ["method", "eps", "attack", "fpr", "tpr"], "roc.csv.gz")
+    assert set(roc.method) == methods and roc.fpr.between(0, 1).all() and roc.tpr.between(0, 1).all()
+    audit = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/audit.csv"))
+    assert_columns(audit, ["dataset", "method", "eps", "delta", "guarantee_kind", "attack", "audit",
+                           "eps_lower_bound", "n"], "audit.csv")
+    assert set(audit.audit) == {"hypothesis_test"} | {f"one_run_{k}" for k in tiny_run.expected["audit"]["one_run"]["kinds"]}
+    assert set(audit.method) == methods and (audit.eps_lower_bound >= 0).all() and (audit.n > 0).all()
 
 
 def test_sensitivity_and_table1(tiny_run):
@@ -391,7 +421,7 @@ def test_editing_the_plot_script_reruns_only_the_figures(tiny_run):
     plot_script.write_text(plot_script.read_text() + "\n# edited by tests/test_workflow.py\n")
     assert planned_jobs(tiny_run.snakemake("-n")) == {"figures": 1, "all": 1}
 
-    figures = [f for f in FINAL_OUTPUTS if "/figures/fig" in f]
+    figures = [f for f in FINAL_OUTPUTS if re.search(r"/figures/fig[123]_", f)]  # the `figures` rule's
     others = [f for f in FINAL_OUTPUTS if f not in figures]
     before = {f: tiny_run.path(f).stat().st_mtime_ns for f in FINAL_OUTPUTS}
     tiny_run.snakemake()
@@ -481,6 +511,15 @@ BAD_CONFIGS = {
     "unknown_sampling": (lambda c: c["sensitivity"].update(sampling="private"),
                          ["sensitivity.sampling", "allowed: population, paper"]),
     "no_dataset_at_all": (lambda c: c.update(datasets={}, graphs={}), ["'datasets' and 'graphs': both are empty"]),
+    "one_shadow": (lambda c: c["attack"]["lira"].update(shadows=1), ["attack.lira.shadows"]),
+    "no_target": (lambda c: c["attack"]["lira"].update(targets=0), ["attack.lira.targets"]),
+    "pool_below_2d": (lambda c: c["attack"]["lira"].update(pool=["finetune"]),
+                      ["attack.lira.pool", "allowed: at least 2|d| = 120"]),
+    "fpr_outside_unit": (lambda c: c["attack"]["lira"].update(fpr=[0.01, 1.0]), ["attack.lira.fpr[1]"]),
+    "unknown_attack": (lambda c: c["attack"]["lira"].update(attacks=["lira_online", "lira_bayes"]),
+                       ["attack.lira.attacks[1]", "lira_bayes", "allowed: lira_online"]),
+    "too_many_canaries": (lambda c: c["audit"]["one_run"].update(canaries=61),
+                          ["audit.one_run.canaries", "allowed: <= |d| = 60"]),
 }
 
 

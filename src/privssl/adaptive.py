@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from privssl.certified import CertifiedSpec, fit_certified_head
-from privssl.dpsgd import DPSGDSpec
+from privssl.dpsgd_spec import DPSGDSpec
 from privssl.dpsgd_batched import train_dpsgd_heads
 from privssl.heads import DTYPE, HeadSpec, flatten, train_heads_on_sets
 from privssl.mechanisms import standard_noise

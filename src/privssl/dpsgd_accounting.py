@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from opacus.accountants import create_accountant
 from opacus.accountants.utils import MAX_SIGMA, get_noise_multiplier
 
-ACCOUNTANTS = ("rdp", "prv")
 # dp_accounting's DEFAULT_RDP_ORDERS (a superset of Opacus' RDPAccountant.DEFAULT_ALPHAS).
 RDP_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024]
 SEARCH_SECONDS = 60.0  # default time limit of one σ search

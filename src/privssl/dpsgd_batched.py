@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from privssl.dpsgd import DPSGDSpec, sampling_plan
+from privssl.dpsgd_spec import DPSGDSpec, sampling_plan
 from privssl.heads import DTYPE, HeadSpec, init_heads
 
 _OPACUS_NORM_GUARD = 1e-6  # Opacus' clip factor C / (‖g‖ + 1e-6)
@@ -80,9 +80,14 @@ def train_dpsgd_heads(features: torch.Tensor, labels: torch.Tensor, sets: torch.
     generator = torch.Generator(device=features.device).manual_seed(seed)
     noise_std = sigma * spec.clip_norm
     for step in range(steps):
-        batch = (torch.rand(n_heads, n, generator=generator, device=features.device, dtype=DTYPE)
-                 < sample_rate).to(DTYPE)
-        grads = clipped_gradient_sum(params, x, y, batch, spec.clip_norm)
+        chosen = torch.rand(n_heads, n, generator=generator, device=features.device, dtype=DTYPE) < sample_rate
+        # Only the sampled rows enter the step: each head's rows first, padded to the largest
+        # batch of the stack with weight 0 (about q·n rows instead of n).
+        width = int(chosen.sum(1).max())
+        rows = torch.argsort((~chosen).to(torch.int8), dim=1, stable=True)[:, :width]
+        batch = chosen.gather(1, rows).to(DTYPE)
+        xb = x.gather(1, rows[..., None].expand(-1, -1, x.shape[2]))
+        grads = clipped_gradient_sum(params, xb, y.gather(1, rows), batch, spec.clip_norm)
         for name, p in params.items():
             noise = torch.randn(p.shape, generator=generator, device=p.device, dtype=DTYPE)
             grad = (grads[name] + noise_std.view(-1, *([1] * (p.ndim - 1))) * noise) / expected_batch

@@ -108,21 +108,9 @@ def attack_mlp(in_dim: int, spec: AttackSpec) -> nn.Module:
 
 
 def train_attack_mlp(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec, seed: int) -> nn.Module:
-    """Fit the attack MLP on the shadow head's (input, in/out) pairs with Adam."""
-    torch.manual_seed(seed)
-    model = attack_mlp(inputs.shape[1], spec)
-    optimiser = torch.optim.Adam(model.parameters(), lr=spec.lr)
-    generator = torch.Generator().manual_seed(seed)
-    target = is_member.float()
-    for _ in range(spec.epochs):
-        permutation = torch.randperm(len(inputs), generator=generator)
-        for start in range(0, len(inputs), spec.batch_size):
-            idx = permutation[start:start + spec.batch_size]
-            loss = F.binary_cross_entropy_with_logits(model(inputs[idx]).squeeze(-1), target[idx])
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-    return model.eval()
+    """Fit one attack MLP on a shadow head's (input, in/out) pairs with Adam (minibatches of a
+    fresh permutation per epoch, initialisation and permutations from `seed`)."""
+    return train_attack_mlps(inputs[None], is_member, spec, seed)[0]
 
 
 @torch.no_grad()
@@ -139,14 +127,54 @@ class FittedAttacks:
     thresholds: dict[str, float]  # "member iff score >= threshold", shadow_mlp at probability ½
 
 
+def train_attack_mlps(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec, seed: int) -> list[nn.Module]:
+    """E attack MLPs at once on inputs (E, N, D), one per shadow release: MLP e is what
+    `train_attack_mlp(inputs[e], is_member, spec, seed)` trains (same initialisation, same batch
+    order; Adam is element-wise, so one optimiser over the stacked weights is E independent ones),
+    up to float rounding. Each step is a few batched matrix products instead of E small ones."""
+    torch.manual_seed(seed)
+    template = [m for m in attack_mlp(inputs.shape[-1], spec) if isinstance(m, nn.Linear)]
+    n_models = inputs.shape[0]
+    weights = [m.weight.detach().T.expand(n_models, -1, -1).clone().requires_grad_(True) for m in template]
+    biases = [m.bias.detach().expand(n_models, -1).clone().requires_grad_(True) for m in template]
+    optimiser = torch.optim.Adam(weights + biases, lr=spec.lr)
+    generator = torch.Generator().manual_seed(seed)
+    target = is_member.float()
+    for _ in range(spec.epochs):
+        permutation = torch.randperm(inputs.shape[1], generator=generator)
+        for start in range(0, inputs.shape[1], spec.batch_size):
+            idx = permutation[start:start + spec.batch_size]
+            hidden = inputs[:, idx]
+            for i, (w, b) in enumerate(zip(weights, biases)):
+                hidden = torch.baddbmm(b[:, None, :], hidden, w)
+                hidden = torch.relu(hidden) if i < len(weights) - 1 else hidden
+            # the sum over models of each model's mean loss: the gradients decouple
+            loss = F.binary_cross_entropy_with_logits(hidden[..., 0], target[idx].expand(n_models, -1),
+                                                      reduction="none").mean(1).sum()
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+    models = []
+    for e in range(n_models):
+        model = attack_mlp(inputs.shape[-1], spec)
+        for layer, w, b in zip([m for m in model if isinstance(m, nn.Linear)], weights, biases):
+            layer.weight.data.copy_(w[e].detach().T)
+            layer.bias.data.copy_(b[e].detach())
+        models.append(model.eval())
+    return models
+
+
 def fit_attacks(probs: torch.Tensor, labels: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec,
-                seed: int) -> FittedAttacks:
-    """Fit the paper's attack MLP and the metric attacks' thresholds on a shadow head's
-    probabilities (N, C) of its 'in' and 'out' records."""
-    model = train_attack_mlp(attack_inputs(probs, labels), is_member, spec, seed)
+                seed: int) -> list[FittedAttacks]:
+    """Fit the paper's attack MLP and the metric attacks' thresholds on each of E releases of a
+    shadow head: probabilities (E, N, C) of its 'in' and 'out' records."""
+    models = train_attack_mlps(attack_inputs(probs, labels), is_member, spec, seed)
     members = is_member.numpy().astype(bool)
-    thresholds = {name: best_threshold(s.numpy(), members) for name, s in metric_scores(probs, labels).items()}
-    return FittedAttacks(model, {"shadow_mlp": 0.5, **thresholds})
+    fitted = []
+    for model, p in zip(models, probs):
+        thresholds = {name: best_threshold(s.numpy(), members) for name, s in metric_scores(p, labels).items()}
+        fitted.append(FittedAttacks(model, {"shadow_mlp": 0.5, **thresholds}))
+    return fitted
 
 
 def attack_scores(fitted: FittedAttacks, probs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
