@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from privssl.plotting import figure1, figure2, figure3, graph_protection_figure, kind_runs, save_figure  # noqa: E402
 from privssl.release_methods import KIND_LINESTYLE  # noqa: E402
@@ -43,7 +44,8 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
         clean = CLEAN[dataset]
         for repeat in range(REPEATS):
             mia.append({"dataset": dataset, "mechanism": "none", "eps": np.nan, "repeat": repeat,
-                        "attack": "shadow_mlp", "accuracy": 0.7 + 0.01 * repeat, "auc": 0.75})
+                        "attack": "shadow_mlp", "adaptive": True, "n_members": 150, "n_nonmembers": 150,
+                        "accuracy": 0.7 + 0.01 * repeat, "auc": 0.75})
         for method in ("alm", "gaussian", "certified_pure", "dpsgd"):
             for eps in grid_of(method):
                 for repeat in range(REPEATS):
@@ -53,9 +55,13 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
                                     "repeat": repeat, "guarantee_kind": kind, "guarantee": f"{kind} at ε = {eps:g}",
                                     "clean_accuracy": clean, "accuracy": acc, "utility_loss": 1 - acc / clean})
                     for attack, shift in (("shadow_mlp", 0.0), ("confidence", 0.05)):
-                        attack_acc = 0.5 + shift + 0.02 * np.log10(eps) + rng.normal(0, 0.01)
-                        mia.append({"dataset": dataset, "mechanism": method, "eps": eps, "repeat": repeat,
-                                    "attack": attack, "accuracy": attack_acc, "auc": 0.55 + shift + rng.normal(0, 0.01)})
+                        # the non-adaptive rows are 0.1 off, so a reader that used them would be seen
+                        for adaptive, offset in ((True, 0.0), (False, 0.1)):
+                            attack_acc = 0.5 + shift + offset + 0.02 * np.log10(eps) + rng.normal(0, 0.01)
+                            mia.append({"dataset": dataset, "mechanism": method, "eps": eps, "repeat": repeat,
+                                        "attack": attack, "adaptive": adaptive, "n_members": 150,
+                                        "n_nonmembers": 150, "accuracy": attack_acc,
+                                        "auc": 0.55 + shift + offset + rng.normal(0, 0.01)})
     return pd.DataFrame(utility), pd.DataFrame(mia)
 
 
@@ -161,19 +167,25 @@ def test_table2_matches_direct_computation(frames):
     none = table[(table.dataset == "cifar") & (table.method == "none")].iloc[0]
     assert none.accuracy_mean == pytest.approx(CLEAN["cifar"])
     shadow_none = mia[(mia.dataset == "cifar") & (mia.mechanism == "none") & (mia.attack == "shadow_mlp")]
-    assert none.mia_accuracy_mean == pytest.approx(shadow_none.accuracy.mean())
+    assert none.mia_accuracy == pytest.approx(shadow_none.accuracy.mean())
     for row in table[table.method != "none"].itertuples():
         # ε = 2.5 is nearest to 3 in log distance; DP-SGD has no 3, so it takes 1 (|log 2.5| < |log 4|)
         expected_eps = {1: 1.0, 2.5: 1.0 if row.method == "dpsgd" else 3.0}[row.eps_target]
         assert row.eps == expected_eps
         draws = utility[(utility.dataset == row.dataset) & (utility.mechanism == row.method) & (utility.eps == row.eps)]
         attacks = mia[(mia.dataset == row.dataset) & (mia.mechanism == row.method) & (mia.eps == row.eps)
-                      & (mia.attack == "shadow_mlp")]
+                      & (mia.attack == "shadow_mlp") & mia.adaptive]
         assert row.accuracy_mean == pytest.approx(np.mean(draws.accuracy))
         assert row.accuracy_std == pytest.approx(np.std(draws.accuracy, ddof=1))
         assert row.utility_loss_mean == pytest.approx(np.mean(draws.utility_loss))
-        assert row.mia_accuracy_mean == pytest.approx(np.mean(attacks.accuracy))
-        assert row.mia_accuracy_std == pytest.approx(np.std(attacks.accuracy, ddof=1))
+        # pooled over the draws' decisions (300 each): the mean up to rounding to whole decisions,
+        # with the Clopper–Pearson interval of the pooled count
+        decisions = 300 * REPEATS
+        correct = round(float(np.sum(attacks.accuracy * 300)))
+        assert row.mia_decisions == decisions
+        assert row.mia_accuracy == pytest.approx(np.mean(attacks.accuracy), abs=0.5 / decisions)
+        assert row.mia_accuracy_lo == pytest.approx(stats.beta.ppf(0.025, correct, decisions - correct + 1))
+        assert row.mia_accuracy_hi == pytest.approx(stats.beta.ppf(0.975, correct + 1, decisions - correct))
         assert row.mia_auc_mean == pytest.approx(np.mean(attacks.auc))
         assert row.guarantee_kind == kind_of(row.method, row.eps)
         assert row.n_draws == REPEATS

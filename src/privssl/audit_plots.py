@@ -68,7 +68,8 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
     method and audit; the strongest attack per (method, ε, audit); y = x drawn; points above it
     circled in red as violations; the unprotected head's bound as a dash-dot line."""
     datasets = _datasets(audit)
-    fig, axes = _panels(1, len(datasets), 5.2)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets) + 3.5, 5.2), squeeze=False,
+                             layout="constrained")  # room on the right for the legend
     audits = sorted(audit.audit.unique())
     markers = dict(zip(audits, ("o", "s", "^", "D")))
     for ax, dataset in zip(axes[0], datasets):
@@ -86,15 +87,18 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
         for kind, group in best[best.method == "none"].groupby("audit"):
             ax.axhline(group.eps_lower_bound.max(), color="black", ls="-.", lw=0.8,
                        label=f"no protection, {kind}: ε ≥ {group.eps_lower_bound.max():.2f}")
-        span = np.array([released.claimed_eps.min(), released.claimed_eps.max()])
-        ax.plot(span, span, color="grey", ls="--", lw=1, label="y = x (claim)")
         top = max(1.0, float(best.eps_lower_bound.max()) * 1.3)
-        ax.set(xscale="log", ylim=(-0.05 * top, top), xlabel="claimed ε (substitution)",
+        span = np.geomspace(released.claimed_eps.min() / 2, released.claimed_eps.max() * 2, 200)
+        # On a log x axis y = x leaves the panel at x = top: shade where a point would violate its claim.
+        ax.plot(span, span, color="grey", ls="--", lw=1, label="y = x (claim)")
+        ax.fill_between(span, span, top, where=span < top, color="red", alpha=0.07, label="y > x: claim violated")
+        ax.set(xscale="log", xlim=(span[0], span[-1]), ylim=(-0.05 * top, top), xlabel="claimed ε (substitution)",
                ylabel="audited lower bound on ε (95 %)", title=dataset)
         for kind in audits:
             ax.scatter([], [], marker=markers[kind], color="dimgrey", facecolors="none" if kind != audits[0] else None,
                        label=kind)
         for method in sorted(set(released.method), key=METHODS.index):
             ax.scatter([], [], marker="o", color=_style(method)["color"], label=_style(method)["label"])
-        ax.legend(fontsize=6, loc="upper left")
+    handles, labels = axes[0, -1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize=7)
     return fig
