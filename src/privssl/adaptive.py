@@ -23,7 +23,15 @@ from privssl.heads import DTYPE, HeadSpec, flatten, train_heads_on_sets
 from privssl.mechanisms import standard_noise
 from privssl.release_methods import release_method
 
-HEAD_CHUNK = 64  # heads per batched training: bounds memory at chunk × |d| × F
+CHUNK_ELEMENTS = 2 ** 22  # float64 elements of one chunk's gathered features (32 MiB)
+MAX_CHUNK = 256
+
+
+def heads_per_chunk(set_size: int, width: int) -> int:
+    """Heads trained together: as many as keep chunk × |d| × width within CHUNK_ELEMENTS. Small
+    heads gain from batching (per-step overhead shared); large ones do not, and a chunk that
+    outgrows the caches is slower than a loop (benchmarks/lira.py --paper)."""
+    return max(1, min(MAX_CHUNK, CHUNK_ELEMENTS // (set_size * width)))
 
 
 def train_clean_heads(head: str, features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor,
@@ -32,8 +40,9 @@ def train_clean_heads(head: str, features: torch.Tensor, labels: torch.Tensor, s
     """Flat heads (B, P) trained by the victim's algorithm for `head` ("finetune": A_S, batched;
     "certified": the certified learner, one convex solve per set) on rows features[sets[b]]."""
     if head == "finetune":
-        parts = [flatten(train_heads_on_sets(head_spec, features, labels, sets[i:i + HEAD_CHUNK], n_classes))
-                 for i in range(0, sets.shape[0], HEAD_CHUNK)]
+        chunk = heads_per_chunk(sets.shape[1], max(features.shape[1], head_spec.hidden))
+        parts = [flatten(train_heads_on_sets(head_spec, features, labels, sets[i:i + chunk], n_classes))
+                 for i in range(0, sets.shape[0], chunk)]
         return torch.cat(parts)
     if head == "certified":
         return torch.cat([flatten(fit_certified_head(features[s], labels[s], n_classes, certified_spec).params)
@@ -58,7 +67,8 @@ def dpsgd_releases(features: torch.Tensor, labels: torch.Tensor, sets: torch.Ten
     n_sets = sets.shape[0]
     all_sets = sets.repeat(len(noise_multipliers), 1)
     sigma = torch.as_tensor(noise_multipliers, dtype=DTYPE).repeat_interleave(n_sets)
-    parts = [flatten(train_dpsgd_heads(features, labels, all_sets[i:i + HEAD_CHUNK], n_classes, head_spec, spec,
-                                       sigma[i:i + HEAD_CHUNK], seed + i))
-             for i in range(0, len(all_sets), HEAD_CHUNK)]
+    chunk = heads_per_chunk(sets.shape[1], max(features.shape[1], head_spec.hidden))
+    parts = [flatten(train_dpsgd_heads(features, labels, all_sets[i:i + chunk], n_classes, head_spec, spec,
+                                       sigma[i:i + chunk], seed + i))
+             for i in range(0, len(all_sets), chunk)]
     return torch.cat(parts).reshape(len(noise_multipliers), n_sets, -1)
