@@ -97,17 +97,16 @@ rule lira:
 
 
 rule audit_one_run:
-    """The one-run audit (Steinke et al. 2023) of one method at every ε, per canary kind."""
+    """The one-run audit (Steinke et al. 2023) of every method at every ε, per canary kind."""
     input:
-        unpack(release_inputs),
         script=script("audit_one_run.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+        releases=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.{{ext}}", method=MECHANISMS, ext=["pt", "csv"]),
     output:
-        f"{RESULTS}/{{dataset}}/audit/one_run_{{target}}.csv",
-    wildcard_constraints:
-        target=one_of(AUDITED),
+        f"{RESULTS}/{{dataset}}/audit/one_run.csv",
     params:
-        release=release_args,
+        methods=" ".join(AUDITED),
+        protect_dir=lambda w: f"{RESULTS}/{w.dataset}/protect",
         pool=" ".join(LIRA["pool"]),
         head=as_json(config["head"]),
         certified=as_json(config["certified"]),
@@ -119,20 +118,20 @@ rule audit_one_run:
         delta=config["protect"]["delta"],
         seed=stage_seed("audit_one_run"),
     log:
-        f"{RESULTS}/{{dataset}}/logs/audit_one_run_{{target}}.log",
+        f"{RESULTS}/{{dataset}}/logs/audit_one_run.log",
     benchmark:
-        f"{RESULTS}/{{dataset}}/benchmarks/audit_one_run_{{target}}.tsv"
+        f"{RESULTS}/{{dataset}}/benchmarks/audit_one_run.tsv"
     threads: 1
     resources:
         mem_mb=4000,
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --method {wildcards.target} --features {input.features}"
-        " --pool {params.pool} {params.release} --head-spec {params.head} --certified {params.certified}"
-        " --dpsgd {params.dpsgd} --canaries {params.canaries} --guess-fraction {params.fraction}"
-        " --kinds {params.kinds} --confidence {params.confidence} --delta {params.delta} --seed {params.seed}"
-        " --out {output} --threads {threads} 2> {log}"
+        "python {input.script} --dataset {wildcards.dataset} --methods {params.methods} --features {input.features}"
+        " --pool {params.pool} --protect-dir {params.protect_dir} --head-spec {params.head}"
+        " --certified {params.certified} --dpsgd {params.dpsgd} --canaries {params.canaries}"
+        " --guess-fraction {params.fraction} --kinds {params.kinds} --confidence {params.confidence}"
+        " --delta {params.delta} --seed {params.seed} --out {output} --threads {threads} 2> {log}"
 
 
 rule membership_tables:
@@ -141,8 +140,8 @@ rule membership_tables:
         script=script("merge_csv.py"),
         lira=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/{{target}}.csv", target=AUDITED),
         roc=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/roc_{{target}}.csv.gz", target=AUDITED),
-        audit=expand(f"{RESULTS}/{{{{dataset}}}}/audit/{{audit}}_{{target}}.csv",
-                     audit=["hypothesis_test", "one_run"], target=AUDITED),
+        audit=expand(f"{RESULTS}/{{{{dataset}}}}/audit/hypothesis_test_{{target}}.csv", target=AUDITED)
+        + [f"{RESULTS}/{{dataset}}/audit/one_run.csv"],
     output:
         lira=f"{RESULTS}/{{dataset}}/lira.csv",
         roc=f"{RESULTS}/{{dataset}}/roc.csv.gz",

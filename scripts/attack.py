@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.adaptive import dpsgd_releases, perturb, train_clean_heads
+from privssl.adaptive import check_release_file, dpsgd_releases, perturb, train_clean_heads
 from privssl.certified import CertifiedSpec
 from privssl.cli import json_object
 from privssl.dpsgd_spec import DPSGDSpec
@@ -89,7 +89,9 @@ def main() -> None:
     # The clean head has no mechanism to adapt to: its one attack counts as the adaptive one.
     fitted = {args.protected is None: [clean_attacks(attacker)] * len(releases.eps)}
     if args.protected is not None:  # the adaptive attacker: one fit per ε on its released shadow
-        shadows, shapes = released_shadows(releases.method, attacker, load_tensors(args.protected), feats, args)
+        protected = load_tensors(args.protected)
+        check_release_file(protected, args.protected)
+        shadows, shapes = released_shadows(releases.method, attacker, protected, feats, args)
         pairs, pair_labels = feats["shadow"][attacker["pairs"]], feats["shadow_labels"][attacker["pairs"]]
         shadow_probs = predict_proba(unflatten(shadows, shapes), head_inputs(pairs, releases.clip_norm))
         spec = AttackSpec(**attacker["spec"])

@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """Rule `audit_one_run`: the one-run privacy audit (Steinke, Nasr & Jagielski, NeurIPS 2023) of
-one release method at every ε, or of the clean head (`none`).
+every release method at every ε, and of the clean head (`none`), in one job (each method's work
+is a few trainings; one process spares the interpreter start-up per method).
 
 For each canary kind, one training set of |d| records with m canary slots (privssl.canaries) is
 trained by the method's algorithm and released by the method at each ε — one run per ε. The
@@ -9,11 +10,12 @@ release *is* the parameter vector), guesses "in" on its k highest and "out" on i
 scores, and the number of right guesses gives an ε lower bound at the configured confidence."""
 
 import argparse
+from pathlib import Path
 
 import pandas as pd
 import torch
 
-from privssl.adaptive import dpsgd_releases, perturb, train_clean_heads
+from privssl.adaptive import check_release_file, dpsgd_releases, perturb, train_clean_heads
 from privssl.audit_bounds import one_run_epsilon_lower_bound, one_run_guesses
 from privssl.canaries import CANARY_KINDS, canary_design
 from privssl.certified import CertifiedSpec
@@ -28,14 +30,27 @@ from privssl.release_methods import METHODS, release_method, substitution_claim
 from privssl.splits import LABELLED_SPLITS
 
 
+def released_heads(method: str, design, release: dict | None, n_classes: int, args) -> torch.Tensor:
+    """(E, P): the canary training set trained and released by `method` at each ε (`none`: E = 1, clean)."""
+    head_spec, sets = HeadSpec.from_config(args.head_spec), design.training_set[None]
+    if method == "none":
+        return train_clean_heads("finetune", design.features, design.labels, sets, n_classes, head_spec)
+    spec = release_method(method)
+    if spec.release == "dpsgd":
+        return dpsgd_releases(design.features, design.labels, sets, n_classes, head_spec,
+                              DPSGDSpec.from_config(args.dpsgd), release["noise_scale"], args.seed)[:, 0]
+    certified = CertifiedSpec.from_config(args.certified) if spec.head == "certified" else None
+    clean = train_clean_heads(spec.head, design.features, design.labels, sets, n_classes, head_spec, certified)
+    return perturb(clean, method, release["noise_scale"], args.seed)[:, 0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", required=True)
-    parser.add_argument("--method", required=True, choices=("none", *METHODS))
+    parser.add_argument("--methods", nargs="+", required=True, choices=("none", *METHODS))
     parser.add_argument("--features", required=True)
     parser.add_argument("--pool", nargs="+", required=True, choices=LABELLED_SPLITS)
-    parser.add_argument("--release", default=None, help="the method's release file (noise per ε); not for none")
-    parser.add_argument("--utility", default=None, help="the method's utility CSV (its guarantee kinds)")
+    parser.add_argument("--protect-dir", required=True, help="folder of the protect rules' {method}.pt and .csv")
     parser.add_argument("--head-spec", type=json_object, default={})
     parser.add_argument("--certified", type=json_object, default={})
     parser.add_argument("--dpsgd", type=json_object, default={})
@@ -49,54 +64,53 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     log = script_logger("audit_one_run")
-    if (args.method == "none") != (args.release is None):
-        parser.error("--release is required for a release method and not allowed for none")
     if not 0 < args.guess_fraction <= 1 or not 0 < args.confidence < 1:
         parser.error(f"--guess-fraction must lie in (0, 1] and --confidence in (0, 1), got {args.guess_fraction}, "
                      f"{args.confidence}")
     if args.threads:
         torch.set_num_threads(args.threads)
+    # ---- every input checked before any training
+    releases, kinds = {}, {}
+    for method in args.methods:
+        if method == "none":
+            continue
+        path = Path(args.protect_dir) / f"{method}.pt"
+        releases[method] = load_tensors(path)
+        check_release_file(releases[method], str(path))
+        utility = pd.read_csv(Path(args.protect_dir) / f"{method}.csv")
+        kinds[method] = dict(zip(utility.eps, utility.guarantee_kind))
     feats = load_tensors(args.features)
     x, y = candidate_pool(feats, args.pool)
     n_classes, set_size = int(feats["n_classes"]), len(feats["finetune_labels"])
     guesses_per_side = max(1, round(args.guess_fraction * args.canaries / 2))
-    method = release_method(args.method) if args.method != "none" else None
-    head_kind = "finetune" if method is None or method.head != "certified" else "certified"
-    release = load_tensors(args.release) if args.release else None
-    kinds = {}
-    if args.utility:
-        utility = pd.read_csv(args.utility)
-        kinds = dict(zip(utility.eps, utility.guarantee_kind))
-    head_spec = HeadSpec.from_config(args.head_spec)
+    designs = {kind: canary_design(x, y, n_classes, set_size, args.canaries, kind, args.seed + k)
+               for k, kind in enumerate(args.kinds)}
+
     rows = []
-    for k, kind in enumerate(args.kinds):
-        design = canary_design(x, y, n_classes, set_size, args.canaries, kind, args.seed + k)
-        sets = design.training_set[None]
-        if method is not None and method.release == "dpsgd":
-            flat = dpsgd_releases(design.features, design.labels, sets, n_classes, head_spec,
-                                  DPSGDSpec.from_config(args.dpsgd), release["noise_scale"], args.seed + k)[:, 0]
-        else:
-            certified = CertifiedSpec.from_config(args.certified) if head_kind == "certified" else None
-            clean = train_clean_heads(head_kind, design.features, design.labels, sets, n_classes, head_spec, certified)
-            flat = clean if method is None else perturb(clean, args.method, release["noise_scale"], args.seed + k)[:, 0]
-        shapes = release["shapes"] if release is not None else parameter_shapes(head_spec, x.shape[1], n_classes)
-        clip_norm = release.get("clip_norm") if release is not None else None
-        queries = head_inputs(design.features[design.canary_rows].double(), clip_norm)
-        logits = head_logits(unflatten(flat, shapes), queries)
-        scores = metric_scores(torch.softmax(logits, -1), design.labels[design.canary_rows])["loss"]
-        eps_grid = release["eps"].tolist() if release is not None else [float("nan")]
-        for e, eps in enumerate(eps_grid):
-            guesses = one_run_guesses(scores[e].numpy(), guesses_per_side, guesses_per_side)
+    for method in args.methods:
+        release = releases.get(method)
+        shapes = release["shapes"] if release else parameter_shapes(HeadSpec.from_config(args.head_spec), x.shape[1],
+                                                                    n_classes)
+        clip_norm = release.get("clip_norm") if release else None
+        eps_grid = release["eps"].tolist() if release else [float("nan")]
+        for kind, design in designs.items():
+            flat = released_heads(method, design, release, n_classes, args)
+            queries = head_inputs(design.features[design.canary_rows].double(), clip_norm)
+            logits = head_logits(unflatten(flat, shapes), queries)
+            scores = metric_scores(torch.softmax(logits, -1), design.labels[design.canary_rows])["loss"]
             truth = design.included.numpy() * 2 - 1
-            correct, made = int(((guesses * truth) > 0).sum()), int((guesses != 0).sum())
-            claim = (float("inf"), 0.0) if method is None else substitution_claim(args.method, eps, args.delta)
-            bound = one_run_epsilon_lower_bound(correct, made, args.canaries, claim[1], args.confidence)
-            rows.append({"dataset": args.dataset, "method": args.method, "eps": eps, "attack": "loss",
-                         "adaptive": True, "delta": claim[1], "claimed_eps": claim[0],
-                         "guarantee_kind": kinds.get(eps, "none"), "audit": f"one_run_{kind}",
-                         "eps_lower_bound": bound, "n": made, "canaries": args.canaries, "correct": correct})
-        log.info("%s, %s canaries: right guesses per eps %s of %d", args.method, kind,
-                 [r["correct"] for r in rows[-len(eps_grid):]], 2 * guesses_per_side)
+            for e, eps in enumerate(eps_grid):
+                guesses = one_run_guesses(scores[e].numpy(), guesses_per_side, guesses_per_side)
+                correct, made = int(((guesses * truth) > 0).sum()), int((guesses != 0).sum())
+                claim = (float("inf"), 0.0) if method == "none" else substitution_claim(method, eps, args.delta)
+                rows.append({"dataset": args.dataset, "method": method, "eps": eps, "attack": "loss",
+                             "adaptive": True, "delta": claim[1], "claimed_eps": claim[0],
+                             "guarantee_kind": kinds.get(method, {}).get(eps, "none"), "audit": f"one_run_{kind}",
+                             "eps_lower_bound": one_run_epsilon_lower_bound(correct, made, args.canaries, claim[1],
+                                                                            args.confidence),
+                             "n": made, "canaries": args.canaries, "correct": correct})
+            log.info("%s, %s canaries: right guesses per eps %s of %d", method, kind,
+                     [r["correct"] for r in rows[-len(eps_grid):]], 2 * guesses_per_side)
     atomic_write_csv(pd.DataFrame(rows), args.out)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.adaptive import dpsgd_releases, perturb
+from privssl.adaptive import check_heads_file, check_release_file, dpsgd_releases, perturb
 from privssl.audit_bounds import epsilon_lower_bound_split
 from privssl.cli import json_object
 from privssl.dpsgd_spec import DPSGDSpec
@@ -92,7 +92,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     feats, heads = load_tensors(args.features), load_tensors(args.heads)
+    check_heads_file(heads, args.heads)
     release = load_tensors(args.release) if args.release else None
+    if release is not None:
+        check_release_file(release, args.release)
     kinds = {}
     if args.utility:
         utility = pd.read_csv(args.utility)

@@ -196,9 +196,9 @@ def bootstrap_auc(scores, is_member, n_boot: int = 1000, seed: int = 0,
     """(auc, lo, hi): the AUC with a stratified percentile-bootstrap interval.
 
     Members and non-members are resampled separately, as the experiment fixes how many of each
-    are queried. A resample is a vector of multiplicities, so its AUC needs no re-ranking:
-    with the non-members sorted once, the weight of resampled non-members below (and tied with)
-    each member is a cumulative sum, and the AUC is O(n) per resample, all of a chunk at once.
+    are queried. A resample needs no re-ranking: with the non-members sorted once, the resampled
+    non-members below (and tied with) a member are a cumulative count at that member's position,
+    so the AUC is O(n) per resample, all resamples of a chunk at once.
     Chunks keep n_boot × n below ~5e6 elements so memory stays bounded for large query sets.
     """
     alpha = 1.0 - check_confidence(confidence)
@@ -213,23 +213,26 @@ def bootstrap_auc(scores, is_member, n_boot: int = 1000, seed: int = 0,
     # One stream per class: the draws then do not depend on the chunk size.
     member_rng, nonmember_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     chunk = max(1, _MAX_BOOT_ELEMENTS // scores.size)
+    bins = n_nonmembers + 1
     aucs = []
     for start in range(0, int(n_boot), chunk):
         size = min(chunk, int(n_boot) - start)
-        member_weight = _multiplicities(member_rng.integers(0, n_members, (size, n_members)), n_members)
-        nonmember_weight = _multiplicities(nonmember_rng.integers(0, n_nonmembers, (size, n_nonmembers)),
-                                           n_nonmembers)
+        drawn_members = member_rng.integers(0, n_members, (size, n_members))
+        nonmember_weight = _row_counts(nonmember_rng.integers(0, n_nonmembers, (size, n_nonmembers)), n_nonmembers)
         cumulative = np.concatenate([np.zeros((size, 1)), np.cumsum(nonmember_weight, axis=1)], axis=1)
-        wins = cumulative[:, below] + 0.5 * (cumulative[:, below_or_tied] - cumulative[:, below])
-        aucs.append((member_weight * wins).sum(1) / (n_members * n_nonmembers))
+        # Σ over resampled members of (non-members below + ½ tied) = ½ Σ_k C_k (#members with
+        # `below` = k + #members with `below_or_tied` = k): count members per bin, no gather.
+        wins = 0.5 * (cumulative * (_row_counts(below[drawn_members], bins)
+                                    + _row_counts(below_or_tied[drawn_members], bins))).sum(1)
+        aucs.append(wins / (n_members * n_nonmembers))
     lo, hi = np.quantile(np.concatenate(aucs), [alpha / 2, 1 - alpha / 2])
     return point, float(lo), float(hi)
 
 
-def _multiplicities(draws: np.ndarray, n: int) -> np.ndarray:
-    """(size, n) counts of each index in each row of `draws` (size, k)."""
-    offsets = np.arange(draws.shape[0])[:, None] * n
-    return np.bincount((draws + offsets).ravel(), minlength=draws.shape[0] * n).reshape(draws.shape[0], n)
+def _row_counts(values: np.ndarray, n: int) -> np.ndarray:
+    """(rows, n) counts of each value 0..n−1 in each row of `values` (rows, k)."""
+    offsets = np.arange(values.shape[0])[:, None] * n
+    return np.bincount((values + offsets).ravel(), minlength=values.shape[0] * n).reshape(values.shape[0], n)
 
 
 # --------------------------------------------------------------------------- summary
