@@ -128,10 +128,11 @@ class FittedAttacks:
 
 
 def train_attack_mlps(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec, seed: int) -> list[nn.Module]:
-    """E attack MLPs at once on inputs (E, N, D), one per shadow release: MLP e is what
-    `train_attack_mlp(inputs[e], is_member, spec, seed)` trains (same initialisation, same batch
-    order; Adam is element-wise, so one optimiser over the stacked weights is E independent ones),
-    up to float rounding. Each step is a few batched matrix products instead of E small ones."""
+    """E attack MLPs at once on inputs (E, N, D), one per shadow release: MLP e is what the plain
+    training of one `attack_mlp` on inputs[e] with this seed gives (same initialisation, same
+    batch order; Adam is element-wise, so one optimiser over the stacked weights is E independent
+    ones), up to float rounding (tests/test_mia.py holds that plain loop as the reference). Each
+    step is a few batched matrix products instead of E small ones."""
     torch.manual_seed(seed)
     template = [m for m in attack_mlp(inputs.shape[-1], spec) if isinstance(m, nn.Linear)]
     n_models = inputs.shape[0]

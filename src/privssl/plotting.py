@@ -142,8 +142,9 @@ def figure2(utility: pd.DataFrame, mia: pd.DataFrame) -> plt.Figure:
             ax.axhline(0.5, color="grey", ls="-.", lw=0.8, label="random guess", gid="chance")
             ax.set_ylabel("MIA accuracy (adaptive shadow MLP)")
             ax.legend(fontsize=7)
+        low, high = int(attack_stats.decisions.min()), int(attack_stats.decisions.max())
         top.set(xscale="log", xlabel="privacy budget ε", title=f"{dataset} (band: 95 % CI, "
-                f"{int(attack_stats.decisions.iloc[0])} decisions per point)")
+                f"{low if low == high else f'{low}–{high}'} decisions per point)")
         bottom.set(xlabel="utility loss")
     _figure_legend(fig, _methods(attacked))
     return fig
