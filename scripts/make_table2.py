@@ -5,9 +5,8 @@ supports; plus the non-private head (CSV and Markdown)."""
 
 import argparse
 
-import pandas as pd
 
-from privssl.io import atomic_path, atomic_write_csv
+from privssl.io import atomic_path, atomic_write_csv, read_csvs
 from privssl.release_table import markdown, table2
 
 
@@ -19,8 +18,7 @@ def main() -> None:
     parser.add_argument("--csv", required=True)
     parser.add_argument("--md", required=True)
     args = parser.parse_args()
-    read = lambda paths: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)  # noqa: E731
-    table = table2(read(args.utility), read(args.mia), args.targets)
+    table = table2(read_csvs(args.utility), read_csvs(args.mia), args.targets)
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:
         tmp.write_text(markdown(table))

@@ -4,9 +4,9 @@ Fig. 5 (claimed ε against the audited lower bound) from lira.csv, roc.csv.gz an
 
 import argparse
 
-import pandas as pd
 
 from privssl.audit_plots import figure4, figure5
+from privssl.io import read_csvs
 from privssl.plotting import save_figure
 
 
@@ -18,9 +18,8 @@ def main() -> None:
     parser.add_argument("--fig4", nargs="+", required=True, help="output files of Fig. 4 (.png, .pdf)")
     parser.add_argument("--fig5", nargs="+", required=True, help="output files of Fig. 5 (.png, .pdf)")
     args = parser.parse_args()
-    read = lambda paths: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)  # noqa: E731
-    save_figure(figure4(read(args.lira), read(args.roc)), args.fig4)
-    save_figure(figure5(read(args.audit)), args.fig5)
+    save_figure(figure4(read_csvs(args.lira), read_csvs(args.roc)), args.fig4)
+    save_figure(figure5(read_csvs(args.audit)), args.fig5)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ loss) and Fig. 3 (test accuracy vs ε, the privacy-utility frontier) from the ut
 
 import argparse
 
-import pandas as pd
 
+from privssl.io import read_csvs
 from privssl.plotting import figure1, figure2, figure3, save_figure
 
 
@@ -18,8 +18,7 @@ def main() -> None:
     parser.add_argument("--fig2", nargs="+", required=True, help="output files of Fig. 2 (.png, .pdf)")
     parser.add_argument("--fig3", nargs="+", required=True, help="output files of Fig. 3 (.png, .pdf)")
     args = parser.parse_args()
-    utility = pd.concat([pd.read_csv(p) for p in args.utility], ignore_index=True)
-    mia = pd.concat([pd.read_csv(p) for p in args.mia], ignore_index=True)
+    utility, mia = read_csvs(args.utility), read_csvs(args.mia)
     save_figure(figure1(utility), args.fig1)
     save_figure(figure2(utility, mia), args.fig2)
     save_figure(figure3(utility), args.fig3)

@@ -4,8 +4,8 @@ self-supervised GNN's protected heads (PNG and PDF), from CSV only."""
 
 import argparse
 
-import pandas as pd
 
+from privssl.io import read_csvs
 from privssl.plotting import graph_protection_figure, save_figure
 
 
@@ -16,8 +16,8 @@ def main() -> None:
     parser.add_argument("--links", nargs="+", required=True, help="link_protection.csv of each graph")
     parser.add_argument("--out", nargs="+", required=True, help="output files (.png, .pdf)")
     args = parser.parse_args()
-    read = lambda paths: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)  # noqa: E731
-    save_figure(graph_protection_figure(read(args.utility), read(args.mia), read(args.links)), args.out)
+    figure = graph_protection_figure(read_csvs(args.utility), read_csvs(args.mia), read_csvs(args.links))
+    save_figure(figure, args.out)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import pandas as pd
 import torch
 
 
@@ -42,6 +43,11 @@ def atomic_write_json(obj, path: str | Path) -> None:
 def atomic_write_csv(frame, path: str | Path) -> None:
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False)
+
+
+def read_csvs(paths) -> pd.DataFrame:
+    """The rows of several tidy CSV files (e.g. one per dataset) as one frame."""
+    return pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
 
 
 def load_tensors(path: str | Path) -> dict:
