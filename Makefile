@@ -6,9 +6,12 @@ STAMP := $(VENV)/.installed
 CORES ?= 2
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: run test dry-run report benchmark clean
+.PHONY: run test dry-run report lint benchmark clean test-cluster
 
 $(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "privssl needs Python >= 3.11 \
+	(the pinned numpy 2.4 and pandas 3.1 have no builds for older ones), but $(PYTHON) is \
+	$$($(PYTHON) --version 2>&1): run make PYTHON=python3.11 (or newer)."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --upgrade pip
 	$(VENV)/bin/pip install -r requirements.txt
@@ -26,6 +29,15 @@ report: $(STAMP)
 
 test: $(STAMP)
 	python -m pytest
+
+lint: $(STAMP)
+	snakemake --lint
+	snakefmt --check .
+
+# The workflow through a single-node SLURM cluster that tests/cluster/start.sh installs and
+# starts (root and apt-get needed); stopped again whatever the outcome. A few minutes.
+test-cluster: $(STAMP)
+	bash tests/cluster/run.sh
 
 benchmark: $(STAMP)
 	python benchmarks/sensitivity.py

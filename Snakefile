@@ -1,26 +1,49 @@
 # privssl: privacy attacks and defences on self-supervised learning.
 # One DAG from data to figures; see README.md. Each rule runs one script of scripts/.
 
+import importlib.util
 import os
+import shlex
 import sys
 
+from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version
 
 min_version("8.0")
 
+
 configfile: "config.yaml"
+
 
 # The library is used from the source tree (no install needed, also inside conda envs).
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)
+USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+if not USE_CONDA and importlib.util.find_spec("torch") is None:
+    raise WorkflowError(
+        f"{sys.executable} runs this workflow without conda but cannot import torch: run "
+        "`make run`, activate the project's virtualenv (. .venv/bin/activate), or add --use-conda."
+    )
+# Every job: bash strict mode, src/ on PYTHONPATH, and without conda the interpreter that runs
+# Snakemake first on PATH, so that `.venv/bin/snakemake` works without activating the venv.
+# (shell.prefix formats its argument: {{ }} are literal braces.)
+JOB_PATH = "" if USE_CONDA else f"export PATH={shlex.quote(os.path.dirname(sys.executable))}:$PATH; "
+PYTHONPATH = f"export PYTHONPATH={shlex.quote(SRC)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
+shell.prefix(f"set -euo pipefail; {PYTHONPATH}{JOB_PATH}")
 
 from privssl.config import validate_config
 
-validate_config(config, os.path.join(workflow.basedir, "schemas", "config.schema.yaml"))
+# --config overrides: Snakemake reads the values nested in one as strings; validation re-reads them
+validate_config(
+    config,
+    os.path.join(workflow.basedir, "schemas", "config.schema.yaml"),
+    overrides=workflow.config_settings.config,
+)
 
 
 include: "rules/common.smk"
+include: "rules/resources.smk"
 include: "rules/data.smk"
 include: "rules/pretrain.smk"
 include: "rules/finetune.smk"
@@ -33,6 +56,6 @@ include: "rules/graph.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True

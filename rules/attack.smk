@@ -16,7 +16,8 @@ rule shadow:
         f"{RESULTS}/{{dataset}}/benchmarks/shadow.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("shadow"),
+        runtime=job_runtime("shadow"),
     conda:
         ENV
     shell:
@@ -24,27 +25,19 @@ rule shadow:
         " --train-pairs {params.pairs} --seed {params.seed} --out {output} --threads {threads} 2> {log}"
 
 
-def protected_heads_input(wildcards):
-    if wildcards.target == "none":
-        return []
-    return [f"{RESULTS}/{wildcards.dataset}/protect/{wildcards.target}.pt"]
-
-
 rule attack:
     """The paper's membership inference, non-adaptive and adaptive, against the clean head (target
-    `none`) or one method's releases."""
+    `none`) and every method's releases, in one job per dataset."""
     input:
         script=script("attack.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
-        protected=protected_heads_input,
+        protected=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=MECHANISMS),
     output:
-        f"{RESULTS}/{{dataset}}/attack/{{target}}.csv",
-    wildcard_constraints:
-        target=one_of(["none"] + MECHANISMS),
+        expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{target}}.csv", target=AUDITED),
     params:
-        protected=lambda w, input: f"--protected {input.protected}" if input.protected else "",
+        targets=" ".join(AUDITED),
         seed=stage_seed("attack"),
         head=as_json(config["head"]),
         certified=as_json(config["certified"]),
@@ -52,19 +45,20 @@ rule attack:
         fpr=" ".join(map(str, config["attack"]["lira"]["fpr"])),
         bootstrap=config["attack"]["lira"]["bootstrap"],
     log:
-        f"{RESULTS}/{{dataset}}/logs/attack_{{target}}.log",
+        f"{RESULTS}/{{dataset}}/logs/attack.log",
     benchmark:
-        f"{RESULTS}/{{dataset}}/benchmarks/attack_{{target}}.tsv"
+        f"{RESULTS}/{{dataset}}/benchmarks/attack.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("attack"),
+        runtime=job_runtime("attack"),
     conda:
         ENV
     shell:
         "python {input.script} --dataset {wildcards.dataset} --features {input.features} --head {input.head}"
-        " --attacker {input.attacker} {params.protected} --head-spec {params.head} --certified {params.certified}"
-        " --dpsgd {params.dpsgd} --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed}"
-        " --out {output} 2> {log}"
+        " --attacker {input.attacker} --targets {params.targets} --protected {input.protected}"
+        " --head-spec {params.head} --certified {params.certified} --dpsgd {params.dpsgd} --fpr {params.fpr}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} 2> {log}"
 
 
 rule mia_table:

@@ -1,38 +1,16 @@
 # Membership inference at low false-positive rates (LiRA) and the empirical audit of every
 # release: scripts/lira_heads.py, scripts/lira.py, scripts/audit_one_run.py.
 
-LIRA = config["attack"]["lira"]
-ONE_RUN = config["audit"]["one_run"]
-AUDITED = ["none"] + MECHANISMS  # `none`: the clean heads, the attacks' reference point
-
-
-def lira_head_kind(method):
-    """The clean heads a method's releases start from: the certified learner's, else A_S's
-    (DP-SGD trains its own, on the same sets)."""
-    return "certified" if method != "none" and release_method(method).head == "certified" else "finetune"
-
-
-def release_inputs(wildcards):
-    """The method's release file (noise scale per ε) and utility CSV (guarantee kinds); none for `none`."""
-    if wildcards.target == "none":
-        return {}
-    base = f"{RESULTS}/{wildcards.dataset}/protect/{wildcards.target}"
-    return {"release": f"{base}.pt", "utility": f"{base}.csv"}
-
-
-def release_args(wildcards, input):
-    return f"--release {input.release} --utility {input.utility}" if wildcards.target != "none" else ""
-
 
 rule lira_heads:
     """The N shadow and T target heads, clean, each on |d| random records of the candidate pool."""
+    wildcard_constraints:
+        head_kind="finetune|certified",
     input:
         script=script("lira_heads.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:
         f"{RESULTS}/{{dataset}}/attack/lira/heads_{{head_kind}}.pt",
-    wildcard_constraints:
-        head_kind="finetune|certified",
     params:
         pool=" ".join(LIRA["pool"]),
         head=as_json(config["head"]),
@@ -46,7 +24,8 @@ rule lira_heads:
         f"{RESULTS}/{{dataset}}/benchmarks/lira_heads_{{head_kind}}.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("lira_heads"),
+        runtime=job_runtime("lira_heads"),
     conda:
         ENV
     shell:
@@ -58,6 +37,8 @@ rule lira_heads:
 rule lira:
     """LiRA and the loss attack, adaptive and not, against one method's releases of the target
     heads; metrics with intervals, ROC curves and the hypothesis-test audit."""
+    wildcard_constraints:
+        target=one_of(AUDITED),
     input:
         unpack(release_inputs),
         script=script("lira.py"),
@@ -67,8 +48,6 @@ rule lira:
         csv=f"{RESULTS}/{{dataset}}/attack/lira/{{target}}.csv",
         roc=f"{RESULTS}/{{dataset}}/attack/lira/roc_{{target}}.csv.gz",
         audit=f"{RESULTS}/{{dataset}}/audit/hypothesis_test_{{target}}.csv",
-    wildcard_constraints:
-        target=one_of(AUDITED),
     params:
         release=release_args,
         head=as_json(config["head"]),
@@ -85,7 +64,8 @@ rule lira:
         f"{RESULTS}/{{dataset}}/benchmarks/lira_{{target}}.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("lira"),
+        runtime=job_runtime("lira"),
     conda:
         ENV
     shell:
@@ -123,7 +103,8 @@ rule audit_one_run:
         f"{RESULTS}/{{dataset}}/benchmarks/audit_one_run.tsv"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=job_memory("audit_one_run"),
+        runtime=job_runtime("audit_one_run"),
     conda:
         ENV
     shell:

@@ -1,4 +1,5 @@
 import json
+import shlex
 
 from privssl.release_methods import METHODS, output_perturbation_methods, release_method
 
@@ -6,9 +7,14 @@ DATASETS = list(config["datasets"])  # image datasets
 GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... attack rules, own data and encoder
 MECHANISMS = config["protect"]["mechanisms"]  # release methods of the registry (src/privssl/release_methods.py)
 OUTPUT_PERTURBATION = output_perturbation_methods(MECHANISMS)  # noise on a trained head: rule `protect`
-SCRIPTS = os.path.join(workflow.basedir, "scripts")
-ENV = os.path.join(workflow.basedir, "envs", "privssl.yaml")
+# Conda envs, relative to this file: the image track's and the graph track's (PyG).
+ENV = "../envs/privssl.yaml"
+GRAPH_ENV = "../envs/graph.yaml"
 RESULTS = "results"
+GRAPH = f"{RESULTS}/{{dataset}}"
+LIRA = config["attack"]["lira"]
+ONE_RUN = config["audit"]["one_run"]
+AUDITED = ["none"] + MECHANISMS  # `none`: the clean heads, the attacks' reference point
 
 
 def one_of(names):
@@ -19,24 +25,28 @@ def one_of(names):
 
 wildcard_constraints:
     dataset=one_of(DATASETS + GRAPHS),
-    mechanism=one_of(OUTPUT_PERTURBATION),
 
 
 def script(name):
-    """Path of a rule's script; rules also list it as input, so editing it re-runs the rule."""
-    return os.path.join(SCRIPTS, name)
+    """Path of a rule's script; rules also list it as input, so editing it re-runs the rule.
+    Relative to the working directory, so that moving a finished project (or running it from
+    another mount point) does not change the jobs' input sets and re-run them."""
+    return os.path.relpath(os.path.join(workflow.basedir, "scripts", name))
 
 
 def as_json(value):
     """A config section as one shell-quoted JSON argument."""
-    return "'" + json.dumps(value, sort_keys=True) + "'"
+    return shlex.quote(json.dumps(value, sort_keys=True))
 
 
 def stage_seed(stage):
     """A seed per stage, derived from the config seed, so stages draw independent randomness;
     one per release method of the registry."""
-    stages = (["splits", "pretrain", "sensitivity", "shadow", "attack", "link_target", "link_protect"]
-              + [f"protect_{m}" for m in METHODS] + ["lira_heads", "lira", "audit_one_run"])
+    stages = (
+        ["splits", "pretrain", "sensitivity", "shadow", "attack", "link_target", "link_protect"]
+        + [f"protect_{m}" for m in METHODS]
+        + ["lira_heads", "lira", "audit_one_run"]
+    )
     return config["seed"] * 100 + stages.index(stage)
 
 
@@ -76,3 +86,26 @@ def final_outputs():
             f"{RESULTS}/figures/graph_protection.pdf",
         ]
     return outputs
+
+
+def lira_head_kind(method):
+    """The clean heads a method's releases start from: the certified learner's, else A_S's
+    (DP-SGD trains its own, on the same sets)."""
+    return "certified" if method != "none" and release_method(method).head == "certified" else "finetune"
+
+
+def release_inputs(wildcards):
+    """The method's release file (noise scale per ε) and utility CSV (guarantee kinds); none for `none`."""
+    if wildcards.target == "none":
+        return {}
+    base = f"{RESULTS}/{wildcards.dataset}/protect/{wildcards.target}"
+    return {"release": f"{base}.pt", "utility": f"{base}.csv"}
+
+
+def release_args(wildcards, input):
+    return f"--release {input.release} --utility {input.utility}" if wildcards.target != "none" else ""
+
+
+def transfer_pairs():
+    """Every (target, shadow) pair of distinct graphs, for Attack-1, 4, 5, 7."""
+    return [(t, s) for t in GRAPHS for s in GRAPHS if s != t]

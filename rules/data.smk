@@ -17,7 +17,8 @@ rule data:
         f"{RESULTS}/{{dataset}}/benchmarks/data.tsv"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=job_memory("data"),
+        runtime=job_runtime("data"),
     conda:
         ENV
     shell:

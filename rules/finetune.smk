@@ -17,7 +17,8 @@ rule encode:
         f"{RESULTS}/{{dataset}}/benchmarks/encode.tsv"
     threads: 2
     resources:
-        mem_mb=16000,
+        mem_mb=job_memory("encode"),
+        runtime=job_runtime("encode"),
         gpu=config["gpus_per_job"],
     conda:
         ENV
@@ -43,7 +44,8 @@ rule finetune:
         f"{RESULTS}/{{dataset}}/benchmarks/finetune.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("finetune"),
+        runtime=job_runtime("finetune"),
         gpu=config["gpus_per_job"],
     conda:
         ENV
@@ -71,7 +73,8 @@ rule certified_head:
         f"{RESULTS}/{{dataset}}/benchmarks/certified_head.tsv"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=job_memory("certified_head"),
+        runtime=job_runtime("certified_head"),
     conda:
         ENV
     shell:

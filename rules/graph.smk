@@ -3,14 +3,6 @@
 # are shared), the link-stealing attacks of the thesis on a supervised GCN (part A), and
 # link stealing against the self-supervised GNN's protected heads (part B).
 
-GRAPH_ENV = os.path.join(workflow.basedir, "envs", "graph.yaml")
-GRAPH = f"{RESULTS}/{{dataset}}"
-
-
-def transfer_pairs():
-    """Every (target, shadow) pair of distinct graphs, for Attack-1, 4, 5, 7."""
-    return [(t, s) for t in GRAPHS for s in GRAPHS if s != t]
-
 
 rule graph_data:
     """Load (or generate) the graph through PyG and draw the disjoint node splits."""
@@ -24,8 +16,11 @@ rule graph_data:
     params:
         root=config.get("graph_data_root"),
         download="--download" if config.get("graph_download") else "",
-        generator=lambda w: (f"--generator {as_json(config['graphs'][w.dataset]['generator'])}"
-                             if "generator" in config["graphs"][w.dataset] else ""),
+        generator=lambda w: (
+            f"--generator {as_json(config['graphs'][w.dataset]['generator'])}"
+            if "generator" in config["graphs"][w.dataset]
+            else ""
+        ),
         sizes=lambda w: as_json(config["graphs"][w.dataset]["splits"]),
         seed=stage_seed("splits"),
     log:
@@ -34,7 +29,8 @@ rule graph_data:
         f"{GRAPH}/benchmarks/graph_data.tsv"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=job_memory("graph_data"),
+        runtime=job_runtime("graph_data"),
     conda:
         GRAPH_ENV
     shell:
@@ -64,7 +60,8 @@ rule graph_pretrain:
         f"{GRAPH}/benchmarks/graph_pretrain.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("graph_pretrain"),
+        runtime=job_runtime("graph_pretrain"),
         gpu=config["gpus_per_job"],
     conda:
         GRAPH_ENV
@@ -86,9 +83,12 @@ rule graph_encode:
         f"{GRAPH}/finetune/features.pt",
     log:
         f"{GRAPH}/logs/graph_encode.log",
+    benchmark:
+        f"{GRAPH}/benchmarks/graph_encode.tsv"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=job_memory("graph_encode"),
+        runtime=job_runtime("graph_encode"),
     conda:
         GRAPH_ENV
     shell:
@@ -116,7 +116,8 @@ rule link_target:
         f"{GRAPH}/benchmarks/link_target.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("link_target"),
+        runtime=job_runtime("link_target"),
         gpu=config["gpus_per_job"],
     conda:
         GRAPH_ENV
@@ -143,7 +144,8 @@ rule link_steal:
         f"{GRAPH}/benchmarks/link_steal.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("link_steal"),
+        runtime=job_runtime("link_steal"),
     conda:
         GRAPH_ENV
     shell:
@@ -172,7 +174,8 @@ rule link_transfer:
         f"{GRAPH}/benchmarks/link_transfer_{{shadow}}.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("link_transfer"),
+        runtime=job_runtime("link_transfer"),
     conda:
         GRAPH_ENV
     shell:
@@ -204,36 +207,37 @@ rule link_table:
 
 
 rule link_protect:
-    """Part B: link stealing against the self-supervised GNN's head, unprotected (`none`) or every
-    noisy head of one mechanism: the attacker sees only the released model's posteriors."""
+    """Part B: link stealing against the self-supervised GNN's head, unprotected (`none`) and every
+    noisy head of each mechanism, in one job per graph: the attacker sees only the released
+    model's posteriors."""
     wildcard_constraints:
         dataset=one_of(GRAPHS),
-        target=one_of(["none"] + MECHANISMS),
     input:
         script=script("link_protect.py"),
         graph=f"{GRAPH}/graph.pt",
         embeddings=f"{GRAPH}/pretrain/embeddings.pt",
         head=f"{GRAPH}/finetune/head.pt",
-        protected=protected_heads_input,
+        protected=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=MECHANISMS),
     output:
-        f"{GRAPH}/link/protected_{{target}}.csv",
+        expand(f"{RESULTS}/{{{{dataset}}}}/link/protected_{{target}}.csv", target=AUDITED),
     params:
-        protected=lambda w, input: f"--protected {input.protected}" if input.protected else "",
+        targets=" ".join(AUDITED),
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
         seed=stage_seed("link_protect"),
     log:
-        f"{GRAPH}/logs/link_protect_{{target}}.log",
+        f"{GRAPH}/logs/link_protect.log",
     benchmark:
-        f"{GRAPH}/benchmarks/link_protect_{{target}}.tsv"
+        f"{GRAPH}/benchmarks/link_protect.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("link_protect"),
+        runtime=job_runtime("link_protect"),
     conda:
         GRAPH_ENV
     shell:
         "python {input.script} --dataset {wildcards.dataset} --graph {input.graph} --embeddings {input.embeddings}"
-        " --head {input.head} {params.protected} --attack-mlp {params.mlp} --seed {params.seed} --out {output}"
-        " --threads {threads} 2> {log}"
+        " --head {input.head} --targets {params.targets} --protected {input.protected} --attack-mlp {params.mlp}"
+        " --seed {params.seed} --out {output} --threads {threads} 2> {log}"
 
 
 rule link_protection_table:
@@ -262,8 +266,9 @@ rule graph_figures:
         mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=GRAPHS),
         links=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=GRAPHS),
     output:
-        png=report(f"{RESULTS}/figures/graph_protection.png", caption="../report/graph_protection.rst",
-                   category="Figures"),
+        png=report(
+            f"{RESULTS}/figures/graph_protection.png", caption="../report/graph_protection.rst", category="Figures"
+        ),
         pdf=f"{RESULTS}/figures/graph_protection.pdf",
     log:
         f"{RESULTS}/logs/graph_figures.log",

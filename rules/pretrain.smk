@@ -21,7 +21,8 @@ rule pretrain:
         f"{RESULTS}/{{dataset}}/benchmarks/pretrain.tsv"
     threads: 2
     resources:
-        mem_mb=16000,
+        mem_mb=job_memory("pretrain"),
+        runtime=job_runtime("pretrain"),
         gpu=config["gpus_per_job"],
     conda:
         ENV

@@ -1,35 +1,43 @@
-rule protect:
-    """Noisy releases of a trained head for one output-perturbation method at every ε, and their
-    utility loss. The head and its sensitivity record are the method's (registry: `head`)."""
-    input:
-        script=script("protect.py"),
-        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
-        clean=f"{RESULTS}/{{dataset}}/finetune/head.pt",
-        head=lambda w: released_head(w.mechanism)[0].format(dataset=w.dataset),
-        sensitivity=lambda w: released_head(w.mechanism)[1].format(dataset=w.dataset),
-    output:
-        csv=f"{RESULTS}/{{dataset}}/protect/{{mechanism}}.csv",
-        heads=f"{RESULTS}/{{dataset}}/protect/{{mechanism}}.pt",
-    params:
-        eps=" ".join(map(str, config["protect"]["eps"])),
-        delta=config["protect"]["delta"],
-        repeats=config["protect"]["repeats"],
-        seed=lambda w: stage_seed(f"protect_{w.mechanism}"),
-        device=config["device"],
-    log:
-        f"{RESULTS}/{{dataset}}/logs/protect_{{mechanism}}.log",
-    benchmark:
-        f"{RESULTS}/{{dataset}}/benchmarks/protect_{{mechanism}}.tsv"
-    threads: 1
-    resources:
-        mem_mb=8000,
-    conda:
-        ENV
-    shell:
-        "python {input.script} --dataset {wildcards.dataset} --features {input.features} --clean-head {input.clean}"
-        " --head {input.head} --sensitivity {input.sensitivity} --mechanism {wildcards.mechanism}"
-        " --eps {params.eps} --delta {params.delta} --repeats {params.repeats} --seed {params.seed}"
-        " --out-csv {output.csv} --out-heads {output.heads} --device {params.device} 2> {log}"
+if OUTPUT_PERTURBATION:
+
+    rule protect:
+        """Noisy releases of a trained head for every output-perturbation method at every ε, and
+        their utility loss, in one job per dataset. Each method's head and sensitivity record are
+        its own (registry: `head`); each method draws from its own seed."""
+        input:
+            script=script("protect.py"),
+            features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+            clean=f"{RESULTS}/{{dataset}}/finetune/head.pt",
+            heads={released_head(m)[0] for m in OUTPUT_PERTURBATION},
+            sensitivities={released_head(m)[1] for m in OUTPUT_PERTURBATION},
+        output:
+            csv=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{mechanism}}.csv", mechanism=OUTPUT_PERTURBATION),
+            heads=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{mechanism}}.pt", mechanism=OUTPUT_PERTURBATION),
+        params:
+            mechanisms=" ".join(OUTPUT_PERTURBATION),
+            # per method, in the order of `mechanisms` (two methods may share a head)
+            heads=lambda w: " ".join(released_head(m)[0].format(dataset=w.dataset) for m in OUTPUT_PERTURBATION),
+            sensitivities=lambda w: " ".join(released_head(m)[1].format(dataset=w.dataset) for m in OUTPUT_PERTURBATION),
+            seeds=" ".join(str(stage_seed(f"protect_{m}")) for m in OUTPUT_PERTURBATION),
+            eps=" ".join(map(str, config["protect"]["eps"])),
+            delta=config["protect"]["delta"],
+            repeats=config["protect"]["repeats"],
+            device=config["device"],
+        log:
+            f"{RESULTS}/{{dataset}}/logs/protect.log",
+        benchmark:
+            f"{RESULTS}/{{dataset}}/benchmarks/protect.tsv"
+        threads: 1
+        resources:
+            mem_mb=job_memory("protect"),
+            runtime=job_runtime("protect"),
+        conda:
+            ENV
+        shell:
+            "python {input.script} --dataset {wildcards.dataset} --features {input.features} --clean-head {input.clean}"
+            " --mechanism {params.mechanisms} --head {params.heads} --sensitivity {params.sensitivities}"
+            " --eps {params.eps} --delta {params.delta} --repeats {params.repeats} --seed {params.seeds}"
+            " --out-csv {output.csv} --out-heads {output.heads} --device {params.device} 2> {log}"
 
 
 rule protect_dpsgd:
@@ -54,7 +62,8 @@ rule protect_dpsgd:
         f"{RESULTS}/{{dataset}}/benchmarks/protect_dpsgd.tsv"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=job_memory("protect_dpsgd"),
+        runtime=job_runtime("protect_dpsgd"),
     conda:
         ENV
     shell:

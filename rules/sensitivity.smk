@@ -15,8 +15,9 @@ rule sensitivity:
         chunk=config["sensitivity"]["chunk_size"],
         seed=stage_seed("sensitivity"),
         # |D| for Table 1; a graph's DGI encoder trains on the whole graph instead
-        pretrain_size=lambda w: (f"--pretrain-size {config['datasets'][w.dataset]['splits']['pretrain']}"
-                                 if w.dataset in DATASETS else ""),
+        pretrain_size=lambda w: (
+            f"--pretrain-size {config['datasets'][w.dataset]['splits']['pretrain']}" if w.dataset in DATASETS else ""
+        ),
         device=config["device"],
     log:
         f"{RESULTS}/{{dataset}}/logs/sensitivity.log",
@@ -24,7 +25,8 @@ rule sensitivity:
         f"{RESULTS}/{{dataset}}/benchmarks/sensitivity.tsv"
     threads: 1
     resources:
-        mem_mb=16000,
+        mem_mb=job_memory("sensitivity"),
+        runtime=job_runtime("sensitivity"),
         gpu=config["gpus_per_job"],
     conda:
         ENV

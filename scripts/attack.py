@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Rule `attack`: the paper's membership inference (shadow MLP and metric attacks) against the
-released head, unprotected (`none`) or every noisy head of one method, on balanced members
-(from d) and non-members.
+released head, unprotected (`none`), and every noisy head of each method, on balanced members
+(from d) and non-members. All targets of a dataset run in one process (each takes seconds).
 
 Non-adaptive (the paper's): the attack fitted on the clean shadow head (rule `shadow`).
 Adaptive: the mechanism is public, so the attacker releases its shadow head through the same
@@ -16,12 +16,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.adaptive import check_release_file, dpsgd_releases, perturb, train_clean_heads
+from privssl.adaptive import dpsgd_releases, perturb, train_clean_heads
+from privssl.artefacts import HEAD, features, load_attacker, load_release, load_tensor_file
 from privssl.certified import CertifiedSpec
-from privssl.cli import json_object
+from privssl.cli import json_object, target_arguments, targets_and_outputs
 from privssl.dpsgd_spec import DPSGDSpec
 from privssl.heads import HeadSpec, predict_proba, unflatten
-from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.io import atomic_write_csv, script_logger
 from privssl.mia import AttackSpec, FittedAttacks, attack_mlp, attack_scores, fit_attacks
 from privssl.mia_stats import membership_metrics
 from privssl.protection import head_inputs, released_heads
@@ -59,21 +60,32 @@ def main() -> None:
     parser.add_argument("--features", required=True)
     parser.add_argument("--head", required=True, help="released head (.pt)")
     parser.add_argument("--attacker", required=True, help="output of the shadow rule")
-    parser.add_argument("--protected", default=None, help="noisy heads of one method; omit for the clean head")
+    target_arguments(parser)
     parser.add_argument("--head-spec", type=json_object, default={}, help="HeadSpec fields (DP-SGD shadows)")
     parser.add_argument("--certified", type=json_object, default={}, help="CertifiedSpec fields")
     parser.add_argument("--dpsgd", type=json_object, default={}, help="DPSGDSpec fields")
     parser.add_argument("--fpr", nargs="+", type=float, default=[0.01], help="FPR levels of the TPR columns")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", required=True)
     args = parser.parse_args()
     log = script_logger("attack")
     bad = [f for f in args.fpr if not 0 < f < 1]
     if bad or args.bootstrap < 1:
         parser.error(f"--fpr levels must lie in (0, 1) and --bootstrap be >= 1, got {args.fpr}, {args.bootstrap}")
-    feats, head, attacker = load_tensors(args.features), load_tensors(args.head), load_tensors(args.attacker)
+    targets = targets_and_outputs(parser, args)
+    feats = load_tensor_file(args.features, features("finetune", "nonmember", "shadow"))
+    head = load_tensor_file(args.head, HEAD)
+    attacker = load_attacker(args.attacker, len(feats["shadow_labels"]))
+    for protected, _ in targets:  # every release file checked before any work
+        if protected is not None:
+            load_release(protected)
+    for protected, out in targets:
+        atomic_write_csv(attack_target(protected, feats, head, attacker, args, log), out)
 
+
+def attack_target(protected_path: str | None, feats: dict, head: dict, attacker: dict, args, log) -> pd.DataFrame:
+    """Every attack, non-adaptive and adaptive, on the clean head (`protected_path` None) or on
+    every release in the file."""
     # Balanced evaluation set: as many members of d as there are non-members (or vice versa).
     n = min(len(feats["finetune_labels"]), len(feats["nonmember_labels"]))
     generator = torch.Generator().manual_seed(args.seed)
@@ -83,14 +95,13 @@ def main() -> None:
     y = torch.cat([feats["finetune_labels"][members], feats["nonmember_labels"][nonmembers]])
     is_member = np.r_[np.ones(n, bool), np.zeros(n, bool)]
 
-    releases = released_heads(head, args.protected)
+    releases = released_heads(head, protected_path)
     queries = head_inputs(x, releases.clip_norm)
     probs = predict_proba(unflatten(releases.flat, releases.shapes), queries)  # (H, 2n, C)
     # The clean head has no mechanism to adapt to: its one attack counts as the adaptive one.
-    fitted = {args.protected is None: [clean_attacks(attacker)] * len(releases.eps)}
-    if args.protected is not None:  # the adaptive attacker: one fit per ε on its released shadow
-        protected = load_tensors(args.protected)
-        check_release_file(protected, args.protected)
+    fitted = {protected_path is None: [clean_attacks(attacker)] * len(releases.eps)}
+    if protected_path is not None:  # the adaptive attacker: one fit per ε on its released shadow
+        protected = load_release(protected_path)
         shadows, shapes = released_shadows(releases.method, attacker, protected, feats, args)
         pairs, pair_labels = feats["shadow"][attacker["pairs"]], feats["shadow_labels"][attacker["pairs"]]
         shadow_probs = predict_proba(unflatten(shadows, shapes), head_inputs(pairs, releases.clip_norm))
@@ -110,7 +121,7 @@ def main() -> None:
     log.info("%s: shadow_mlp accuracy by (adaptive, eps) %s", releases.method,
              frame[frame.attack == "shadow_mlp"].groupby(["adaptive", "eps"], dropna=False).accuracy.mean()
              .round(4).to_dict())
-    atomic_write_csv(frame, args.out)
+    return frame
 
 
 if __name__ == "__main__":

@@ -15,14 +15,15 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from privssl.adaptive import check_release_file, dpsgd_releases, perturb, train_clean_heads
+from privssl.adaptive import dpsgd_releases, perturb, train_clean_heads
+from privssl.artefacts import FEATURES, UTILITY, load_csv_file, load_release, load_tensor_file
 from privssl.audit_bounds import one_run_epsilon_lower_bound, one_run_guesses
 from privssl.canaries import CANARY_KINDS, canary_design
 from privssl.certified import CertifiedSpec
 from privssl.cli import json_object
 from privssl.dpsgd_spec import DPSGDSpec
 from privssl.heads import HeadSpec, head_logits, parameter_shapes, unflatten
-from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.io import atomic_write_csv, script_logger
 from privssl.lira import candidate_pool
 from privssl.mia import metric_scores
 from privssl.protection import head_inputs
@@ -75,11 +76,10 @@ def main() -> None:
         if method == "none":
             continue
         path = Path(args.protect_dir) / f"{method}.pt"
-        releases[method] = load_tensors(path)
-        check_release_file(releases[method], str(path))
-        utility = pd.read_csv(Path(args.protect_dir) / f"{method}.csv")
+        releases[method] = load_release(path, method)
+        utility = load_csv_file(Path(args.protect_dir) / f"{method}.csv", UTILITY)
         kinds[method] = dict(zip(utility.eps, utility.guarantee_kind))
-    feats = load_tensors(args.features)
+    feats = load_tensor_file(args.features, FEATURES)
     x, y = candidate_pool(feats, args.pool)
     n_classes, set_size = int(feats["n_classes"]), len(feats["finetune_labels"])
     guesses_per_side = max(1, round(args.guess_fraction * args.canaries / 2))

@@ -8,10 +8,11 @@ import argparse
 import torch
 from threadpoolctl import threadpool_limits
 
+from privssl.artefacts import features, load_tensor_file
 from privssl.certified import CertifiedSpec, ConvergenceError, certified_sensitivity, fit_certified_head
 from privssl.cli import device_argument, json_object
 from privssl.heads import DTYPE, HeadSpec, accuracy, parameter_shapes
-from privssl.io import atomic_torch_save, atomic_write_json, load_tensors, pick_device, script_logger
+from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
 from privssl.protection import head_inputs
 
 
@@ -37,7 +38,7 @@ def main() -> None:
         threadpool_limits(limits=args.threads, user_api="blas")
     # The solver is scipy's L-BFGS in float64 on the CPU whatever the device; logged for the record.
     device = pick_device(args.device)
-    feats = load_tensors(args.features)
+    feats = load_tensor_file(args.features, features("finetune", "test"))
     n_classes = int(feats["n_classes"])
     x, y = feats["finetune"].to(DTYPE), feats["finetune_labels"]
     try:

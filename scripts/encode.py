@@ -3,11 +3,10 @@
 Writes one file of features and labels per split; every later stage reads only this file."""
 
 import argparse
-import json
-from pathlib import Path
 
 import torch
 
+from privssl.artefacts import load_image_splits
 from privssl.cli import device_argument
 from privssl.data import load_pool
 from privssl.splits import LABELLED_SPLITS
@@ -28,7 +27,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
-    splits = json.loads(Path(args.splits).read_text())
+    splits = load_image_splits(args.splits)
     pool = load_pool(splits["dataset"], args.data_root)
     encoder = load_encoder(args.encoder, device)
     out = {"n_classes": pool.n_classes}

@@ -6,9 +6,10 @@ import argparse
 
 import torch
 
+from privssl.artefacts import features, load_tensor_file
 from privssl.cli import device_argument, json_object
 from privssl.heads import HeadSpec, accuracy, parameter_shapes, train_head
-from privssl.io import atomic_torch_save, atomic_write_json, load_tensors, pick_device, script_logger
+from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
 
 
 def main() -> None:
@@ -25,7 +26,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     spec = HeadSpec.from_config(args.head)
-    feats = load_tensors(args.features)
+    feats = load_tensor_file(args.features, features("finetune", "test"))
     x, y = feats["finetune"].to(device), feats["finetune_labels"].to(device)
     params = train_head(spec, x, y, feats["n_classes"])
     metrics = {

@@ -3,13 +3,12 @@
 shared finetune, sensitivity, protect and attack rules read (the image track's format)."""
 
 import argparse
-import json
-from pathlib import Path
 
 import torch
 
+from privssl.artefacts import EMBEDDINGS, load_graph_splits, load_tensor_file
 from privssl.graphs.splits import NODE_SPLITS
-from privssl.io import atomic_torch_save, load_tensors, script_logger
+from privssl.io import atomic_torch_save, script_logger
 
 
 def main() -> None:
@@ -19,8 +18,9 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="features file (.pt)")
     args = parser.parse_args()
     log = script_logger("graph_encode")
-    splits = json.loads(Path(args.splits).read_text())["splits"]
-    nodes = load_tensors(args.embeddings)
+    record = load_graph_splits(args.splits)
+    splits = record["splits"]
+    nodes = load_tensor_file(args.embeddings, EMBEDDINGS, {"N": record["num_nodes"]})  # one row per node
     out = {"n_classes": nodes["n_classes"]}
     for name in NODE_SPLITS:
         index = torch.tensor(splits[name], dtype=torch.long)

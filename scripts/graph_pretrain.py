@@ -7,10 +7,11 @@ import argparse
 import pandas as pd
 import torch
 
+from privssl.artefacts import GRAPH, load_tensor_file
 from privssl.cli import device_argument, json_object
 from privssl.graphs.data import Graph
 from privssl.graphs.dgi import DGISpec, embed, pretrain_dgi
-from privssl.io import atomic_torch_save, atomic_write_csv, load_tensors, pick_device, script_logger
+from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
 
 
 def main() -> None:
@@ -29,7 +30,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     spec = DGISpec.from_config(args.dgi)
-    graph = Graph.from_dict(load_tensors(args.graph))
+    graph = Graph.from_dict(load_tensor_file(args.graph, GRAPH))
     log.info("device %s, spec %s, graph %s with %d nodes", device, spec, graph.name, graph.num_nodes)
     x, edge_index = graph.x.to(device), graph.edge_index.to(device)
     model, history = pretrain_dgi(spec, x, edge_index, args.seed, log.info)

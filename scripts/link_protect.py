@@ -1,21 +1,22 @@
 #!/usr/bin/env python
 """Rule `link_protect`: link stealing against the self-supervised GNN (DGI encoder + head),
-unprotected (`none`) or every noisy head of one mechanism. The adversary queries the released
-model for the posteriors of every node, head(DGI(x, A)), and runs Attack-0 (posterior
-distances) and Attack-3 (attack MLP on the partial graph, trained on the same release's
-posteriors). All releases are attacked as one batched computation. Tidy CSV, one row per
-(release, attack, distance)."""
+unprotected (`none`) and every noisy head of each mechanism, in one process. The adversary
+queries the released model for the posteriors of every node, head(DGI(x, A)), and runs Attack-0
+(posterior distances) and Attack-3 (attack MLP on the partial graph, trained on the same
+release's posteriors). A target's releases are attacked as one batched computation. Tidy CSV
+per target, one row per (release, attack, distance)."""
 
 import argparse
 
 import pandas as pd
 import torch
 
-from privssl.cli import json_object
+from privssl.artefacts import EMBEDDINGS, GRAPH, HEAD, load_release, load_tensor_file
+from privssl.cli import json_object, target_arguments, targets_and_outputs
 from privssl.graphs.link_attacks import AttackMLPSpec, Observation, attack_0, attack_3
 from privssl.graphs.link_pairs import attack_dataset
 from privssl.heads import predict_proba, unflatten
-from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.io import atomic_write_csv, script_logger
 from privssl.protection import head_inputs, released_heads
 
 
@@ -25,21 +26,31 @@ def main() -> None:
     parser.add_argument("--graph", required=True)
     parser.add_argument("--embeddings", required=True, help="DGI embeddings of every node")
     parser.add_argument("--head", required=True, help="released head (.pt)")
-    parser.add_argument("--protected", default=None, help="noisy heads of one mechanism; omit for the clean head")
+    target_arguments(parser)
     parser.add_argument("--attack-mlp", type=json_object, default={}, help="JSON object of AttackMLPSpec fields")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", required=True)
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     log = script_logger("link_protect")
+    targets = targets_and_outputs(parser, args)
     if args.threads:
         torch.set_num_threads(args.threads)
-    graph, nodes, head = load_tensors(args.graph), load_tensors(args.embeddings), load_tensors(args.head)
+    graph = load_tensor_file(args.graph, GRAPH)
+    nodes = load_tensor_file(args.embeddings, EMBEDDINGS, {"N": len(graph["x"])})  # one row per node
+    head = load_tensor_file(args.head, HEAD)
+    pairs = attack_dataset(graph["edge_index"], len(graph["x"]), args.seed)
+    for protected, _ in targets:  # every release file checked before any work
+        if protected is not None:
+            load_release(protected)
+    for protected, out in targets:
+        releases = released_heads(head, protected)
+        atomic_write_csv(attack_releases(releases, nodes, pairs, args, log), out)
 
-    releases = released_heads(head, args.protected)
+
+def attack_releases(releases, nodes: dict, pairs, args, log) -> pd.DataFrame:
+    """Attack-0 and Attack-3 on every release of one target, as one batched computation."""
     posteriors = predict_proba(unflatten(releases.flat, releases.shapes),
                                head_inputs(nodes["embeddings"], releases.clip_norm)).float()  # (releases, N, C)
-    pairs = attack_dataset(graph["edge_index"], len(graph["x"]), args.seed)
     observation = Observation(pairs, posteriors)
     spec = AttackMLPSpec.from_config(args.attack_mlp)
     rows = []
@@ -51,7 +62,7 @@ def main() -> None:
     summary = frame[(frame.attack == "attack-3") | (frame.distance == "correlation")]
     log.info("%s: mean AUC by (attack, eps) %s", releases.method,
              summary.groupby(["attack", "eps"], dropna=False).auc.mean().round(4).to_dict())
-    atomic_write_csv(frame, args.out)
+    return frame
 
 
 if __name__ == "__main__":

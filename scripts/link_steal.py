@@ -8,10 +8,11 @@ import argparse
 import pandas as pd
 import torch
 
+from privssl.artefacts import GRAPH, load_link_target, load_tensor_file
 from privssl.cli import json_object
 from privssl.graphs.link_attacks import AttackMLPSpec, supervised_attacks, unsupervised_attacks
 from privssl.graphs.observations import run_observation
-from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.io import atomic_write_csv, script_logger
 
 
 def main() -> None:
@@ -26,7 +27,8 @@ def main() -> None:
     log = script_logger("link_steal")
     if args.threads:
         torch.set_num_threads(args.threads)
-    graph, target = load_tensors(args.graph), load_tensors(args.target)
+    graph = load_tensor_file(args.graph, GRAPH)
+    target = load_link_target(args.target, len(graph["x"]))
     spec = AttackMLPSpec.from_config(args.attack_mlp)
     rows = []
     for run in range(len(target["posteriors"])):

@@ -4,8 +4,7 @@ thesis's numbers (CSV and Markdown), and the figure (PNG and PDF), from CSV only
 
 import argparse
 
-import pandas as pd
-
+from privssl.artefacts import LINK_ROWS, load_csv_files
 from privssl.graphs.link_report import headline, markdown, summarise
 from privssl.io import atomic_path, atomic_write_csv
 from privssl.plotting import link_stealing_figure, save_figure
@@ -19,7 +18,7 @@ def main() -> None:
     parser.add_argument("--md", required=True, help="output: the headline table (.md)")
     parser.add_argument("--figure", nargs="+", required=True, help="output figure files (.png, .pdf)")
     args = parser.parse_args()
-    rows = pd.concat([pd.read_csv(p, keep_default_na=False, na_values=[""]) for p in args.parts], ignore_index=True)
+    rows = load_csv_files(args.parts, LINK_ROWS)
     summary = summarise(rows)
     atomic_write_csv(rows, args.rows)
     atomic_write_csv(summary, args.csv)

@@ -8,11 +8,12 @@ import argparse
 
 import torch
 
+from privssl.artefacts import GRAPH, load_tensor_file
 from privssl.cli import device_argument, json_object
 from privssl.graphs.data import Graph
 from privssl.graphs.gcn import GCNSpec, labelled_nodes, train_gcn, train_reference_mlp
 from privssl.graphs.link_pairs import attack_dataset
-from privssl.io import atomic_torch_save, load_tensors, pick_device, script_logger
+from privssl.io import atomic_torch_save, pick_device, script_logger
 
 
 def main() -> None:
@@ -32,7 +33,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     spec = GCNSpec.from_config(args.gcn)
-    graph = Graph.from_dict(load_tensors(args.graph))
+    graph = Graph.from_dict(load_tensor_file(args.graph, GRAPH))
     x, edge_index = graph.x.to(device), graph.edge_index.to(device)
     runs = {key: [] for key in ("labelled", "posteriors", "reference", "pairs", "is_edge", "train")}
     for run in range(args.runs):

@@ -8,10 +8,11 @@ import argparse
 import pandas as pd
 import torch
 
+from privssl.artefacts import GRAPH, load_link_target, load_tensor_file
 from privssl.cli import json_object
 from privssl.graphs.link_attacks import AttackMLPSpec, transfer_attacks
 from privssl.graphs.observations import run_observation
-from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.io import atomic_write_csv, script_logger
 
 
 def main() -> None:
@@ -31,8 +32,9 @@ def main() -> None:
         parser.error(f"the shadow graph must differ from the target, got {args.shadow!r} twice")
     if args.threads:
         torch.set_num_threads(args.threads)
-    graph, target = load_tensors(args.graph), load_tensors(args.target)
-    shadow_graph, shadow_target = load_tensors(args.shadow_graph), load_tensors(args.shadow_target)
+    graph, shadow_graph = load_tensor_file(args.graph, GRAPH), load_tensor_file(args.shadow_graph, GRAPH)
+    target = load_link_target(args.target, len(graph["x"]))
+    shadow_target = load_link_target(args.shadow_target, len(shadow_graph["x"]))
     spec = AttackMLPSpec.from_config(args.attack_mlp)
     runs = min(len(target["posteriors"]), len(shadow_target["posteriors"]))
     rows = []

@@ -16,12 +16,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.adaptive import check_heads_file, check_release_file, dpsgd_releases, perturb
+from privssl.adaptive import dpsgd_releases, perturb
+from privssl.artefacts import FEATURES, UTILITY, load_csv_file, load_lira_heads, load_release, load_tensor_file
 from privssl.audit_bounds import epsilon_lower_bound_split
 from privssl.cli import json_object
 from privssl.dpsgd_spec import DPSGDSpec
 from privssl.heads import HeadSpec, head_logits, unflatten
-from privssl.io import atomic_write_csv, load_tensors, script_logger
+from privssl.io import atomic_write_csv, script_logger
 from privssl.lira import candidate_pool, lira_scores, logit_confidence, membership
 from privssl.mia import METRIC_ATTACKS, best_threshold, metric_scores
 from privssl.mia_stats import membership_metrics, roc
@@ -91,14 +92,11 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    feats, heads = load_tensors(args.features), load_tensors(args.heads)
-    check_heads_file(heads, args.heads)
-    release = load_tensors(args.release) if args.release else None
-    if release is not None:
-        check_release_file(release, args.release)
+    feats, heads = load_tensor_file(args.features, FEATURES), load_lira_heads(args.heads)
+    release = load_release(args.release, args.method) if args.release else None
     kinds = {}
     if args.utility:
-        utility = pd.read_csv(args.utility)
+        utility = load_csv_file(args.utility, UTILITY)
         kinds = dict(zip(utility.eps, utility.guarantee_kind))
     x, y = candidate_pool(feats, heads["pool"])
     released, eps_grid = releases_of(args.method, heads, release, feats, args)

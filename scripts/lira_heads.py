@@ -14,10 +14,11 @@ import time
 import torch
 
 from privssl.adaptive import train_clean_heads
+from privssl.artefacts import FEATURES, load_tensor_file
 from privssl.certified import CertifiedSpec
 from privssl.cli import json_object
 from privssl.heads import HeadSpec, parameter_shapes
-from privssl.io import atomic_torch_save, load_tensors, script_logger
+from privssl.io import atomic_torch_save, script_logger
 from privssl.lira import candidate_pool, draw_training_sets
 from privssl.splits import LABELLED_SPLITS
 
@@ -42,7 +43,7 @@ def main() -> None:
         parser.error(f"--pool names a split twice: {args.pool}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    feats = load_tensors(args.features)
+    feats = load_tensor_file(args.features, FEATURES)
     x, y = candidate_pool(feats, args.pool)
     set_size = len(feats["finetune_labels"])
     if len(y) < 2 * set_size:

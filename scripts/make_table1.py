@@ -3,11 +3,10 @@
 with how Δ was sampled (population pool or inside d), its order statistic k and what it supports."""
 
 import argparse
-import json
-from pathlib import Path
 
 import pandas as pd
 
+from privssl.artefacts import load_sensitivity
 from privssl.io import atomic_path, atomic_write_csv
 
 
@@ -22,7 +21,7 @@ def main() -> None:
         parser.error(f"{len(args.datasets)} datasets but {len(args.sensitivity)} sensitivity files")
     rows = []
     for dataset, path in zip(args.datasets, args.sensitivity):
-        record = json.loads(Path(path).read_text())
+        record = load_sensitivity(path)
         rows.append({"dataset": dataset, "|D|": record["pretrain_size"], "|d|": record["finetune_size"],
                      "sampling": record["sampling"], "pool": record.get("pool", {}).get("size"),
                      "m": record["m"], "k": record["k"], "rho": record.get("rho"), "gamma": record.get("gamma"),

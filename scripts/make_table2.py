@@ -5,8 +5,8 @@ supports; plus the non-private head (CSV and Markdown)."""
 
 import argparse
 
-
-from privssl.io import atomic_path, atomic_write_csv, read_csvs
+from privssl.artefacts import MIA, UTILITY, load_csv_files
+from privssl.io import atomic_path, atomic_write_csv
 from privssl.release_table import markdown, table2
 
 
@@ -18,7 +18,7 @@ def main() -> None:
     parser.add_argument("--csv", required=True)
     parser.add_argument("--md", required=True)
     args = parser.parse_args()
-    table = table2(read_csvs(args.utility), read_csvs(args.mia), args.targets)
+    table = table2(load_csv_files(args.utility, UTILITY), load_csv_files(args.mia, MIA), args.targets)
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:
         tmp.write_text(markdown(table))

@@ -7,6 +7,7 @@ import argparse
 
 import pandas as pd
 
+from privssl.artefacts import read_table
 from privssl.io import atomic_write_csv
 
 
@@ -15,7 +16,7 @@ def main() -> None:
     parser.add_argument("parts", nargs="+", help="CSV files to concatenate, in order")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    frames = [pd.read_csv(p) for p in args.parts]
+    frames = [read_table(p) for p in args.parts]  # whole files only; the consumers check the values
     core = min((list(f.columns) for f in frames), key=len)
     for path, frame in zip(args.parts, frames):
         missing = [c for c in core if c not in frame.columns]

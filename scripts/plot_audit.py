@@ -4,9 +4,8 @@ Fig. 5 (claimed ε against the audited lower bound) from lira.csv, roc.csv.gz an
 
 import argparse
 
-
+from privssl.artefacts import AUDIT, LIRA, ROC, load_csv_files
 from privssl.audit_plots import figure4, figure5
-from privssl.io import read_csvs
 from privssl.plotting import save_figure
 
 
@@ -18,8 +17,9 @@ def main() -> None:
     parser.add_argument("--fig4", nargs="+", required=True, help="output files of Fig. 4 (.png, .pdf)")
     parser.add_argument("--fig5", nargs="+", required=True, help="output files of Fig. 5 (.png, .pdf)")
     args = parser.parse_args()
-    save_figure(figure4(read_csvs(args.lira), read_csvs(args.roc)), args.fig4)
-    save_figure(figure5(read_csvs(args.audit)), args.fig5)
+    lira, roc, audit = load_csv_files(args.lira, LIRA), load_csv_files(args.roc, ROC), load_csv_files(args.audit, AUDIT)
+    save_figure(figure4(lira, roc), args.fig4)
+    save_figure(figure5(audit), args.fig5)
 
 
 if __name__ == "__main__":

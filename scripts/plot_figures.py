@@ -5,8 +5,7 @@ loss) and Fig. 3 (test accuracy vs ε, the privacy-utility frontier) from the ut
 
 import argparse
 
-
-from privssl.io import read_csvs
+from privssl.artefacts import MIA, UTILITY, load_csv_files
 from privssl.plotting import figure1, figure2, figure3, save_figure
 
 
@@ -18,7 +17,7 @@ def main() -> None:
     parser.add_argument("--fig2", nargs="+", required=True, help="output files of Fig. 2 (.png, .pdf)")
     parser.add_argument("--fig3", nargs="+", required=True, help="output files of Fig. 3 (.png, .pdf)")
     args = parser.parse_args()
-    utility, mia = read_csvs(args.utility), read_csvs(args.mia)
+    utility, mia = load_csv_files(args.utility, UTILITY), load_csv_files(args.mia, MIA)
     save_figure(figure1(utility), args.fig1)
     save_figure(figure2(utility, mia), args.fig2)
     save_figure(figure3(utility), args.fig3)

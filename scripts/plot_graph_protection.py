@@ -4,8 +4,7 @@ self-supervised GNN's protected heads (PNG and PDF), from CSV only."""
 
 import argparse
 
-
-from privssl.io import read_csvs
+from privssl.artefacts import LINK_PROTECTION, MIA, UTILITY, load_csv_files
 from privssl.plotting import graph_protection_figure, save_figure
 
 
@@ -16,7 +15,8 @@ def main() -> None:
     parser.add_argument("--links", nargs="+", required=True, help="link_protection.csv of each graph")
     parser.add_argument("--out", nargs="+", required=True, help="output files (.png, .pdf)")
     args = parser.parse_args()
-    figure = graph_protection_figure(read_csvs(args.utility), read_csvs(args.mia), read_csvs(args.links))
+    figure = graph_protection_figure(load_csv_files(args.utility, UTILITY), load_csv_files(args.mia, MIA),
+                                     load_csv_files(args.links, LINK_PROTECTION))
     save_figure(figure, args.out)
 
 

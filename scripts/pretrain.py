@@ -3,12 +3,12 @@
 from the checkpoint when restarted; writes the encoder and the per-epoch history."""
 
 import argparse
-import json
 from pathlib import Path
 
 import pandas as pd
 import torch
 
+from privssl.artefacts import load_image_splits
 from privssl.cli import device_argument, json_object
 from privssl.data import load_pool
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
@@ -33,7 +33,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     log.info("device %s, spec %s", device, spec)
-    splits = json.loads(Path(args.splits).read_text())
+    splits = load_image_splits(args.splits)
     pool = load_pool(splits["dataset"], args.data_root)
     images = pool.images[torch.tensor(splits["splits"]["pretrain"])]
     model, history = pretrain(spec, images, args.seed, device, Path(args.checkpoint), log.info)

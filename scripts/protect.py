@@ -1,19 +1,21 @@
 #!/usr/bin/env python
-"""Rule `protect`: release a trained head with the noise of one output-perturbation method at
+"""Rule `protect`: release a trained head with the noise of each output-perturbation method at
 every ε of the grid, R draws each, and measure test accuracy and utility loss (Definition 6.1)
-against the non-private released head. All noisy heads are evaluated as one batched computation.
-Writes tidy CSV rows (with the exact guarantee of each row) and the noisy heads."""
+against the non-private released head. A method's noisy heads are evaluated as one batched
+computation; all methods run in one process (the per-method work is well under the cost of
+starting Python and torch). Writes, per method, tidy CSV rows (with the exact guarantee of each
+row) and the noisy heads. The list arguments are parallel: the i-th of each belongs to the i-th
+method."""
 
 import argparse
-import json
-from pathlib import Path
 
 import pandas as pd
 import torch
 
+from privssl.artefacts import HEAD, features, load_sensitivity, load_tensor_file
 from privssl.cli import device_argument, positive_float
 from privssl.heads import accuracy, flatten, unflatten
-from privssl.io import atomic_torch_save, atomic_write_csv, load_tensors, pick_device, script_logger
+from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.protection import head_inputs, protected_heads, utility_loss
 from privssl.release_methods import OUTPUT_PERTURBATION_METHODS
 
@@ -23,15 +25,15 @@ def main() -> None:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--features", required=True)
     parser.add_argument("--clean-head", required=True, help="the non-private released head (finetune rule)")
-    parser.add_argument("--head", required=True, help="the head this method perturbs (.pt)")
-    parser.add_argument("--sensitivity", required=True, help="that head's sensitivity record (JSON)")
-    parser.add_argument("--mechanism", required=True, choices=OUTPUT_PERTURBATION_METHODS)
+    parser.add_argument("--mechanism", required=True, nargs="+", choices=OUTPUT_PERTURBATION_METHODS)
+    parser.add_argument("--head", required=True, nargs="+", help="the head each method perturbs (.pt)")
+    parser.add_argument("--sensitivity", required=True, nargs="+", help="that head's sensitivity record (JSON)")
     parser.add_argument("--eps", required=True, type=positive_float, nargs="+")
     parser.add_argument("--delta", type=float, required=True, help="δ of the (ε, δ) methods")
     parser.add_argument("--repeats", type=int, required=True, help="noise draws per ε")
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--out-csv", required=True)
-    parser.add_argument("--out-heads", required=True)
+    parser.add_argument("--seed", type=int, required=True, nargs="+", help="one per method")
+    parser.add_argument("--out-csv", required=True, nargs="+")
+    parser.add_argument("--out-heads", required=True, nargs="+")
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("protect")
@@ -39,30 +41,43 @@ def main() -> None:
         parser.error(f"--delta must lie in (0, 1), got {args.delta}")
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
+    per_method = (args.head, args.sensitivity, args.seed, args.out_csv, args.out_heads)
+    if any(len(values) != len(args.mechanism) for values in per_method):
+        parser.error(f"--head, --sensitivity, --seed, --out-csv and --out-heads need one value per --mechanism "
+                     f"({len(args.mechanism)}), got {[len(values) for values in per_method]}")
     device = pick_device(args.device)
-    sensitivity = json.loads(Path(args.sensitivity).read_text())
-    clean_head, head = load_tensors(args.clean_head), load_tensors(args.head)
-    feats = load_tensors(args.features)
+    feats = load_tensor_file(args.features, features("test"))
     x, y = feats["test"].to(device), feats["test_labels"].to(device)
+    clean_head = load_tensor_file(args.clean_head, HEAD)
     clean = float(accuracy({k: v.to(device) for k, v in clean_head["params"].items()}, x, y)[0])
+    for mechanism, *paths in zip(args.mechanism, *per_method):
+        release(mechanism, *paths, x, y, clean, args, device, log)
+
+
+def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, out_csv: str, out_heads: str,
+            x: torch.Tensor, y: torch.Tensor, clean: float, args, device: torch.device, log) -> None:
+    """Every ε × draw of one method's release of its head: accuracy, utility loss, the claim."""
+    sensitivity = load_sensitivity(sensitivity_path)
+    head = load_tensor_file(head_path, HEAD)
     released = {k: v.to(device) for k, v in head["params"].items()}
-    noisy, calibrations = protected_heads(flatten(released)[0].cpu(), args.mechanism, args.eps, args.repeats,
-                                          args.delta, sensitivity, args.seed)
+    noisy, calibrations = protected_heads(flatten(released)[0].cpu(), mechanism, args.eps, args.repeats, args.delta,
+                                          sensitivity, seed)
     n_eps, n_rep, n_par = noisy.shape
-    x = head_inputs(x, head.get("clip_norm"))
-    acc = accuracy(unflatten(noisy.reshape(-1, n_par).to(device), head["shapes"]), x, y).cpu().reshape(n_eps, n_rep)
+    queries = head_inputs(x, head.get("clip_norm"))
+    acc = accuracy(unflatten(noisy.reshape(-1, n_par).to(device), head["shapes"]), queries, y)
+    acc = acc.cpu().reshape(n_eps, n_rep)
     loss = utility_loss(acc, clean)
-    rows = [{"dataset": args.dataset, "mechanism": args.mechanism, "eps": c.eps, "delta": c.delta, "repeat": r,
+    rows = [{"dataset": args.dataset, "mechanism": mechanism, "eps": c.eps, "delta": c.delta, "repeat": r,
              "noise_scale": c.noise_scale, "sensitivity_norm": c.sensitivity_norm, "sensitivity": c.sensitivity,
              "guarantee_kind": c.guarantee_kind, "guarantee": c.guarantee, "clean_accuracy": clean,
              "accuracy": float(acc[e, r]), "utility_loss": float(loss[e, r])}
             for e, c in enumerate(calibrations) for r in range(n_rep)]
-    log.info("device %s, %s: non-private accuracy %.4f; mean accuracy per eps %s", device, args.mechanism, clean,
+    log.info("device %s, %s: non-private accuracy %.4f; mean accuracy per eps %s", device, mechanism, clean,
              dict(zip(args.eps, acc.mean(1).round(decimals=4).tolist())))
-    atomic_torch_save({"method": args.mechanism, "flat": noisy, "eps": torch.tensor(args.eps, dtype=torch.float64),
+    atomic_torch_save({"method": mechanism, "flat": noisy, "eps": torch.tensor(args.eps, dtype=torch.float64),
                        "noise_scale": torch.tensor([c.noise_scale for c in calibrations]),
-                       "shapes": head["shapes"], "clip_norm": head.get("clip_norm")}, args.out_heads)
-    atomic_write_csv(pd.DataFrame(rows), args.out_csv)
+                       "shapes": head["shapes"], "clip_norm": head.get("clip_norm")}, out_heads)
+    atomic_write_csv(pd.DataFrame(rows), out_csv)
 
 
 if __name__ == "__main__":

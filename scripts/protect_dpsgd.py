@@ -15,11 +15,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from privssl.artefacts import HEAD, features, load_tensor_file
 from privssl.cli import device_argument, json_object, positive_float
 from privssl.dpsgd import DPSGDSpec, sampling_plan, train_dpsgd_head
 from privssl.dpsgd_accounting import SEARCH_SECONDS, calibrate_grid
 from privssl.heads import DTYPE, HeadSpec, accuracy, parameter_shapes, unflatten
-from privssl.io import atomic_torch_save, atomic_write_csv, load_tensors, pick_device, script_logger
+from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.protection import utility_loss
 from privssl.release_methods import dpsgd_guarantee
 
@@ -71,10 +72,7 @@ def main() -> None:
         head_spec = HeadSpec.from_config(args.head_spec)
     except (TypeError, ValueError) as err:
         parser.error(str(err))
-    feats = load_tensors(args.features)
-    missing = [k for k in FEATURE_KEYS if k not in feats]
-    if missing:
-        parser.error(f"--features {args.features} lacks keys {missing}")
+    feats = load_tensor_file(args.features, features("finetune", "test"))
     n_classes = int(feats["n_classes"])
     x, y = feats["finetune"], feats["finetune_labels"]
     x_test, y_test = feats["test"], feats["test_labels"]
@@ -85,7 +83,7 @@ def main() -> None:
         if ys.min() < 0 or ys.max() >= n_classes:
             parser.error(f"--features: {name} labels must lie in [0, {n_classes}), got [{ys.min()}, {ys.max()}]")
     shapes = parameter_shapes(head_spec, x.shape[1], n_classes)
-    head = load_tensors(args.head)
+    head = load_tensor_file(args.head, HEAD)
     head_shapes = {k: tuple(v) for k, v in head["shapes"].items()}
     if head_shapes != shapes:
         parser.error(f"--head-spec gives parameter shapes {shapes}, the --head file has {head_shapes}")

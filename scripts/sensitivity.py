@@ -11,9 +11,10 @@ import argparse
 
 import torch
 
+from privssl.artefacts import features, load_tensor_file
 from privssl.cli import device_argument, json_object
 from privssl.heads import HeadSpec
-from privssl.io import atomic_write_json, load_tensors, pick_device, script_logger
+from privssl.io import atomic_write_json, pick_device, script_logger
 from privssl.sensitivity import SAMPLINGS, order_statistic_index, paper_sensitivity, population_sensitivity
 
 
@@ -46,7 +47,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     spec = HeadSpec.from_config(args.head)
-    feats = load_tensors(args.features)
+    feats = load_tensor_file(args.features, features("finetune", "reference"))
     n = len(feats["finetune_labels"])
     log.info("device %s: %s sampling, %d pairs, %d heads, chunks of %d pairs", device, args.sampling, args.m,
              2 * args.m, args.chunk_size)

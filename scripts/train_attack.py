@@ -8,9 +8,10 @@ import argparse
 
 import torch
 
+from privssl.artefacts import features, load_tensor_file
 from privssl.cli import json_object
 from privssl.heads import HeadSpec, flatten, parameter_shapes, predict_proba, train_head
-from privssl.io import atomic_torch_save, load_tensors, script_logger
+from privssl.io import atomic_torch_save, script_logger
 from privssl.mia import AttackSpec, attack_scores, evaluate, fit_attacks
 
 
@@ -27,7 +28,7 @@ def main() -> None:
     log = script_logger("shadow")
     if args.threads:
         torch.set_num_threads(args.threads)
-    feats = load_tensors(args.features)
+    feats = load_tensor_file(args.features, features("shadow"))
     x, y = feats["shadow"], feats["shadow_labels"]
     half = len(y) // 2
     if args.train_pairs < 2 or args.train_pairs // 2 > half:

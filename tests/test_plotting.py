@@ -52,7 +52,8 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
                     acc = clean * (1 - 0.5 / (1 + eps)) + rng.normal(0, 0.01)
                     kind = kind_of(method, eps)
                     utility.append({"dataset": dataset, "mechanism": method, "eps": eps, "delta": 1e-5,
-                                    "repeat": repeat, "guarantee_kind": kind, "guarantee": f"{kind} at ε = {eps:g}",
+                                    "repeat": repeat, "noise_scale": 1.0 / eps, "sensitivity_norm": "l2",
+                                    "sensitivity": 1.0, "guarantee_kind": kind, "guarantee": f"{kind} at ε = {eps:g}",
                                     "clean_accuracy": clean, "accuracy": acc, "utility_loss": 1 - acc / clean})
                     for attack, shift in (("shadow_mlp", 0.0), ("confidence", 0.05)):
                         # the non-adaptive rows are 0.1 off, so a reader that used them would be seen
@@ -62,7 +63,10 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
                                         "attack": attack, "adaptive": adaptive, "n_members": 150,
                                         "n_nonmembers": 150, "accuracy": attack_acc,
                                         "auc": 0.55 + shift + offset + rng.normal(0, 0.01)})
-    return pd.DataFrame(utility), pd.DataFrame(mia)
+    mia = pd.DataFrame(mia)
+    for metric in ("accuracy", "auc"):  # intervals as the attack rule writes them (their width does not matter here)
+        mia[f"{metric}_lo"], mia[f"{metric}_hi"] = (mia[metric] - 0.05).clip(0, 1), (mia[metric] + 0.05).clip(0, 1)
+    return pd.DataFrame(utility), mia
 
 
 def segments(ax) -> dict[str, list]:

@@ -1,6 +1,7 @@
 """SimCLR pre-training: the NT-Xent loss, the augmentation, learning, resuming, encoders."""
 
 import math
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -118,6 +119,71 @@ def test_pretraining_resumes_exactly(digits, tmp_path):
     assert "ignoring" in messages[0]
     _, fresh = pretrain(other, images, seed=1, device=CPU, checkpoint=tmp_path / "c.pt", log=quiet)
     assert history == fresh and history != straight_history[:1]
+
+
+def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    theirs = b.state_dict()
+    return all(torch.equal(v, theirs[k]) for k, v in a.state_dict().items())
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+SMALL = SimCLRSpec(width=16, epochs=1, batch_size=32, augmentation=GENTLE)
+
+
+def test_longer_checkpoint_is_no_prefix_of_a_shorter_run(digits, tmp_path):
+    """After a 2-epoch run, asking for 1 epoch starts afresh and gives the 1-epoch encoder of a run
+    that never saw the checkpoint, not the 2-epoch one; that run's checkpoint then resumes to 2."""
+    images, two_epochs = digits[:64], replace(SMALL, epochs=2)
+    two, two_history = pretrain(two_epochs, images, seed=1, device=CPU, checkpoint=tmp_path / "run.pt", log=quiet)
+    messages = []
+    one, history = pretrain(SMALL, images, seed=1, device=CPU, checkpoint=tmp_path / "run.pt", log=messages.append)
+    fresh, fresh_history = pretrain(SMALL, images, seed=1, device=CPU, checkpoint=tmp_path / "fresh.pt", log=quiet)
+    assert messages[0].startswith("ignoring") and "epoch 2, past the 1 requested" in messages[0]
+    assert history == fresh_history == two_history[:1]
+    assert same_weights(one.encoder, fresh.encoder) and not same_weights(one.encoder, two.encoder)
+
+    messages.clear()
+    resumed, resumed_history = pretrain(two_epochs, images, seed=1, device=CPU, checkpoint=tmp_path / "run.pt",
+                                        log=messages.append)
+    assert "resumed" in messages[0] and "after epoch 1" in messages[0]
+    assert resumed_history == two_history and same_weights(resumed.encoder, two.encoder)
+
+
+@pytest.fixture(scope="module")
+def one_epoch_checkpoint(digits, tmp_path_factory):
+    path = tmp_path_factory.mktemp("checkpoint") / "simclr.pt"
+    pretrain(SMALL, digits[:64], seed=1, device=CPU, checkpoint=path, log=quiet)
+    return path
+
+
+# Each changes one thing that changes the encoder; "same" changes nothing.
+VARIANTS = {
+    "same": lambda spec, images, seed: (spec, images, seed),
+    "temperature": lambda spec, images, seed: (replace(spec, temperature=0.2), images, seed),
+    "lr": lambda spec, images, seed: (replace(spec, lr=2e-3), images, seed),
+    "batch_size": lambda spec, images, seed: (replace(spec, batch_size=16), images, seed),
+    "negatives": lambda spec, images, seed: (replace(spec, negatives="all"), images, seed),
+    "width": lambda spec, images, seed: (replace(spec, width=8), images, seed),
+    "augmentation": lambda spec, images, seed: (replace(spec, augmentation=replace(GENTLE, jitter=0.2)), images, seed),
+    "seed": lambda spec, images, seed: (spec, images, seed + 1),
+    "image_order": lambda spec, images, seed: (spec, images.flip(0), seed),  # same images, same sum
+}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_checkpoint_resumes_only_under_the_settings_that_wrote_it(digits, one_epoch_checkpoint, tmp_path, variant):
+    spec, images, seed = VARIANTS[variant](SMALL, digits[:64], 1)
+    checkpoint = tmp_path / "simclr.pt"
+    shutil.copy(one_epoch_checkpoint, checkpoint)
+    messages = []
+    pretrain(spec, images, seed=seed, device=CPU, checkpoint=checkpoint, log=messages.append)
+    if variant == "same":
+        assert messages[0].startswith("resumed") and "after epoch 1" in messages[0]
+    else:
+        assert messages[0].startswith("ignoring") and "another configuration" in messages[0]
 
 
 def test_encoders(digits):

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from privssl.config import ConfigError, validate_config
-from privssl.release_methods import OUTPUT_PERTURBATION_METHODS, REGISTRY
+from privssl.release_methods import REGISTRY
 
 pytestmark = pytest.mark.workflow
 
@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 TINY_CONFIG = Path(__file__).resolve().parent / "data" / "tiny_config.yaml"
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 SHARED_DATA = REPO.parent / "shared" / "data"
-WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "src", "report", "envs"]
+WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "src", "report", "envs", "benchmarks"]
 RESULTS = "results"
 FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "fig4_roc", "fig5_audit", "link_stealing",
            "graph_protection"]
@@ -206,10 +206,10 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     assert (jobs["data"], jobs["graph_data"], jobs["graph_pretrain"]) == (n_images, n_graphs, n_graphs)
     # the shared rules serve images and graphs alike; every method of the registry runs by default
     assert set(default["protect"]["mechanisms"]) == set(REGISTRY)
-    assert jobs["protect"] == len(OUTPUT_PERTURBATION_METHODS) * (n_images + n_graphs)
-    assert jobs["protect_dpsgd"] == jobs["certified_head"] == n_images + n_graphs
-    assert jobs["attack"] == (n_mechanisms + 1) * (n_images + n_graphs)
-    assert jobs["link_protect"] == (n_mechanisms + 1) * n_graphs
+    # every output-perturbation method in one protect job, every target in one attack job
+    assert jobs["protect"] == jobs["protect_dpsgd"] == jobs["certified_head"] == n_images + n_graphs
+    assert jobs["attack"] == n_images + n_graphs
+    assert jobs["link_protect"] == n_graphs
     # LiRA and the audits run on the image datasets: every method and the clean heads (`none`)
     assert jobs["lira"] == (n_mechanisms + 1) * n_images
     assert jobs["audit_one_run"] == n_images  # every method in one job
@@ -223,7 +223,7 @@ def test_image_presets_dry_run_without_a_graph_track(tmp_path, preset):
     proc = run_snakemake(tmp_path / "run", REPO / "configs" / f"{preset}.yaml", "-n", "--replace-workflow-config")
     jobs = planned_jobs(proc)
     assert jobs["pretrain"] == jobs["sensitivity"] == jobs["protect_dpsgd"] == 1
-    assert jobs["protect"] == len(OUTPUT_PERTURBATION_METHODS)
+    assert jobs["protect"] == jobs["attack"] == 1
     assert not any(rule.startswith(("graph_", "link_")) for rule in jobs), jobs
 
 
@@ -233,7 +233,7 @@ def test_shared_graphs_preset_dry_runs(tmp_path):
                          "--config", f"graph_data_root={SHARED_DATA}")
     jobs = planned_jobs(proc)
     assert jobs["graph_data"] == jobs["link_target"] == 2  # Cora, CiteSeer
-    assert jobs["link_transfer"] == 2 and jobs["protect"] == len(OUTPUT_PERTURBATION_METHODS) * 2
+    assert jobs["link_transfer"] == 2 and jobs["protect"] == jobs["link_protect"] == 2
     assert not {"data", "pretrain", "figures", "table1"} & set(jobs), "a graph-only config ran the image track"
 
 
@@ -414,6 +414,15 @@ def test_second_run_has_nothing_to_do(tiny_run):
     assert_nothing_to_do(tiny_run.workdir, tiny_run.config, tiny_run.snakefile)
 
 
+def test_moved_project_has_nothing_to_do(tiny_run, tmp_path):
+    """A finished project copied elsewhere (another mount point, a colleague's checkout): the
+    workflow and its results move together, and nothing is re-run."""
+    moved = tmp_path / "elsewhere"
+    for part in ("workflow", "run"):
+        shutil.copytree(tiny_run.workflow.parent / part, moved / part, symlinks=True)  # copy2 keeps mtimes
+    assert_nothing_to_do(moved / "run", tiny_run.config, moved / "workflow" / "Snakefile")
+
+
 def test_editing_the_plot_script_reruns_only_the_figures(tiny_run):
     # Kept last of the tests on `tiny_run`; it ends with the workflow complete again anyway.
     # Snakemake 9 re-runs a job only when an input's content changed (a bare `touch` keeps its
@@ -521,6 +530,36 @@ BAD_CONFIGS = {
                        ["attack.lira.attacks[1]", "lira_bayes", "allowed: lira_online"]),
     "too_many_canaries": (lambda c: c["audit"]["one_run"].update(canaries=61),
                           ["audit.one_run.canaries", "allowed: <= |d| = 60"]),
+    # Accepted before, or refused only inside a job minutes into the run:
+    "nan_eps": (lambda c: c["protect"].update(eps=[1, float("nan")]),
+                ["config key 'protect.eps[1]': nan is not a finite number"]),
+    "float_pairs": (lambda c: c["sensitivity"].update(m=16.0),
+                    ["config key 'sensitivity.m': 16.0 is not an integer (write 16)"]),
+    "simclr_batch_above_pretrain": (lambda c: c["simclr"].update(batch_size=201),
+                                    ["config key 'simclr.batch_size': 201 is larger than |D| = "
+                                     "datasets.digits.splits.pretrain = 200 (allowed: 2..200)"]),
+    "head_batch_above_finetune": (lambda c: c["head"].update(batch_size=61),
+                                  ["config key 'head.batch_size': 61 is larger than |d|", "or null: full batch"]),
+    "dpsgd_batch_above_finetune": (lambda c: c["dpsgd"].update(batch_size=61),
+                                   ["config key 'dpsgd.batch_size': 61 is larger than |d|"]),
+    "cifar_without_data": (lambda c: c.update(datasets={"cifar10": c["datasets"]["digits"]},
+                                              data_root="no-such-data-root"),
+                           ["config key 'data_root': cifar10 is not under data_root = no-such-data-root",
+                            "cifar-10-batches-py", "download is false", "download: true"]),
+    "cora_without_data": (lambda c: c.update(graphs={**c["graphs"], "cora": {"splits": c["graphs"]["sbm"]["splits"]}},
+                                             graph_data_root="no-such-data-root"),
+                          ["config key 'graph_data_root': cora is not under graph_data_root = no-such-data-root",
+                           "planetoid/Cora/raw", "graph_download is false"]),
+    # Messages that say what is allowed, at the right key:
+    "head_batch_zero": (lambda c: c["head"].update(batch_size=0),
+                        ["config key 'head.batch_size': 0 is less than the minimum of 1 (or null)"]),
+    "sbm_without_generator": (lambda c: c["graphs"]["sbm"].pop("generator"),
+                              ["config key 'graphs.sbm.generator': missing"]),
+    "unknown_graph": (lambda c: c["graphs"].update(reddit=c["graphs"].pop("sbm_shadow")),
+                      ["config key 'graphs': 'reddit' is not allowed (allowed: cora, citeseer, pubmed, cox2, or sbm"]),
+    "delta_read_as_text": (lambda c: c["protect"].update(delta="1e-5"),
+                           ["config key 'protect.delta': '1e-5' is a string, not a number (write 1.0e-5: YAML 1.1 "
+                            "reads 1e-5 as a string)"]),
 }
 
 
@@ -561,3 +600,21 @@ def test_missing_key_is_named():
     del config["head"]
     with pytest.raises(ConfigError, match=r"config key '<top level>': 'head' is a required property"):
         validate_config(config, SCHEMA)
+
+
+def test_a_nested_config_override_keeps_its_numbers(tmp_path):
+    # Snakemake reads every scalar of a nested --config value as a string ('1' for 1); the
+    # Snakefile hands the overrides to validate_config, which reads them as a config file would.
+    configfile = write_config(tiny_config(), tmp_path / "tiny.yaml")
+    proc = run_snakemake(tmp_path / "run", configfile, "-n", "-p", "--config", "protect={eps: [2, 20], delta: 1.0e-5}",
+                         timeout=300)
+    assert "--eps 2 20 " in output_of(proc) and "--delta 1e-05" in output_of(proc), output_of(proc)[-3000:]
+    assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
+
+
+def test_a_nested_config_override_that_is_no_number_is_refused(tmp_path):
+    configfile = write_config(tiny_config(), tmp_path / "tiny.yaml")
+    proc = run_snakemake(tmp_path / "run", configfile, "--config", "protect={delta: 1e-5}", check=False, timeout=120)
+    assert proc.returncode != 0
+    assert "config key 'protect.delta': '1e-5' is a string, not a number (write 1.0e-5" in output_of(proc)
+    assert not (tmp_path / "run" / RESULTS).exists()

@@ -50,32 +50,6 @@ def train_clean_heads(head: str, features: torch.Tensor, labels: torch.Tensor, s
     raise ValueError(f"no clean head of kind {head!r}; allowed: finetune, certified")
 
 
-def check_release_file(release: dict, path: str) -> None:
-    """A protect rule's release file as the attacks read it: one finite noise scale >= 0 per ε of
-    a finite positive grid; anything else stops the rule before any attack (ValueError naming it)."""
-    eps, scales = release.get("eps"), release.get("noise_scale")
-    if eps is None or scales is None:
-        raise ValueError(f"{path}: release file lacks 'eps' or 'noise_scale' (keys: {sorted(release)})")
-    if eps.ndim != 1 or scales.shape != eps.shape:
-        raise ValueError(f"{path}: {tuple(eps.shape)} ε but {tuple(scales.shape)} noise scales (one per ε needed)")
-    if not bool(torch.isfinite(eps).all() and (eps > 0).all()):
-        raise ValueError(f"{path}: ε grid {eps.tolist()} must be finite and > 0")
-    if not bool(torch.isfinite(scales).all() and (scales >= 0).all()):
-        raise ValueError(f"{path}: noise scales {scales.tolist()} must be finite and >= 0")
-
-
-def check_heads_file(heads: dict, path: str) -> None:
-    """The lira_heads rule's file: finite heads, one training set of pool indices per head."""
-    flat, sets = heads["flat"], heads["sets"]
-    n_heads = heads["shadows"] + heads["targets"]
-    if flat.shape[0] != n_heads or sets.shape[0] != n_heads:
-        raise ValueError(f"{path}: {flat.shape[0]} heads and {sets.shape[0]} training sets, expected {n_heads}")
-    if not bool(torch.isfinite(flat).all()):
-        raise ValueError(f"{path}: head parameters are not all finite")
-    if int(sets.min()) < 0 or int(sets.max()) >= heads["pool_size"]:
-        raise ValueError(f"{path}: training sets index outside the pool of {heads['pool_size']} records")
-
-
 def perturb(clean: torch.Tensor, method: str, noise_scales: torch.Tensor, seed: int) -> torch.Tensor:
     """(E, B, P): every clean head (B, P) released by output-perturbation `method` at each of the
     E noise scales, a fresh unit-noise draw per (ε, head)."""

@@ -26,3 +26,23 @@ def positive_float(text: str) -> float:
 
 def device_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu or cuda")
+
+
+def target_arguments(parser: argparse.ArgumentParser) -> None:
+    """--targets, --protected, --out of the scripts that attack several targets in one process:
+    the clean head (`none`) and the releases of each method."""
+    parser.add_argument("--targets", required=True, nargs="+",
+                        help="`none` (the clean head) and/or release methods, in the order of --out")
+    parser.add_argument("--protected", default=[], nargs="*",
+                        help="each method target's noisy heads (.pt), in the order of --targets (none for `none`)")
+    parser.add_argument("--out", required=True, nargs="+", help="one CSV per target")
+
+
+def targets_and_outputs(parser: argparse.ArgumentParser, args) -> list[tuple[str | None, str]]:
+    """(noisy-heads file, or None for the clean head; output CSV) per target, the lists checked."""
+    methods = [t for t in args.targets if t != "none"]
+    if len(args.out) != len(args.targets) or len(args.protected) != len(methods):
+        parser.error(f"--out needs one path per target ({len(args.targets)}) and --protected one per method target "
+                     f"({len(methods)}); got {len(args.out)} and {len(args.protected)}")
+    protected = dict(zip(methods, args.protected))
+    return [(protected.get(target), out) for target, out in zip(args.targets, args.out)]

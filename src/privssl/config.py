@@ -1,10 +1,14 @@
 """Config validation: the JSON schema, then the checks a schema cannot express (split sizes
 against the dataset's or graph's size, attack pairs against the shadow split, the sensitivity
-sampler's m, ρ, γ and its reference pool). Runs in the Snakefile before the DAG is built, so a
-bad config fails before any job starts and writes nothing."""
+sampler's m, ρ, γ and its reference pool, batch sizes against the sets they batch, the data
+files a run without download needs). Runs in the Snakefile before the DAG is built, so a bad
+config fails before any job starts and writes nothing."""
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import jsonschema
@@ -23,22 +27,114 @@ def _key(path) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "<top level>"
 
 
-def validate_config(config: dict, schema_path: str | Path) -> None:
+# JSON Schema's `integer` accepts 6.0 and its `number` accepts NaN and infinity (NaN even passes
+# every minimum and maximum); a job would then fail on `--m 6.0` or release at ε = NaN. Here an
+# integer is a Python int and a number is finite.
+_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({
+    "integer": lambda _, value: isinstance(value, int) and not isinstance(value, bool),
+    "number": lambda _, value: (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                and math.isfinite(value)),
+})
+Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_TYPES)
+# YAML 1.1 (PyYAML) reads a float only with a dot in its mantissa: 1e-5 is the string "1e-5".
+_DOTLESS_EXPONENT = re.compile(r"^[-+]?\d+[eE][-+]?\d+$")
+
+
+def _type_message(err: jsonschema.ValidationError) -> str:
+    """The schema's `type` error with what to write instead."""
+    value, wanted = err.instance, err.validator_value
+    numeric = wanted in ("number", "integer")
+    if isinstance(value, float) and not math.isfinite(value) and numeric:
+        return f"{value} is not a finite number"
+    if isinstance(value, float) and wanted == "integer" and value.is_integer():
+        return f"{value} is not an integer (write {int(value)})"
+    if isinstance(value, str) and numeric:
+        if _DOTLESS_EXPONENT.match(value.strip()):
+            mantissa, exponent = value.strip().lower().split("e")
+            return (f"{value!r} is a string, not a number (write {mantissa}.0e{exponent}: YAML 1.1 reads {value} "
+                    f"as a string)")
+        try:
+            float(value)
+        except ValueError:
+            return err.message
+        return f"{value!r} is a string, not a number (write it without quotes)"
+    return err.message
+
+
+def _message(err: jsonschema.ValidationError) -> str:
+    """One schema error as 'what is wrong (allowed: ...)'. A oneOf/anyOf error reports the branch
+    whose type matched (e.g. 'head.batch_size: 0 is less than the minimum of 1 (or null)') rather
+    than 'not valid under any of the given schemas'."""
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        mismatched = [e for e in err.context if e.validator == "type"]
+        others = [e for e in err.context if e.validator != "type"]
+        if not others:
+            wanted = " or ".join(repr(e.validator_value) for e in mismatched)
+            return f"{err.instance!r} is not of type {wanted}"
+        alternatives = ", ".join(str(e.validator_value) for e in mismatched)
+        return _message(jsonschema.exceptions.best_match(others)) + (f" (or {alternatives})" if alternatives else "")
+    if err.validator == "type":
+        return _type_message(err)
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if schema.get("enum"):
+        return f"{err.message} (allowed: {', '.join(map(str, schema['enum']))})"
+    if err.validator == "pattern" and "description" in schema:  # the names a pattern allows, not the regex
+        return f"{err.instance!r} is not allowed (allowed: {schema['description']})"
+    return err.message
+
+
+def _yaml_scalar(text: str):
+    """A scalar as a config file would read it (YAML 1.1): '10' -> 10, 'null' -> None; text that
+    reads as anything but a number, boolean or null stays text."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return value if value is None or isinstance(value, (bool, int, float)) else text
+
+
+def _retyped(value):
+    if isinstance(value, Mapping):
+        return {k: _retyped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_retyped(v) for v in value]
+    return _yaml_scalar(value) if isinstance(value, str) else value
+
+
+def _merge(config: dict, override: Mapping) -> None:
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            _merge(config[key], value)
+        else:
+            config[key] = value
+
+
+def apply_nested_overrides(config: dict, overrides: Mapping) -> None:
+    """Snakemake parses a nested `--config key={...}` value with YAML's BaseLoader, which reads
+    every scalar as a string (`protect={eps: [1, 10]}` gives eps ['1', '10']). Re-read those
+    scalars as a config file would, in place; top-level values (already typed by Snakemake) and
+    text that is no number, boolean or null are left as they are."""
+    nested = {key: _retyped(value) for key, value in overrides.items() if isinstance(value, (Mapping, list))}
+    _merge(config, nested)
+
+
+def validate_config(config: dict, schema_path: str | Path, overrides: Mapping | None = None) -> None:
+    """Raise ConfigError naming the bad key. `overrides`: the `--config` values
+    (workflow.config_settings.config), whose nested scalars are re-typed in `config` first."""
+    if overrides:
+        apply_nested_overrides(config, overrides)
     schema = yaml.safe_load(Path(schema_path).read_text())
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    errors = sorted(Validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = []
-        for err in errors:
-            allowed = err.schema.get("enum") if isinstance(err.schema, dict) else None
-            hint = f" (allowed: {', '.join(map(str, allowed))})" if allowed else ""
-            lines.append(f"config key '{_key(err.absolute_path)}': {err.message}{hint}")
+        lines = [f"config key '{_key(err.absolute_path)}': {_message(err)}" for err in errors]
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
     if not config["datasets"] and not config.get("graphs"):
         raise ConfigError("config keys 'datasets' and 'graphs': both are empty (allowed: at least one image "
                           "dataset or graph)")
+    for name, entry in config.get("graphs", {}).items():
+        check_graph_generator(name, entry)
     image_check = lambda name, entry: check_split_sizes(name, entry["splits"])  # noqa: E731
-    for section, check in (("datasets", image_check), ("graphs", check_graph_entry)):
+    for section, check in (("datasets", image_check), ("graphs", check_node_split_sizes)):
         for dataset, entry in config.get(section, {}).items():
             try:
                 check(dataset, entry)
@@ -52,6 +148,8 @@ def validate_config(config: dict, schema_path: str | Path) -> None:
                     f"(allowed: <= {2 * (shadow // 2)})")
     check_sensitivity(config)
     check_membership_evaluation(config)
+    check_batch_sizes(config)
+    check_data_present(config)
 
 
 def check_membership_evaluation(config: dict) -> None:
@@ -92,10 +190,66 @@ def check_sensitivity(config: dict) -> None:
                     f"{splits['finetune']} from it (allowed: reference >= {splits['finetune']}, or sampling: paper)")
 
 
-def check_graph_entry(name: str, entry: dict) -> None:
+def check_batch_sizes(config: dict) -> None:
+    """A batch larger than the set it batches would silently become the whole set: SimCLR's over
+    |D| (pretrain), the head's and DP-SGD's expected batch over |d| (finetune); the smallest such
+    set of the config bounds the batch."""
+    batches = [("simclr.batch_size", config.get("simclr", {}).get("batch_size"), "pretrain", "|D|", 2, ["datasets"]),
+               ("head.batch_size", config["head"]["batch_size"], "finetune", "|d|", 1, ["datasets", "graphs"]),
+               ("dpsgd.batch_size", config["dpsgd"]["batch_size"], "finetune", "|d|", 1, ["datasets", "graphs"])]
+    for key, batch, split, symbol, smallest, sections in batches:
+        sizes = [(entry["splits"][split], f"{section}.{name}.splits.{split}")
+                 for section in sections for name, entry in config.get(section, {}).items()]
+        if batch is not None and sizes and batch > min(sizes)[0]:
+            size, where = min(sizes)
+            full = ", or null: full batch" if key == "head.batch_size" else ""
+            raise ConfigError(f"config key '{key}': {batch} is larger than {symbol} = {where} = {size} "
+                              f"(allowed: {smallest}..{size}{full})")
+
+
+def check_graph_generator(name: str, entry: dict) -> None:
     """A generated graph needs its generator; a PyG graph must not have one."""
     generated = name.startswith("sbm")
-    if generated != ("generator" in entry):
-        raise ValueError(f"graph {name!r} {'needs' if generated else 'takes no'} 'generator' parameters "
-                         f"(allowed: only for generated sbm* graphs)")
-    check_node_split_sizes(name, entry)
+    if generated and "generator" not in entry:
+        raise ConfigError(f"config key 'graphs.{name}.generator': missing: graph {name!r} needs 'generator' "
+                          f"parameters (allowed: generator: {{block_sizes, p_in, p_out, features, separation}})")
+    if not generated and "generator" in entry:
+        raise ConfigError(f"config key 'graphs.{name}.generator': graph {name!r} is read from graph_data_root and "
+                          f"takes no generator (allowed: only for generated sbm* graphs)")
+
+
+# The files the loaders open without downloading (torchvision's dataset classes under data_root,
+# PyG's under graph_data_root/<family>/<Name>/raw); tests/test_config.py checks these lists
+# against torchvision's and PyG's own, which are not imported here: the Snakefile runs this
+# module before any job, also where only Snakemake is installed (--use-conda).
+_CIFAR10 = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
+IMAGE_FILES = {"cifar10": ("cifar-10-batches-py", _CIFAR10),
+               "cifar100": ("cifar-100-python", ["train", "test", "meta"]),
+               "stl10": ("stl10_binary", ["train_X.bin", "train_y.bin", "unlabeled_X.bin", "test_X.bin",
+                                          "test_y.bin"])}
+_PLANETOID = ["x", "tx", "allx", "y", "ty", "ally", "graph", "test.index"]
+GRAPH_FILES = {name: (f"planetoid/{pyg}/raw", [f"ind.{name}.{part}" for part in _PLANETOID])
+               for name, pyg in (("cora", "Cora"), ("citeseer", "CiteSeer"), ("pubmed", "PubMed"))}
+# COX2 is read with its node attributes (features) and node labels (classes)
+GRAPH_FILES["cox2"] = ("tu/COX2/raw", [f"COX2_{part}.txt" for part in ("A", "graph_indicator", "node_attributes",
+                                                                        "node_labels")])
+
+
+def check_data_present(config: dict) -> None:
+    """Without download, every image dataset (but the bundled digits) and every PyG graph must be
+    under its data root already; else the data job would fail, minutes into the run."""
+    wanted = []
+    if not config["download"]:
+        wanted += [("data_root", "download", config["data_root"], name, *IMAGE_FILES[name])
+                   for name in config["datasets"] if name in IMAGE_FILES]
+    if config.get("graphs") and not config["graph_download"]:
+        wanted += [("graph_data_root", "graph_download", config["graph_data_root"], name, *GRAPH_FILES[name])
+                   for name in config["graphs"] if name in GRAPH_FILES]
+    for key, switch, root, name, folder, files in wanted:
+        missing = [f for f in files if not (Path(root) / folder / f).is_file()]
+        if missing:
+            raise ConfigError(
+                f"config key '{key}': {name} is not under {key} = {root} (missing {Path(root) / folder}/"
+                f"{{{', '.join(missing)}}}) and {switch} is false (allowed: a {key} holding {folder}/ with these "
+                f"files, or {switch}: true on a machine with internet; a relative {key} is read from the working "
+                f"directory, {Path.cwd()})")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from privssl.artefacts import ENCODER, load_tensor_file
+
 ENCODERS = ("convnet", "resnet18")
 
 
@@ -74,7 +76,7 @@ def encode(encoder: nn.Module, images: torch.Tensor, device: torch.device,
 
 def load_encoder(path, device: torch.device) -> nn.Module:
     """Rebuild the encoder saved by scripts/pretrain.py."""
-    saved = torch.load(path, map_location=device, weights_only=True)
+    saved = load_tensor_file(path, ENCODER)
     encoder = build_encoder(saved["encoder"], saved["in_channels"], saved["image_size"], saved["width"])
     encoder.load_state_dict(saved["state"])
     return encoder.to(device)

@@ -1,8 +1,12 @@
 """Files and devices: atomic writes, so an interrupted job never leaves a file that looks
-complete, and the device choice every script logs."""
+complete, and the device choice every script logs.
+
+Writes are byte-reproducible: the same object gives the same bytes whatever the path, run or
+time, so checksums of results can be compared across runs and clusters."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import os
@@ -15,24 +19,50 @@ import pandas as pd
 import torch
 
 
+def _current_umask() -> int:
+    """The process's umask. Linux reports it in /proc; elsewhere it can only be read by setting
+    it, which briefly gives any thread creating a file meanwhile the permissive 0o022."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds.
+
+    The file gets the mode an ordinary open() would give it (0o666 less the umask), not
+    mkstemp's 0o600, so a group sharing a results directory can read it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_current_umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
 
 
-def atomic_torch_save(obj, path: str | Path) -> None:
+def atomic_write_bytes(data: bytes, path: str | Path) -> None:
     with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+        tmp.write_bytes(data)
+
+
+def atomic_torch_save(obj, path: str | Path) -> None:
+    # Given a path, torch.save names the zip's root record after it (here the random temporary
+    # name); given a file object it names it "archive". Its other records are fixed (timestamps
+    # 1980-01-01, a serialization id derived from the content), so the bytes follow the object.
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        torch.save(obj, f)
 
 
 def atomic_write_json(obj, path: str | Path) -> None:
@@ -41,8 +71,13 @@ def atomic_write_json(obj, path: str | Path) -> None:
 
 
 def atomic_write_csv(frame, path: str | Path) -> None:
-    with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False)
+    """Plain CSV, or gzip-compressed for a .gz path."""
+    data = frame.to_csv(index=False).encode()
+    if Path(path).suffix == ".gz":
+        # A gzip header holds a name and a time (pandas writes the temporary name and now);
+        # gzip.compress leaves the name out, and mtime=0 the time.
+        data = gzip.compress(data, mtime=0)
+    atomic_write_bytes(data, path)
 
 
 def read_csvs(paths) -> pd.DataFrame:

@@ -21,11 +21,19 @@ from privssl.release_table import attach_kinds, paper_attack, point_kinds, poole
 KIND_KEY = {"-": "proven DP (ε-DP, (ε, δ)-DP)", "--": "random DP (sampled Δ)", ":": "no guarantee"}
 
 
+# Metadata that keeps a figure's bytes a function of the figure: a PDF's CreationDate is the time
+# of writing unless removed; a PNG carries no time (only the Matplotlib version, as both do).
+FIGURE_METADATA = {"pdf": {"CreationDate": None}, "png": {}}
+
+
 def save_figure(fig: plt.Figure, paths: list[str]) -> None:
     """Write the figure to each path (its format from the suffix: png, pdf) atomically, then close it."""
     for path in paths:
+        fmt = str(path).rsplit(".", 1)[-1]
+        if fmt not in FIGURE_METADATA:
+            raise ValueError(f"{path}: figures are written as {' or '.join(FIGURE_METADATA)} only")
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=150, format=str(path).rsplit(".", 1)[-1])
+            fig.savefig(tmp, dpi=150, format=fmt, metadata=FIGURE_METADATA[fmt])
     plt.close(fig)
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from privssl.artefacts import load_release
 from privssl.heads import flatten
-from privssl.io import load_tensors
 from privssl.mechanisms import standard_noise
 from privssl.release_methods import output_perturbation_guarantee, release_method
 
@@ -39,8 +39,8 @@ def calibrate(name: str, eps: float, delta: float, sensitivity: dict) -> Calibra
     if method.release != "output_perturbation":
         raise ValueError(f"{name!r} releases no noisy copy of a trained head (its release is {method.release!r})")
     value = sensitivity.get(method.sensitivity_key())
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < float("inf")):
-        raise ValueError(f"sensitivity record: {method.sensitivity_key()} = {value!r} is not a finite number >= 0 "
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < float("inf")):
+        raise ValueError(f"sensitivity record: {method.sensitivity_key()} = {value!r} is not a finite number > 0 "
                          f"(needed by {name!r})")
     used_delta = delta if method.uses_delta else 0.0
     scale = method.scale(value, eps, delta if method.uses_delta else None)
@@ -85,7 +85,7 @@ def released_heads(head: dict, protected_path: str | None) -> Releases:
     of a protect rule (which carries its own shapes and input clipping)."""
     if protected_path is None:
         return Releases("none", flatten(head["params"]), [float("nan")], 1, head["shapes"], head.get("clip_norm"))
-    protected = load_tensors(protected_path)
+    protected = load_release(protected_path)
     flat = protected["flat"]
     return Releases(protected["method"], flat.reshape(-1, flat.shape[-1]), protected["eps"].tolist(), flat.shape[1],
                     protected["shapes"], protected.get("clip_norm"))

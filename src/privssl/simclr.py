@@ -3,11 +3,15 @@ augmentations and loss of the Keras `semisupervised_simclr` example that the pap
 
 Resumable: a checkpoint is written atomically after every epoch, and every epoch draws its
 shuffling and augmentations from a generator seeded by (seed, epoch), so a run killed and
-resumed yields the same encoder as one that never stopped.
+resumed yields the same encoder as one that never stopped. Nothing depends on the number of
+epochs (Adam at a constant learning rate, no schedule), so the state after epoch k of any run
+with the same other settings is the state after epoch k of this one: a checkpoint at k ≤ epochs
+is resumed, one past the requested epochs is not.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -117,17 +121,24 @@ def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.de
     model = SimCLR(spec, images.shape[1], images.shape[-1]).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=spec.lr)
     history: list[dict] = []
-    # A checkpoint from other hyper-parameters, seed or data must not be resumed; more epochs may.
-    fingerprint = repr((replace(spec, epochs=0), seed, tuple(images.shape), float(images.sum())))
+    # Everything but the epochs that shapes the result: the spec (encoder, width, batch size,
+    # temperature, lr, negatives, augmentation), the seed, the images and their order, and the
+    # device kind, whose kernels round differently (a CPU run resumed from a GPU epoch is neither).
+    data = hashlib.sha256(images.cpu().contiguous().numpy()).hexdigest()
+    fingerprint = repr((replace(spec, epochs=0), seed, str(images.dtype), tuple(images.shape), data, device.type))
     if checkpoint.exists():
         state = torch.load(checkpoint, map_location=device, weights_only=True)
-        if state["fingerprint"] == fingerprint:
+        done = len(state["history"])
+        if state["fingerprint"] != fingerprint:
+            log(f"ignoring {checkpoint}: it was written for another configuration; starting afresh")
+        elif done > spec.epochs:
+            log(f"ignoring {checkpoint}: it holds epoch {done}, past the {spec.epochs} requested, and a "
+                f"later epoch's model cannot be wound back; starting afresh")
+        else:
             model.load_state_dict(state["model"])
             optimiser.load_state_dict(state["optimiser"])
-            history = state["history"][: spec.epochs]
-            log(f"resumed from {checkpoint} after epoch {len(history)}")
-        else:
-            log(f"ignoring {checkpoint}: it was written for another configuration")
+            history = state["history"]
+            log(f"resumed from {checkpoint} after epoch {done}")
     for epoch in range(len(history), spec.epochs):
         generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
         permutation = torch.randperm(len(images), generator=generator)

@@ -1,0 +1,552 @@
+"""Validated loaders for the files the rules read.
+
+Every JSON, tensor and CSV artefact is checked where a script loads it: the keys or columns it
+needs, finite numbers in their range, sizes that agree between fields. A bad file is refused with
+
+    ArtefactError: <path>: field '<name>': <what is wrong> (expected <what is allowed>)
+
+so a corrupted or truncated intermediate file stops the job that reads it instead of becoming a
+plausible number downstream (a Δ of 0 would be released as "1-DP" with noise scale 0).
+
+The checks are three generic ones (`check_numbers`, `require`, `check_tensor`) driven by a small
+schema per artefact: a dict of field -> spec (`Num`, `Text`, `Flag`, `Tensor`, `Shapes`, `Params`,
+`Each`, `Names`), checked in order. A dimension or bound named by a string is bound to the first
+size or value seen, and every later use must agree: `Tensor(("n", "F"))` then
+`Tensor(("n",), "int", Num(0, "n_classes", high_open=True))` ties features to their labels.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import json
+import math
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+import pandas as pd
+import torch
+
+from privssl.graphs.splits import NODE_SPLITS
+from privssl.release_methods import GUARANTEE_KINDS, METHODS
+from privssl.splits import DATASETS, LABELLED_SPLITS, SPLITS
+
+
+class ArtefactError(ValueError):
+    """An input file with a missing, malformed or out-of-range field; the message names both."""
+
+
+def fail(path, field: str | None, problem: str, expected: str) -> NoReturn:
+    where = f"{path}: field '{field}'" if field else str(path)
+    raise ArtefactError(f"{where}: {problem} (expected {expected})")
+
+
+def _reason(err: Exception) -> str:
+    """A reader's exception on one line (a parser's message spans several)."""
+    return f"not readable ({type(err).__name__}: {' '.join(str(err).split())[:300]})"
+
+
+def _resolve(bound_value, bound: dict):
+    return bound[bound_value] if isinstance(bound_value, str) else bound_value
+
+
+def _show(bound_value, bound: dict) -> str:
+    return f"{bound_value} = {bound[bound_value]:g}" if isinstance(bound_value, str) else f"{bound_value:g}"
+
+
+# --------------------------------------------------------------------------------- specs
+
+@dataclass(frozen=True)
+class Num:
+    """Numbers in [low, high] (open ends: low_open, high_open), finite unless `finite` is False
+    (then only NaN is refused). A str bound names a value bound earlier in the file.
+    `optional`: the field may be absent or None. `nan_where` (column, value): in a table, NaN is
+    allowed in the rows where that column holds that value (the ε of the clean head, `none`)."""
+
+    low: float | str | None = None
+    high: float | str | None = None
+    low_open: bool = False
+    high_open: bool = False
+    integer: bool = False
+    finite: bool = True
+    optional: bool = False
+    nan_where: tuple[str, str] | None = None
+
+    def describe(self, bound: dict) -> str:
+        noun = ("finite " if self.finite else "non-NaN ") + ("integers" if self.integer else "numbers")
+        if self.low is None and self.high is None:
+            return noun
+        left = "(-inf" if self.low is None else ("(" if self.low_open else "[") + _show(self.low, bound)
+        right = "inf)" if self.high is None else _show(self.high, bound) + (")" if self.high_open else "]")
+        return f"{noun} in {left}, {right}"
+
+    def check(self, path, field, value, bound, frame=None) -> None:
+        nan_ok = None
+        if self.nan_where is not None and frame is not None:
+            column, allowed = self.nan_where
+            nan_ok = (frame[column] == allowed).to_numpy(dtype=bool, na_value=False)
+        check_numbers(path, field, value, self, bound, nan_ok)
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string (a table column of strings): non-empty unless `empty`, one of `allowed` if given."""
+
+    allowed: tuple[str, ...] | None = None
+    empty: bool = False
+
+    def describe(self, bound: dict) -> str:
+        return f"one of {', '.join(self.allowed)}" if self.allowed else "text"
+
+    def check(self, path, field, value, bound, frame=None) -> None:
+        if isinstance(value, pd.Series):  # vectorised: a ROC table has a million rows
+            bad = value.notna() if value.isna().all() or not pd.api.types.is_string_dtype(value) else (
+                value.notna() & ~value.isin(self.allowed) if self.allowed else pd.Series(False, index=value.index))
+            if not self.empty:
+                bad |= value.isna()
+            if bad.any():
+                i = int(np.flatnonzero(bad.to_numpy())[0])
+                fail(path, field, f"{value.iloc[i]!r} on line {i + 2}", self.describe(bound))
+            return
+        if not isinstance(value, str) or not value or (self.allowed and value not in self.allowed):
+            fail(path, field, repr(value), self.describe(bound))
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A table column of True / False."""
+
+    def describe(self, bound: dict) -> str:
+        return "True or False"
+
+    def check(self, path, field, value, bound, frame=None) -> None:
+        if not pd.api.types.is_bool_dtype(value.dtype):  # one other cell makes the column text
+            i = int(np.flatnonzero(~value.isin([True, False]).to_numpy())[0])
+            fail(path, field, f"{value.iloc[i]!r} on line {i + 2}", self.describe(bound))
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor (in a JSON file: a list) of sizes `dims` (None: any shape); an int size is fixed,
+    a named one is bound by its first use. kind: float, int, bool or number (int or float)."""
+
+    dims: tuple | None
+    kind: str = "float"
+    values: Num | None = Num()
+
+    def describe(self, bound: dict) -> str:
+        shape = "any shape" if self.dims is None else f"shape ({', '.join(map(str, self.dims))})"
+        return f"a {self.kind} tensor of {shape}" + (f" holding {self.values.describe(bound)}" if self.values else "")
+
+    def check(self, path, field, value, bound, frame=None) -> None:
+        check_tensor(path, field, value, self, bound)
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """A head's parameter shapes {name: sizes}; binds 'P', the length of its flat parameter vector."""
+
+    def describe(self, bound: dict) -> str:
+        return "a non-empty dict of parameter name -> sizes (positive integers)"
+
+    def check(self, path, field, value, bound, frame=None) -> None:
+        ok = isinstance(value, dict) and value and all(
+            isinstance(s, (tuple, list)) and all(isinstance(n, int) and n > 0 for n in s) for s in value.values())
+        if not ok:
+            fail(path, field, repr(value)[:200], self.describe(bound))
+        bound["P"] = sum(math.prod(s) for s in value.values())
+
+
+@dataclass(frozen=True)
+class Params:
+    """A head's parameters: a tensor of sizes (1, *shape) for every name of the 'shapes' field."""
+
+    def describe(self, bound: dict) -> str:
+        return "one finite float tensor of sizes (1, *shape) per name of 'shapes'"
+
+    def check(self, path, field, value, bound, frame=None) -> None:
+        shapes = bound["shapes"]
+        if not isinstance(value, dict) or set(value) != set(shapes):
+            fail(path, field, f"names {sorted(value) if isinstance(value, dict) else value!r}",
+                 f"the names of 'shapes', {sorted(shapes)}")
+        for name, shape in shapes.items():
+            check_tensor(path, f"{field}.{name}", value[name], Tensor((1, *shape)), bound)
+
+
+@dataclass(frozen=True)
+class Each:
+    """A dict whose every value satisfies `spec` (e.g. a model's state dict)."""
+
+    spec: Num | Tensor
+
+    def describe(self, bound: dict) -> str:
+        return f"a non-empty dict of {self.spec.describe(bound)}"
+
+    def check(self, path, field, value, bound, frame=None) -> None:
+        if not isinstance(value, dict) or not value:
+            fail(path, field, repr(value)[:200], self.describe(bound))
+        for key, item in value.items():
+            self.spec.check(path, f"{field}.{key}", item, bound)
+
+
+@dataclass(frozen=True)
+class Names:
+    """A non-empty list of distinct names from `allowed`."""
+
+    allowed: tuple[str, ...]
+
+    def describe(self, bound: dict) -> str:
+        return f"a list of distinct names from {', '.join(self.allowed)}"
+
+    def check(self, path, field, value, bound, frame=None) -> None:
+        if not (isinstance(value, list) and value and len(set(value)) == len(value)
+                and all(v in self.allowed for v in value)):
+            fail(path, field, repr(value), self.describe(bound))
+
+
+# --------------------------------------------------------------------------------- generic checks
+
+def _as_numbers(path, field, values, expected: str) -> tuple[np.ndarray, str]:
+    """The values as a flat float array, and how to name position i (index or CSV line)."""
+    if torch.is_tensor(values):
+        if values.dtype == torch.bool or values.is_complex():
+            fail(path, field, f"a {values.dtype} tensor", expected)
+        return values.detach().cpu().double().reshape(-1).numpy(), "index"
+    if isinstance(values, pd.Series):  # position i is on line i + 2: line 1 is the header
+        if pd.api.types.is_bool_dtype(values.dtype):
+            fail(path, field, "a column of True / False", expected)
+        if not pd.api.types.is_numeric_dtype(values.dtype):  # one text cell makes the whole column text
+            text = (pd.to_numeric(values, errors="coerce").isna() & values.notna()).to_numpy()
+            i = int(np.flatnonzero(text)[0]) if text.any() else 0
+            fail(path, field, f"{values.iloc[i]!r} on line {i + 2} is not a number", expected)
+        return values.to_numpy(dtype=float, na_value=np.nan), "line"
+    items = values if isinstance(values, (list, tuple)) else [values]
+    for i, item in enumerate(items):
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, float, np.integer, np.floating)):
+            fail(path, field, f"{item!r}{f' at index {i}' if items is values else ''} is not a number", expected)
+    return np.asarray(items, dtype=float), "index"
+
+
+def check_numbers(path, field, values, spec: Num, bound: dict | None = None, nan_ok: np.ndarray | None = None) -> None:
+    """The generic check of numbers (a scalar, list, tensor or table column): every value a number,
+    not NaN (but where `nan_ok`), finite unless spec.finite is False, integral for spec.integer,
+    within spec's bounds. The first bad value is named with its position."""
+    bound = bound or {}
+    expected = spec.describe(bound)
+    array, position = _as_numbers(path, field, values, expected)
+    low, high = _resolve(spec.low, bound), _resolve(spec.high, bound)
+    nan = np.isnan(array)
+    with np.errstate(invalid="ignore"):
+        bad = nan & ~(nan_ok if nan_ok is not None else False)
+        if spec.finite:
+            bad |= np.isinf(array)
+        if spec.integer:
+            bad |= ~nan & np.isfinite(array) & (array != np.round(array))
+        if low is not None:
+            bad |= (array <= low) if spec.low_open else (array < low)
+        if high is not None:
+            bad |= (array >= high) if spec.high_open else (array > high)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        scalar = not isinstance(values, (list, tuple, pd.Series, torch.Tensor)) or (
+            torch.is_tensor(values) and values.ndim == 0)
+        where = "" if scalar else f" on line {i + 2}" if position == "line" else f" at index {i}"
+        what = "missing (NaN)" if nan[i] and isinstance(values, pd.Series) else f"{array[i]:g}"
+        fail(path, field, f"{what}{where}", expected)
+
+
+def require(path, container, names, what: str = "field", prefix: str = "") -> None:
+    """The generic presence check: every name a key of the dict (or a column of the table)."""
+    present = container.columns if isinstance(container, pd.DataFrame) else container
+    missing = [n for n in names if n not in present]
+    if missing:
+        fail(path, prefix + missing[0], "missing", f"{what}s {', '.join(map(str, names))}; the file has "
+                                                   f"{', '.join(map(str, present))}")
+
+
+def check_tensor(path, field, value, spec: Tensor, bound: dict) -> None:
+    """The generic tensor check: kind, sizes (named sizes bound across fields), values."""
+    expected = spec.describe(bound)
+    if isinstance(value, list):  # a JSON list of numbers
+        element = int if spec.kind == "int" else (int, float)
+        if not all(isinstance(v, element) and not isinstance(v, bool) for v in value):
+            fail(path, field, f"a list holding {next(v for v in value if not isinstance(v, element))!r}", expected)
+        shape = (len(value),)
+    elif torch.is_tensor(value):
+        kinds = {"float": value.is_floating_point(), "bool": value.dtype == torch.bool,
+                 "int": not value.is_floating_point() and not value.is_complex() and value.dtype != torch.bool}
+        kinds["number"] = kinds["float"] or kinds["int"]
+        if not kinds[spec.kind]:
+            fail(path, field, f"a {value.dtype} tensor", expected)
+        shape = tuple(value.shape)
+    else:
+        fail(path, field, f"a {type(value).__name__}", expected)
+    if spec.dims is not None:
+        if len(shape) != len(spec.dims):
+            fail(path, field, f"sizes {shape}", expected)
+        for size, dim in zip(shape, spec.dims):
+            wanted = bound.setdefault(dim, size) if isinstance(dim, str) else dim
+            if size != wanted:
+                fail(path, field, f"sizes {shape}", f"{expected}, where {dim} = {wanted}")
+    if spec.values is not None:
+        check_numbers(path, field, value, spec.values, bound)
+
+
+def check_fields(path, record, schema: dict, bound: dict | None = None, prefix: str = "") -> dict:
+    """Every field of `schema` in the dict `record`, checked in order; returns `record`. `prefix`
+    names a nested dict's fields in messages (e.g. 'splits.')."""
+    if not isinstance(record, dict):
+        fail(path, prefix.rstrip(".") or None, f"holds a {type(record).__name__}", "a dict of fields")
+    bound = {} if bound is None else bound
+    optional = {field for field, spec in schema.items() if getattr(spec, "optional", False)}
+    require(path, record, [field for field in schema if field not in optional], prefix=prefix)
+    for field, spec in schema.items():
+        if field in optional and record.get(field) is None:
+            continue
+        spec.check(path, prefix + field, record[field], bound)
+        bound.setdefault(field, record[field])  # a scalar or dict later fields may refer to
+    return record
+
+
+# --------------------------------------------------------------------------------- readers
+
+def load_tensor_file(path, schema: dict, bound: dict | None = None) -> dict:
+    """A torch.save'd dict, checked against `schema` (`bound`: sizes known from other files)."""
+    try:
+        record = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
+        fail(path, None, _reason(err), "a complete file written by torch.save")
+    return check_fields(path, record, schema, {} if bound is None else dict(bound))
+
+
+def load_json_file(path, schema: dict) -> dict:
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        fail(path, None, _reason(err), "a complete JSON file")
+    return check_fields(path, record, schema)
+
+
+def read_table(path) -> pd.DataFrame:
+    """A CSV file (.csv or .csv.gz) as written by io.atomic_write_csv, whole: a header, at least
+    one row, a newline at the end (a file cut short ends mid-line). Empty fields are NaN and only
+    they: text such as 'None' or 'NA' stays text."""
+    try:
+        raw = gzip.decompress(Path(path).read_bytes()) if str(path).endswith(".gz") else Path(path).read_bytes()
+        if not raw.endswith(b"\n"):
+            fail(path, None, "the last line ends without a newline: the file is cut short",
+                 "a complete CSV file, ending with a newline")
+        frame = pd.read_csv(io.BytesIO(raw), keep_default_na=False, na_values=[""])
+    except (OSError, EOFError, gzip.BadGzipFile, pd.errors.ParserError, pd.errors.EmptyDataError,
+            UnicodeDecodeError) as err:
+        fail(path, None, _reason(err), "a complete CSV file")
+    if frame.empty:
+        fail(path, None, "a header without rows", "at least one row")
+    return frame
+
+
+def load_csv_file(path, schema: dict) -> pd.DataFrame:
+    """A table with every column of `schema` (a name ending in '*' stands for every column with that
+    prefix), each value checked, and, per `schema['grid']`, a complete grid of rows."""
+    frame = read_table(path)
+    columns = {name: spec for name, spec in schema.items() if name != "grid"}
+    require(path, frame, [c for c in columns if not c.endswith("*")], "column")
+    for name, spec in columns.items():
+        for column in [c for c in frame.columns if c.startswith(name[:-1])] if name.endswith("*") else [name]:
+            spec.check(path, column, frame[column], {}, frame)
+    if "grid" in schema:
+        check_grid(path, frame, *schema["grid"])
+    return frame
+
+
+def load_csv_files(paths, schema: dict) -> pd.DataFrame:
+    """Several tables of one schema (e.g. one per dataset), each checked, as one frame."""
+    return pd.concat([load_csv_file(p, schema) for p in paths], ignore_index=True)
+
+
+def check_grid(path, frame: pd.DataFrame, groups: tuple[str, ...], axes: tuple[str, ...]) -> None:
+    """Within each group, the rows must be the full product of the values of `axes` seen in that
+    group, each once: a row lost from a table (cut at a line end) leaves a hole in the grid."""
+    for key, rows in frame.groupby(list(groups), dropna=False, sort=False):
+        where = ", ".join(f"{g} = {k}" for g, k in zip(groups, key))
+        repeated = rows[rows.duplicated(list(axes), keep=False)]
+        if not repeated.empty:
+            fail(path, ", ".join(axes), f"the rows with {where} repeat {repeated[list(axes)].iloc[0].to_dict()}",
+                 "each combination once")
+        present = set(rows[list(axes)].astype(str).itertuples(index=False, name=None))
+        grid = itertools.product(*(rows[a].drop_duplicates().astype(str) for a in axes))
+        missing = [combination for combination in grid if combination not in present]
+        if missing:
+            fail(path, ", ".join(axes), f"the rows with {where} lack {dict(zip(axes, missing[0]))} "
+                                        f"({len(missing)} of the grid of their values missing: a truncated file?)",
+                 f"every combination of the {', '.join(axes)} values present")
+
+
+# --------------------------------------------------------------------------------- schemas
+
+POSITIVE = Num(0, low_open=True)
+PROBABILITY = Num(0, 1)
+COUNT = Num(0, integer=True)
+OPTIONAL_CLIP = Num(0, low_open=True, optional=True)  # the certified head's input clipping; None: none
+
+
+def _label(size: str) -> Tensor:
+    return Tensor((size,), "int", Num(0, "n_classes", high_open=True, integer=True))
+
+
+def features(*splits: str) -> dict:
+    """A features file (encode, graph_encode rules) with the splits a script reads: rows of one
+    width, one label below n_classes per row."""
+    return {"n_classes": Num(2, integer=True),
+            **{k: v for s in splits for k, v in ((s, Tensor((f"|{s}|", "width"))), (f"{s}_labels", _label(f"|{s}|")))}}
+
+
+FEATURES = features(*LABELLED_SPLITS)  # every split; the graph track's NODE_SPLITS are the same names
+HEAD = {"n_classes": Num(2, integer=True), "shapes": Shapes(), "params": Params(), "clip_norm": OPTIONAL_CLIP}
+RELEASE = {"method": Text(METHODS), "shapes": Shapes(), "eps": Tensor(("E",), values=POSITIVE),
+           # σ, b or θ at a finite ε of a positive sensitivity: never 0 (0 would release the head as it is)
+           "noise_scale": Tensor(("E",), values=POSITIVE), "flat": Tensor(("E", "draws", "P")),
+           "clip_norm": OPTIONAL_CLIP}
+LIRA_HEADS = {"shadows": Num(2, integer=True), "targets": Num(1, integer=True), "pool_size": Num(2, integer=True),
+              "pool": Names(LABELLED_SPLITS), "head_kind": Text(("finetune", "certified")), "shapes": Shapes(),
+              "flat": Tensor(("heads", "P")),
+              "sets": Tensor(("heads", "|d|"), "int", Num(0, "pool_size", high_open=True, integer=True)),
+              "clip_norm": OPTIONAL_CLIP}
+ATTACKER = {"in_dim": Num(2, integer=True), "spec": Each(POSITIVE), "mlp": Each(Tensor(None)),
+            "shadow_shapes": Shapes(), "shadow_flat": Tensor(("P",)),
+            "inside": Tensor(("in",), "int", Num(0, "|shadow|", high_open=True, integer=True)),
+            "pairs": Tensor(("K",), "int", Num(0, "|shadow|", high_open=True, integer=True)),
+            "pair_is_member": Tensor(("K",), values=Num(0, 1, integer=True)), "seed": COUNT,
+            "thresholds": Each(Num(finite=False))}  # a threshold may be ±inf (always / never "member")
+# the encoder names are encoders.ENCODERS, not imported: encoders imports this module
+ENCODER = {"encoder": Text(("convnet", "resnet18")), "width": Num(1, integer=True),
+           "in_channels": Num(1, integer=True), "image_size": Num(1, integer=True),
+           "state": Each(Tensor(None, "number"))}  # a state dict may hold integer buffers (batch-norm counts)
+GRAPH = {"name": Text(), "n_classes": Num(2, integer=True), "x": Tensor(("N", "features")),
+         "edge_index": Tensor((2, "edges"), "int", Num(0, "N", high_open=True, integer=True)), "y": _label("N")}
+EMBEDDINGS = {"n_classes": Num(2, integer=True), "embeddings": Tensor(("N", "width")), "labels": _label("N")}
+LINK_TARGET = {"labelled": Tensor(("runs", "N"), "bool", None),
+               "posteriors": Tensor(("runs", "N", "classes"), values=PROBABILITY),
+               "reference": Tensor(("runs", "N", "classes"), values=PROBABILITY),
+               "pairs": Tensor(("runs", "K", 2), "int", Num(0, "N", high_open=True, integer=True)),
+               "is_edge": Tensor(("runs", "K"), "bool", None), "train": Tensor(("runs", "K"), "bool", None)}
+
+_SENSITIVITY = {"finetune_size": Num(1, integer=True), "statement": Text(), "delta2": POSITIVE}
+SAMPLED_SENSITIVITY = {  # sensitivity rule: Δ̂ = the k-th smallest of m sampled distances
+    **_SENSITIVITY, "sampling": Text(("population", "paper")), "guarantee_kind": Text(GUARANTEE_KINDS),
+    "m": Num(1, integer=True), "k": Num(1, "m", integer=True), "delta1": POSITIVE,
+    "distances_l1": Tensor(("m",), values=Num(0)), "distances_l2": Tensor(("m",), values=Num(0)),
+    "pretrain_size": Num(1, integer=True, optional=True)}
+POPULATION = {"rho": Num(0, 1, low_open=True, high_open=True),
+              "gamma": Num("rho", 1, low_open=True, high_open=True)}
+CERTIFIED_SENSITIVITY = {**_SENSITIVITY, "sampling": Text(("certified",)), "lipschitz": POSITIVE,
+                         "clip_norm": POSITIVE, "l2": POSITIVE, "tolerance": Num(0)}
+
+_KEY = {"dataset": Text(), "attack": Text(), "adaptive": Flag()}
+_METHOD = Text(("none", *METHODS))
+_METRICS = {name: PROBABILITY for name in ("accuracy", "accuracy_lo", "accuracy_hi", "auc", "auc_lo", "auc_hi",
+                                           "tpr_at_*")} | {"n_members": COUNT, "n_nonmembers": COUNT, "fp_at_*": COUNT}
+UTILITY = {"dataset": Text(), "mechanism": Text(METHODS), "eps": POSITIVE, "delta": Num(0, 1, high_open=True),
+           "repeat": COUNT, "noise_scale": POSITIVE, "sensitivity_norm": Text(("l1", "l2")), "sensitivity": POSITIVE,
+           "guarantee_kind": Text(GUARANTEE_KINDS), "guarantee": Text(), "clean_accuracy": Num(0, 1, low_open=True),
+           "accuracy": PROBABILITY, "utility_loss": Num(None, 1), "grid": (("dataset", "mechanism"), ("eps", "repeat"))}
+MIA = {**_KEY, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("mechanism", "none")), "repeat": COUNT,
+       **_METRICS, "grid": (("dataset", "mechanism", "attack", "adaptive"), ("eps", "repeat"))}
+LIRA = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
+        "guarantee_kind": Text(GUARANTEE_KINDS), "targets": Num(1, integer=True), **_METRICS,
+        "grid": (("dataset", "method", "attack", "adaptive"), ("eps",))}
+ROC = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")), "fpr": PROBABILITY,
+       "tpr": PROBABILITY}
+AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
+         "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
+         "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "eps_lower_bound": Num(0), "n": COUNT,
+         "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",))}
+_LINK = {"dataset": Text(), "attack": Text(), "feature_set": Text(), "distance": Text(empty=True),  # supervised: none
+         "auc": PROBABILITY, "precision": PROBABILITY, "recall": PROBABILITY, "f1": PROBABILITY}
+LINK_ROWS = {**_LINK, "shadow": Text(empty=True), "run": COUNT,  # shadow: empty for the attacks without one
+             "grid": (("dataset", "shadow", "attack", "feature_set", "distance"), ("run",))}
+LINK_PROTECTION = {**_LINK, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("mechanism", "none")),
+                   "repeat": COUNT, "grid": (("dataset", "mechanism", "attack", "feature_set", "distance"),
+                                             ("eps", "repeat"))}
+
+
+# --------------------------------------------------------------------------------- loaders with cross-field checks
+
+def _check_disjoint(path, splits: dict) -> None:
+    seen: dict[int, str] = {}
+    for name, index in splits.items():
+        for i in index:
+            if i in seen:
+                fail(path, f"splits.{name}", f"index {i} is also in splits.{seen[i]}", "pairwise disjoint splits")
+            seen[i] = name
+
+
+def load_image_splits(path) -> dict:
+    """The data rule's splits.json: every split a list of indices into its dataset's pool, no index twice."""
+    record = load_json_file(path, {"dataset": Text(tuple(DATASETS)), "splits": Each(Tensor(None, "int", None))})
+    info = DATASETS[record["dataset"]]
+    index = Tensor(None, "int", Num(0, "pool", high_open=True, integer=True))
+    check_fields(path, record["splits"], {s: index for s in SPLITS}, {"pool": info.labelled + info.unlabelled},
+                 "splits.")
+    _check_disjoint(path, record["splits"])
+    return record
+
+
+def load_graph_splits(path) -> dict:
+    """The graph_data rule's splits.json: node index lists below num_nodes, pairwise disjoint."""
+    record = load_json_file(path, {"dataset": Text(), "num_nodes": Num(1, integer=True),
+                                   "splits": Each(Tensor(None, "int", None))})
+    index = Tensor(None, "int", Num(0, "num_nodes", high_open=True, integer=True))
+    check_fields(path, record["splits"], {s: index for s in NODE_SPLITS}, {"num_nodes": record["num_nodes"]},
+                 "splits.")
+    _check_disjoint(path, record["splits"])
+    return record
+
+
+def load_sensitivity(path) -> dict:
+    """A sensitivity record: the sensitivity rule's (Δ̂1, Δ̂2 the k-th smallest of the m sampled
+    distances; population sampling also ρ < γ) or the certified head's (proven Δ2). Every Δ the
+    release calibrates on is finite and > 0."""
+    record = load_json_file(path, {"sampling": Text(("population", "paper", "certified"))})
+    if record["sampling"] == "certified":
+        return check_fields(path, record, CERTIFIED_SENSITIVITY)
+    schema = SAMPLED_SENSITIVITY | (POPULATION if record["sampling"] == "population" else {})
+    check_fields(path, record, schema)
+    for norm in ("l1", "l2"):
+        kth = sorted(record[f"distances_{norm}"])[record["k"] - 1]
+        if record[f"delta{norm[1]}"] != kth:
+            fail(path, f"delta{norm[1]}", f"{record[f'delta{norm[1]}']:g}",
+                 f"the k = {record['k']}-th smallest of distances_{norm}, {kth:g}")
+    return record
+
+
+def load_release(path, method: str | None = None) -> dict:
+    """A protect rule's release file: one positive noise scale per ε of a positive grid, the released
+    heads (ε, draw, parameter) of the length its shapes give; of `method` when given."""
+    release = load_tensor_file(path, RELEASE)
+    if method is not None and release["method"] != method:
+        fail(path, "method", repr(release["method"]), repr(method))
+    return release
+
+
+def load_lira_heads(path) -> dict:
+    """The lira_heads rule's file: finite heads, one training set of pool indices per head."""
+    heads = load_tensor_file(path, LIRA_HEADS)
+    if heads["flat"].shape[0] != heads["shadows"] + heads["targets"]:
+        fail(path, "flat", f"{heads['flat'].shape[0]} heads",
+             f"shadows + targets = {heads['shadows'] + heads['targets']}")
+    return heads
+
+
+def load_attacker(path, shadow_size: int) -> dict:
+    """The shadow rule's file; its indices point into the shadow split of `shadow_size` records."""
+    return load_tensor_file(path, ATTACKER, {"|shadow|": shadow_size})
+
+
+def load_link_target(path, num_nodes: int) -> dict:
+    """The link_target rule's file for a graph of `num_nodes` nodes."""
+    return load_tensor_file(path, LINK_TARGET, {"N": num_nodes})

@@ -1,0 +1,349 @@
+"""The validated loaders of privssl.artefacts: what the producers write is accepted, and a
+corrupted, truncated or out-of-range file is refused with an error naming the file and the field
+(the issue: a sensitivity.json with Δ = 0 was released as "1-DP" with noise scale 0, and a
+truncated utility.csv gave figures with exit code 0)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from privssl import artefacts
+from privssl.artefacts import ArtefactError
+from privssl.certified import CertifiedSpec, certified_sensitivity
+from privssl.heads import HeadSpec
+from privssl.io import atomic_write_csv
+from privssl.sensitivity import paper_sensitivity, population_sensitivity
+from privssl.splits import LABELLED_SPLITS, SPLITS
+
+REPO = Path(__file__).resolve().parents[1]
+SHAPES = {"weight": (4, 3), "bias": (3,)}  # a linear head: 4 features, 3 classes, 15 parameters
+
+
+def refused(path: Path, field: str | None, load, *args) -> str:
+    """Call the loader on `path`; it must raise ArtefactError naming the file (and the field)."""
+    with pytest.raises(ArtefactError) as error:
+        load(path, *args)
+    message = str(error.value)
+    assert message.startswith(f"{path}: " + (f"field '{field}': " if field else "")), message
+    assert "(expected " in message, message
+    return message
+
+
+def save(obj, path: Path) -> Path:
+    torch.save(obj, path)
+    return path
+
+
+def features(n_classes: int = 3, dim: int = 4, n: int = 6) -> dict:
+    generator = torch.Generator().manual_seed(0)
+    out = {"n_classes": n_classes}
+    for split in LABELLED_SPLITS:
+        out[split] = torch.randn(n, dim, generator=generator)
+        out[f"{split}_labels"] = torch.arange(n) % n_classes
+    return out
+
+
+def head() -> dict:
+    return {"params": {k: torch.randn(1, *s, dtype=torch.float64) for k, s in SHAPES.items()}, "shapes": SHAPES,
+            "spec": {"architecture": "linear"}, "n_classes": 3}
+
+
+def release(method: str = "laplace") -> dict:
+    return {"method": method, "flat": torch.randn(2, 3, 15, dtype=torch.float64),
+            "eps": torch.tensor([1.0, 10.0], dtype=torch.float64), "noise_scale": torch.tensor([2.0, 0.2]),
+            "shapes": SHAPES, "clip_norm": None}
+
+
+# --------------------------------------------------------------------------------- sensitivity records
+
+@pytest.fixture(scope="module")
+def sampled_records(one_thread) -> dict:
+    """Records as the sensitivity rule writes them (both samplers, on 24 random records)."""
+    generator = torch.Generator().manual_seed(1)
+    x, y = torch.randn(24, 4, generator=generator, dtype=torch.float64), torch.arange(24) % 3
+    spec = HeadSpec(architecture="linear", epochs=20)
+    population = population_sensitivity(spec, x, y, 3, n=8, m=20, rho=0.3, gamma=0.5, seed=0, chunk_size=8)
+    paper = paper_sensitivity(spec, x[:8], y[:8], 3, m=6, seed=0, chunk_size=8)
+    return {"population": {**population, "pretrain_size": 100}, "paper": {**paper, "pretrain_size": None}}
+
+
+def write_json(record: dict, path: Path) -> Path:
+    path.write_text(json.dumps(record))
+    return path
+
+
+@pytest.mark.parametrize("sampling", ["population", "paper"])
+def test_the_sensitivity_rules_records_are_accepted(tmp_path, sampled_records, sampling):
+    record = sampled_records[sampling]
+    assert artefacts.load_sensitivity(write_json(record, tmp_path / "s.json")) == record
+
+
+@pytest.mark.parametrize("field", ["delta1", "delta2"])
+@pytest.mark.parametrize("value", [0.0, -0.5, float("nan"), float("inf")])
+def test_a_sensitivity_that_is_not_finite_and_positive_is_refused(tmp_path, sampled_records, field, value):
+    path = write_json({**sampled_records["population"], field: value}, tmp_path / "sensitivity.json")
+    message = refused(path, field, artefacts.load_sensitivity)
+    assert "expected finite numbers in (0, inf)" in message
+
+
+def test_a_sensitivity_other_than_the_kth_distance_is_refused(tmp_path, sampled_records):
+    record = sampled_records["population"]
+    kth = sorted(record["distances_l1"])[record["k"] - 1]
+    path = write_json({**record, "delta1": kth / 2}, tmp_path / "sensitivity.json")
+    assert f"the k = {record['k']}-th smallest of distances_l1" in refused(path, "delta1", artefacts.load_sensitivity)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"gamma": 0.2}, "gamma"),  # must exceed rho = 0.3
+    ({"k": 21}, "k"),  # k <= m = 20
+    ({"distances_l2": [1.0] * 19}, "distances_l2"),  # one distance per pair
+    ({"m": 20.5}, "m"),
+    ({"guarantee_kind": "dp"}, "guarantee_kind"),
+])
+def test_a_sampled_record_must_be_consistent(tmp_path, sampled_records, change, field):
+    path = write_json({**sampled_records["population"], **change}, tmp_path / "sensitivity.json")
+    refused(path, field, artefacts.load_sensitivity)
+
+
+def test_the_certified_record_needs_a_positive_proven_bound(tmp_path):
+    record = certified_sensitivity(150, 10, CertifiedSpec(clip_norm=1.0, l2=0.01, tolerance=1e-6))
+    assert artefacts.load_sensitivity(write_json(record, tmp_path / "ok.json")) == record  # delta1 is None
+    refused(write_json({**record, "delta2": 0.0}, tmp_path / "zero.json"), "delta2", artefacts.load_sensitivity)
+    refused(write_json({k: v for k, v in record.items() if k != "delta2"}, tmp_path / "no.json"), "delta2",
+            artefacts.load_sensitivity)
+
+
+def test_a_truncated_json_file_is_refused(tmp_path, sampled_records):
+    path = tmp_path / "sensitivity.json"
+    path.write_text(json.dumps(sampled_records["paper"])[:100])
+    assert "not readable (JSONDecodeError" in refused(path, None, artefacts.load_sensitivity)
+
+
+# --------------------------------------------------------------------------------- tensor files
+
+def test_a_release_file_as_protect_writes_it_is_accepted(tmp_path):
+    loaded = artefacts.load_release(save(release(), tmp_path / "laplace.pt"), "laplace")
+    assert torch.equal(loaded["noise_scale"], release()["noise_scale"].to(loaded["noise_scale"].dtype))
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"noise_scale": torch.tensor([2.0, float("nan")])}, "noise_scale"),
+    ({"noise_scale": torch.tensor([2.0, 0.0])}, "noise_scale"),  # no noise at a finite ε
+    ({"noise_scale": torch.tensor([2.0, -0.2])}, "noise_scale"),
+    ({"noise_scale": torch.tensor([2.0])}, "noise_scale"),  # one per ε
+    ({"eps": torch.tensor([0.0, 10.0], dtype=torch.float64)}, "eps"),
+    ({"flat": torch.randn(2, 3, 14, dtype=torch.float64)}, "flat"),  # the shapes give 15 parameters
+    ({"flat": torch.full((2, 3, 15), float("inf"), dtype=torch.float64)}, "flat"),
+    ({"method": "foo"}, "method"),
+    ({"clip_norm": 0.0}, "clip_norm"),
+])
+def test_a_broken_release_file_is_refused(tmp_path, change, field):
+    refused(save({**release(), **change}, tmp_path / "laplace.pt"), field, artefacts.load_release)
+
+
+def test_a_release_of_another_method_or_without_a_key_is_refused(tmp_path):
+    assert "'laplace' (expected 'alm')" in refused(save(release(), tmp_path / "alm.pt"), "method",
+                                                   artefacts.load_release, "alm")
+    incomplete = {k: v for k, v in release().items() if k != "noise_scale"}
+    assert "missing" in refused(save(incomplete, tmp_path / "r.pt"), "noise_scale", artefacts.load_release)
+
+
+def test_a_truncated_tensor_file_is_refused(tmp_path):
+    path = save(release(), tmp_path / "laplace.pt")
+    path.write_bytes(path.read_bytes()[:200])
+    assert "not readable" in refused(path, None, artefacts.load_release)
+
+
+def test_features_must_agree_with_their_labels_and_each_other(tmp_path):
+    load = lambda path: artefacts.load_tensor_file(path, artefacts.FEATURES)  # noqa: E731
+    assert load(save(features(), tmp_path / "ok.pt"))["n_classes"] == 3
+    cases = {"test_labels": {"test_labels": torch.tensor([0, 1, 2, 3, 0, 1])},  # 3 is no class of 3
+             "finetune": {"finetune": torch.full((6, 4), float("nan"))},
+             "shadow": {"shadow": torch.zeros(6, 5)},  # another feature width than finetune's 4
+             "nonmember_labels": {"nonmember_labels": torch.zeros(5, dtype=torch.long)},  # 6 rows, 5 labels
+             "reference_labels": {"reference_labels": torch.zeros(6)},  # float labels
+             "n_classes": {"n_classes": 1}}
+    for field, change in cases.items():
+        refused(save({**features(), **change}, tmp_path / f"{field}.pt"), field, load)
+    no_test = {k: v for k, v in features().items() if k != "test"}
+    refused(save(no_test, tmp_path / "no_test.pt"), "test", load)
+
+
+def test_a_heads_parameters_must_match_its_shapes(tmp_path):
+    load = lambda path: artefacts.load_tensor_file(path, artefacts.HEAD)  # noqa: E731
+    load(save(head(), tmp_path / "ok.pt"))
+    wrong = head()
+    wrong["params"]["bias"] = torch.zeros(1, 4, dtype=torch.float64)
+    refused(save(wrong, tmp_path / "shape.pt"), "params.bias", load)
+    wrong["params"]["bias"] = torch.full((1, 3), float("nan"), dtype=torch.float64)
+    refused(save(wrong, tmp_path / "nan.pt"), "params.bias", load)
+    del wrong["params"]["bias"]
+    refused(save(wrong, tmp_path / "missing.pt"), "params", load)
+
+
+def test_lira_heads_one_set_of_pool_indices_per_head(tmp_path):
+    good = {"flat": torch.zeros(5, 15, dtype=torch.float64), "sets": torch.zeros(5, 4, dtype=torch.long),
+            "pool": ["finetune", "nonmember"], "pool_size": 8, "shapes": SHAPES, "clip_norm": None, "shadows": 3,
+            "targets": 2, "head_kind": "finetune"}
+    artefacts.load_lira_heads(save(good, tmp_path / "ok.pt"))
+    for change, field in (({"shadows": 4}, "flat"), ({"sets": torch.full((5, 4), 8)}, "sets"),
+                          ({"sets": torch.zeros(4, 4, dtype=torch.long)}, "sets"), ({"pool": ["private"]}, "pool")):
+        refused(save({**good, **change}, tmp_path / "heads.pt"), field, artefacts.load_lira_heads)
+
+
+def test_graph_files_index_their_own_nodes(tmp_path):
+    graph = {"name": "sbm", "x": torch.randn(5, 2), "edge_index": torch.tensor([[0, 1], [1, 0]]),
+             "y": torch.tensor([0, 1, 0, 1, 0]), "n_classes": 2}
+    load = lambda path: artefacts.load_tensor_file(path, artefacts.GRAPH)  # noqa: E731
+    load(save(graph, tmp_path / "ok.pt"))
+    refused(save({**graph, "edge_index": torch.tensor([[0, 5], [5, 0]])}, tmp_path / "edges.pt"), "edge_index", load)
+    target = {"labelled": torch.zeros(2, 5, dtype=torch.bool), "posteriors": torch.full((2, 5, 2), 0.5),
+              "reference": torch.full((2, 5, 2), 0.5), "pairs": torch.zeros(2, 3, 2, dtype=torch.long),
+              "is_edge": torch.zeros(2, 3, dtype=torch.bool), "train": torch.zeros(2, 3, dtype=torch.bool)}
+    artefacts.load_link_target(save(target, tmp_path / "target.pt"), 5)
+    assert "where N = 6" in refused(tmp_path / "target.pt", "labelled", artefacts.load_link_target, 6)
+    refused(save({**target, "posteriors": torch.full((2, 5, 2), 1.5)}, tmp_path / "p.pt"), "posteriors",
+            artefacts.load_link_target, 5)
+
+
+def test_split_files_hold_disjoint_indices_into_the_pool(tmp_path):
+    splits = {name: list(range(10 * i, 10 * i + 5)) for i, name in enumerate(SPLITS)}
+    record = {"dataset": "digits", "seed": 0, "n_classes": 10, "splits": splits}
+    assert artefacts.load_image_splits(write_json(record, tmp_path / "ok.json"))["splits"] == splits
+    for name, index, problem in (("test", [1, 2], "index 1 is also in splits.pretrain"),
+                                 ("test", [-1], "-1 at index 0"), ("test", [1797], "1797 at index 0"),
+                                 ("test", [1.5], "a list holding 1.5")):
+        path = write_json({**record, "splits": {**splits, name: index}}, tmp_path / "splits.json")
+        assert problem in refused(path, f"splits.{name}", artefacts.load_image_splits)
+    graph = {"dataset": "sbm", "num_nodes": 60, "splits": {name: splits[name] for name in LABELLED_SPLITS}}
+    artefacts.load_graph_splits(write_json(graph, tmp_path / "graph.json"))
+    refused(write_json({**graph, "num_nodes": 50}, tmp_path / "graph.json"), "splits.reference",
+            artefacts.load_graph_splits)
+
+
+# --------------------------------------------------------------------------------- tables
+
+def utility_rows(methods=("alm", "laplace"), eps=(1.0, 10.0), repeats=2) -> pd.DataFrame:
+    return pd.DataFrame([{"dataset": "digits", "mechanism": m, "eps": e, "delta": 0.0, "repeat": r,
+                          "noise_scale": 2.0 / e, "sensitivity_norm": "l1", "sensitivity": 2.0,
+                          "guarantee_kind": "random_dp", "guarantee": "(1, γ=0.2)-random DP", "clean_accuracy": 0.9,
+                          "accuracy": 0.5 + 0.01 * r, "utility_loss": 1 - (0.5 + 0.01 * r) / 0.9}
+                         for m in methods for e in eps for r in range(repeats)])
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> Path:
+    atomic_write_csv(frame, path)
+    return path
+
+
+def test_a_complete_table_is_accepted(tmp_path):
+    frame = artefacts.load_csv_file(write_csv(utility_rows(), tmp_path / "utility.csv"), artefacts.UTILITY)
+    pd.testing.assert_frame_equal(frame, utility_rows(), check_dtype=False)
+
+
+def test_a_table_cut_mid_line_is_refused(tmp_path):
+    path = write_csv(utility_rows(), tmp_path / "utility.csv")
+    path.write_bytes(path.read_bytes()[:-30])
+    assert "the last line ends without a newline" in refused(path, None, artefacts.load_csv_file, artefacts.UTILITY)
+
+
+def test_a_table_that_lost_its_last_rows_is_refused(tmp_path):
+    path = write_csv(utility_rows()[:-1], tmp_path / "utility.csv")  # cut at a line end: still a valid CSV
+    message = refused(path, "eps, repeat", artefacts.load_csv_file, artefacts.UTILITY)
+    assert "the rows with dataset = digits, mechanism = laplace lack {'eps': '10.0', 'repeat': '1'}" in message
+
+
+@pytest.mark.parametrize("column, value, problem", [
+    ("accuracy", 1.2, "1.2 on line 4"),  # line 1 is the header: row 2 is on line 4
+    ("accuracy", math.nan, "missing (NaN) on line 4"),
+    ("noise_scale", 0.0, "0 on line 4"),
+    ("mechanism", "magic", "'magic' on line 4"),
+    ("guarantee", math.nan, "nan on line 4"),
+    ("eps", "ten", "'ten' on line 4 is not a number"),
+])
+def test_a_bad_value_in_a_table_is_named_by_column_and_line(tmp_path, column, value, problem):
+    frame = utility_rows()
+    frame[column] = frame[column].astype(object)
+    frame.loc[2, column] = value
+    assert problem in refused(write_csv(frame, tmp_path / "utility.csv"), column, artefacts.load_csv_file,
+                              artefacts.UTILITY)
+
+
+def test_a_table_without_a_column_or_rows_is_refused(tmp_path):
+    refused(write_csv(utility_rows().drop(columns="utility_loss"), tmp_path / "u.csv"), "utility_loss",
+            artefacts.load_csv_file, artefacts.UTILITY)
+    assert "a header without rows" in refused(write_csv(utility_rows()[:0], tmp_path / "u.csv"), None,
+                                              artefacts.load_csv_file, artefacts.UTILITY)
+
+
+def mia_rows() -> pd.DataFrame:
+    rows = [{"dataset": "digits", "mechanism": m, "eps": e, "repeat": r, "attack": "shadow_mlp", "adaptive": True,
+             "n_members": 50, "n_nonmembers": 50, "accuracy": 0.6, "accuracy_lo": 0.5, "accuracy_hi": 0.7,
+             "auc": 0.6, "auc_lo": 0.5, "auc_hi": 0.7, "tpr_at_1pct_fpr": 0.02, "tpr_at_1pct_fpr_lo": 0.0,
+             "tpr_at_1pct_fpr_hi": 0.1, "fp_at_1pct_fpr": 0}
+            for m, e in (("none", math.nan), ("alm", 1.0), ("alm", 10.0)) for r in range(1 if m == "none" else 2)]
+    return pd.DataFrame(rows)
+
+
+def test_only_the_clean_head_has_no_epsilon(tmp_path):
+    artefacts.load_csv_file(write_csv(mia_rows(), tmp_path / "mia.csv"), artefacts.MIA)
+    frame = mia_rows()
+    frame.loc[1, "eps"] = math.nan
+    assert "missing (NaN) on line 3" in refused(write_csv(frame, tmp_path / "mia.csv"), "eps", artefacts.load_csv_file,
+                                                artefacts.MIA)
+    frame = mia_rows()
+    frame.loc[3, "tpr_at_1pct_fpr_hi"] = 1.5  # a column matched by the prefix tpr_at_*
+    refused(write_csv(frame, tmp_path / "mia.csv"), "tpr_at_1pct_fpr_hi", artefacts.load_csv_file, artefacts.MIA)
+
+
+def test_a_truncated_gzip_table_is_refused(tmp_path):
+    frame = pd.DataFrame({"dataset": "digits", "method": "none", "eps": math.nan, "attack": "loss", "adaptive": True,
+                          "fpr": [0.0, 0.5, 1.0], "tpr": [0.0, 0.7, 1.0]})
+    path = write_csv(frame, tmp_path / "roc.csv.gz")
+    assert len(artefacts.load_csv_file(path, artefacts.ROC)) == 3
+    path.write_bytes(path.read_bytes()[:-12])  # a gzip stream cut short
+    assert "not readable" in refused(path, None, artefacts.load_csv_file, artefacts.ROC)
+
+
+# --------------------------------------------------------------------------------- the scripts
+
+def run_script(name: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    return subprocess.run([sys.executable, str(REPO / "scripts" / name), *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_figures_script_fails_on_a_truncated_utility_table(tmp_path):
+    utility = write_csv(utility_rows(), tmp_path / "utility.csv")
+    utility.write_bytes(utility.read_bytes()[:-30])
+    mia = write_csv(mia_rows(), tmp_path / "mia.csv")
+    figures = [tmp_path / f"fig{i}.png" for i in (1, 2, 3)]
+    proc = run_script("plot_figures.py", "--utility", utility, "--mia", mia, "--fig1", figures[0], "--fig2",
+                      figures[1], "--fig3", figures[2])
+    assert proc.returncode != 0
+    assert f"ArtefactError: {utility}: the last line ends without a newline" in proc.stderr
+    assert not any(f.exists() for f in figures)
+
+
+def test_table1_refuses_a_zero_sensitivity(tmp_path, sampled_records):
+    path = write_json({**sampled_records["population"], "delta2": 0.0}, tmp_path / "sensitivity.json")
+    proc = run_script("make_table1.py", "--datasets", "digits", "--sensitivity", path, "--csv", tmp_path / "t.csv",
+                      "--md", tmp_path / "t.md")
+    assert proc.returncode != 0 and f"ArtefactError: {path}: field 'delta2': 0 " in proc.stderr
+    assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.md").exists()
+
+
+def test_no_script_reads_an_artefact_past_the_validated_loaders():
+    raw = re.compile(r"json\.loads?\(|torch\.load\(|load_tensors\(|pd\.read_csv\(|read_csvs\(")
+    bypass = {p.name: raw.findall(p.read_text()) for p in (REPO / "scripts").glob("*.py")}
+    assert {name: found for name, found in bypass.items() if found} == {}

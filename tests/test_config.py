@@ -1,0 +1,215 @@
+"""Config validation beyond the schema's own keywords: integers and finite numbers, messages that
+say what to write, nested --config overrides, batch sizes against their sets, and the data files
+a run without download needs (tests/test_workflow.py runs the bad configs through Snakemake)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from privssl.config import GRAPH_FILES, IMAGE_FILES, ConfigError, apply_nested_overrides, validate_config
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+TINY = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+SPLITS = {"pretrain": 200, "finetune": 60, "nonmember": 60, "shadow": 120, "test": 100, "reference": 60}
+NODE_SPLITS = {"finetune": 40, "nonmember": 40, "shadow": 60, "test": 40, "reference": 40}
+
+
+def tiny(**sections) -> dict:
+    config = copy.deepcopy(TINY)
+    config.update(sections)
+    return config
+
+
+def refused(config: dict) -> str:
+    with pytest.raises(ConfigError) as error:
+        validate_config(config, SCHEMA)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    (("sensitivity", "m"), 6.0, "config key 'sensitivity.m': 6.0 is not an integer (write 6)"),
+    (("attack", "lira", "shadows"), 4.5, "config key 'attack.lira.shadows': 4.5 is not of type 'integer'"),
+    (("seed",), True, "config key 'seed': True is not of type 'integer'"),
+    (("protect", "delta"), float("nan"), "config key 'protect.delta': nan is not a finite number"),
+    (("certified", "l2"), float("inf"), "config key 'certified.l2': inf is not a finite number"),
+    (("head", "lr"), float("-inf"), "config key 'head.lr': -inf is not a finite number"),
+    (("protect", "delta"), "1e-5", "config key 'protect.delta': '1e-5' is a string, not a number "
+                                   "(write 1.0e-5: YAML 1.1 reads 1e-5 as a string)"),
+    (("dpsgd", "lr"), "2E+3", "write 2.0e+3"),
+    (("protect", "delta"), "0.5", "'0.5' is a string, not a number (write it without quotes)"),
+    (("head", "batch_size"), 0, "config key 'head.batch_size': 0 is less than the minimum of 1 (or null)"),
+    (("head", "batch_size"), "all", "config key 'head.batch_size': 'all' is not of type 'null' or 'integer'"),
+])
+def test_schema_messages_say_what_to_write(key, value, expected):
+    config = tiny()
+    section = config
+    for part in key[:-1]:
+        section = section[part]
+    section[key[-1]] = value
+    assert expected in refused(config)
+
+
+def test_a_nan_in_a_list_is_named_by_its_index():
+    config = tiny()
+    config["protect"]["eps"] = [1, float("nan")]
+    assert "config key 'protect.eps[1]': nan is not a finite number" in refused(config)
+
+
+def test_an_unknown_graph_lists_the_allowed_names_not_the_regex():
+    config = tiny()
+    config["graphs"]["reddit"] = config["graphs"].pop("sbm_shadow")
+    message = refused(config)
+    assert "config key 'graphs': 'reddit' is not allowed (allowed: cora, citeseer, pubmed, cox2, or sbm" in message
+    assert "^(" not in message
+
+
+def test_generator_errors_name_the_generator_key():
+    config = tiny()
+    del config["graphs"]["sbm"]["generator"]
+    assert "config key 'graphs.sbm.generator': missing" in refused(config)
+    config = tiny(graphs={"cora": {"generator": TINY["graphs"]["sbm"]["generator"], "splits": NODE_SPLITS}})
+    assert "config key 'graphs.cora.generator': graph 'cora' is read from graph_data_root and takes no" \
+        in refused(config)
+
+
+@pytest.mark.parametrize("key, largest, message", [
+    ("simclr", 200, "config key 'simclr.batch_size': 201 is larger than |D| = datasets.digits.splits.pretrain = 200 "
+                    "(allowed: 2..200)"),
+    # the smallest |d| of the tiny config is a graph's: the shared rules train the heads of both tracks
+    ("head", 30, "config key 'head.batch_size': 31 is larger than |d| = graphs.sbm_shadow.splits.finetune = 30 "
+                 "(allowed: 1..30, or null: full batch)"),
+    ("dpsgd", 30, "config key 'dpsgd.batch_size': 31 is larger than |d| = graphs.sbm_shadow.splits.finetune = 30"),
+])
+def test_a_batch_larger_than_its_set_is_refused(key, largest, message):
+    config = tiny()
+    config[key]["batch_size"] = largest + 1
+    assert message in refused(config)
+    config[key]["batch_size"] = largest  # the whole set in one batch is allowed
+    validate_config(config, SCHEMA)
+
+
+# --------------------------------------------------------------------------------- data on disk
+
+def image_config(dataset: str, root: Path) -> dict:
+    return tiny(datasets={dataset: {"splits": SPLITS}}, data_root=str(root))
+
+
+def graph_config(graph: str, root: Path) -> dict:
+    return tiny(graphs={graph: {"splits": NODE_SPLITS}, "sbm": TINY["graphs"]["sbm"]}, graph_data_root=str(root))
+
+
+def place(root: Path, folder: str, files: list[str]) -> None:
+    (root / folder).mkdir(parents=True, exist_ok=True)
+    for name in files:
+        (root / folder / name).write_bytes(b"")
+
+
+@pytest.mark.parametrize("dataset", sorted(IMAGE_FILES))
+def test_an_image_dataset_without_its_files_is_refused_unless_downloaded(tmp_path, dataset):
+    folder, files = IMAGE_FILES[dataset]
+    message = refused(image_config(dataset, tmp_path))
+    assert f"config key 'data_root': {dataset} is not under data_root = {tmp_path}" in message
+    assert f"{files[0]}" in message and "download is false" in message
+    validate_config({**image_config(dataset, tmp_path), "download": True}, SCHEMA)
+    place(tmp_path, folder, files[:-1])
+    assert f"missing {tmp_path / folder}/{{{files[-1]}}}" in refused(image_config(dataset, tmp_path))
+    place(tmp_path, folder, files[-1:])
+    validate_config(image_config(dataset, tmp_path), SCHEMA)
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPH_FILES))
+def test_a_pyg_graph_without_its_raw_files_is_refused_unless_downloaded(tmp_path, graph):
+    folder, files = GRAPH_FILES[graph]
+    assert f"config key 'graph_data_root': {graph} is not under graph_data_root" \
+        in refused(graph_config(graph, tmp_path))
+    validate_config({**graph_config(graph, tmp_path), "graph_download": True}, SCHEMA)
+    place(tmp_path, folder, files)
+    validate_config(graph_config(graph, tmp_path), SCHEMA)
+
+
+def test_a_relative_data_root_is_read_from_the_working_directory(tmp_path, monkeypatch):
+    folder, files = IMAGE_FILES["cifar10"]
+    place(tmp_path / "images", folder, files)
+    monkeypatch.chdir(tmp_path)
+    validate_config(image_config("cifar10", Path("images")), SCHEMA)
+    assert f"working directory, {tmp_path}" in refused(image_config("cifar10", Path("elsewhere")))
+
+
+def test_digits_and_generated_graphs_need_no_files(tmp_path):
+    validate_config(tiny(data_root=str(tmp_path / "none"), graph_data_root=str(tmp_path / "none")), SCHEMA)
+
+
+def test_the_image_file_lists_are_torchvisions():
+    from torchvision import datasets
+
+    for name, cls in (("cifar10", datasets.CIFAR10), ("cifar100", datasets.CIFAR100), ("stl10", datasets.STL10)):
+        meta = [cls.meta["filename"]] if hasattr(cls, "meta") else []  # CIFAR's class names, checked too
+        opened = [f for f, _ in cls.train_list + cls.test_list] + meta
+        folder, files = IMAGE_FILES[name]
+        assert (folder, sorted(files)) == (cls.base_folder, sorted(opened)), name
+
+
+def test_the_graph_file_lists_hold_what_pyg_reads():
+    from torch_geometric.datasets import Planetoid, TUDataset
+
+    for name, (family, pyg_name) in {"cora": ("planetoid", "Cora"), "citeseer": ("planetoid", "CiteSeer"),
+                                     "pubmed": ("planetoid", "PubMed"), "cox2": ("tu", "COX2")}.items():
+        cls = Planetoid if family == "planetoid" else TUDataset
+        folder, files = GRAPH_FILES[name]
+        assert folder == f"{family}/{pyg_name}/raw"
+        assert set(cls.raw_file_names.fget(SimpleNamespace(name=pyg_name))) <= set(files), name
+    # COX2 is read with use_node_attr=True: its features and classes are in these two files
+    assert {"COX2_node_attributes.txt", "COX2_node_labels.txt"} <= set(GRAPH_FILES["cox2"][1])
+
+
+# --------------------------------------------------------------------------------- nested --config overrides
+
+def overridden(overrides: dict) -> dict:
+    """The config Snakemake hands the Snakefile for `--config` values: merged into the config file's
+    values, every nested scalar a string (its BaseLoader), then re-typed by validate_config."""
+    from snakemake.cli import parse_config
+    from snakemake.utils import update_config
+
+    parsed = parse_config([f"{key}={value}" for key, value in overrides.items()])
+    config = tiny()
+    update_config(config, parsed)
+    validate_config(config, SCHEMA, overrides=parsed)
+    return config
+
+
+def test_snakemake_reads_nested_override_values_as_strings():
+    # the behaviour the re-typing works around; if Snakemake changes it, the re-typing is moot
+    from snakemake.cli import parse_config
+
+    assert parse_config(["protect={eps: [1, 10]}"]) == {"protect": {"eps": ["1", "10"]}}
+
+
+def test_nested_overrides_are_read_as_a_config_file_would_be():
+    config = overridden({"protect": "{eps: [1, 10], delta: 1.0e-5}", "head": "{batch_size: null, lr: 0.1}",
+                         "simclr": '{"augmentation": {"horizontal_flip": true}}'})
+    assert config["protect"]["eps"] == [1, 10] and config["protect"]["delta"] == 1e-5
+    assert config["protect"]["mechanisms"] == TINY["protect"]["mechanisms"]  # merged, not replaced
+    assert config["head"]["batch_size"] is None and config["head"]["lr"] == 0.1
+    assert config["simclr"]["augmentation"]["horizontal_flip"] is True
+
+
+def test_nested_overrides_keep_text_as_text():
+    config = overridden({"protect": "{mechanisms: [alm, laplace]}", "attack": "{lira: {pool: [finetune, shadow]}}"})
+    assert config["protect"]["mechanisms"] == ["alm", "laplace"]
+    assert config["attack"]["lira"]["pool"] == ["finetune", "shadow"]
+    with pytest.raises(ConfigError, match=r"'protect.eps\[0\]': 'one' is not of type 'number'"):
+        overridden({"protect": "{eps: [one]}"})
+    with pytest.raises(ConfigError, match=r"'protect.delta': '1e-5' is a string, not a number \(write 1.0e-5"):
+        overridden({"protect": "{delta: 1e-5}"})
+
+
+def test_top_level_values_are_left_as_snakemake_typed_them():
+    config = {"data_root": "2024", "protect": {"eps": ["1"]}}
+    apply_nested_overrides(config, {"data_root": "2024", "protect": {"eps": ["1"]}})
+    assert config == {"data_root": "2024", "protect": {"eps": [1]}}

@@ -1,0 +1,101 @@
+"""What the rules ask a scheduler for: every job that a cluster runs declares mem_mb and runtime;
+on the default config no job asks for more memory than the default run used (the peaks in
+benchmarks/measured_peaks.csv) times the stated margin, nor less than that peak; and no job of
+any shipped config asks for more than a 24 GiB node offers."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_workflow import SHARED_DATA, output_of, run_snakemake
+
+pytestmark = pytest.mark.workflow
+
+REPO = Path(__file__).resolve().parents[1]
+PEAKS = pd.read_csv(REPO / "benchmarks" / "measured_peaks.csv").set_index("rule")
+MEMORY_MARGIN = 2.0  # stated in the README and rules/resources.smk
+NODE_MB = 24 * 1024
+# graphs-shared reads the offline graph copies, when they are here
+CONFIGS = ["config.yaml", *(f"configs/{p.name}" for p in sorted((REPO / "configs").glob("*.yaml"))
+                            if p.name != "graphs-shared.yaml" or SHARED_DATA.is_dir())]
+
+
+def local_rules() -> set[str]:
+    """Rules marked `localrule: True` (they run on the submitting host, never on a node)."""
+    local = {"all"}
+    for smk in (REPO / "rules").glob("*.smk"):
+        for block in re.split(r"\n(?=\s*rule \w+:)", smk.read_text()):
+            if re.search(r"localrule:\s*True", block):
+                local.add(re.search(r"rule (\w+):", block).group(1))
+    return local
+
+
+def planned_resources(proc: subprocess.CompletedProcess) -> list[tuple[str, dict[str, str]]]:
+    """(rule, {resource: value}) of every job of a dry run."""
+    jobs, rule = [], None
+    for line in output_of(proc).splitlines():
+        if match := re.match(r"(?:local)?rule (\w+):$", line):
+            rule = match.group(1)
+        elif rule and (match := re.match(r"\s+resources: (.*)$", line)):
+            jobs.append((rule, dict(item.split("=", 1) for item in match.group(1).split(", "))))
+            rule = None
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def dry_runs(tmp_path_factory) -> dict[str, list[tuple[str, dict[str, str]]]]:
+    runs = {}
+    for config in CONFIGS:
+        workdir = tmp_path_factory.mktemp(Path(config).stem)
+        extra = ["--replace-workflow-config"] if config != "config.yaml" else []
+        if config == "configs/graphs-shared.yaml":
+            extra += ["--config", f"graph_data_root={SHARED_DATA}"]
+        proc = run_snakemake(workdir, REPO / config, "-n", "--forceall", *extra)
+        runs[config] = planned_resources(proc)
+        assert runs[config], f"{config}: no job in the dry run"
+    return runs
+
+
+def test_every_cluster_job_declares_memory_and_runtime(dry_runs):
+    local = local_rules()
+    for config, jobs in dry_runs.items():
+        bare = sorted({rule for rule, res in jobs if rule not in local and not {"mem_mb", "runtime"} <= set(res)})
+        assert not bare, f"{config}: jobs of {bare} run on a node without mem_mb and runtime"
+
+
+def test_default_memory_is_the_measured_peak_times_the_margin(dry_runs):
+    local = local_rules()
+    for rule, res in dry_runs["config.yaml"]:
+        if rule in local:
+            continue
+        assert rule in PEAKS.index, f"rule {rule} has no measured peak in benchmarks/measured_peaks.csv"
+        peak, asked = PEAKS.loc[rule, "max_rss_mb"], int(res["mem_mb"])
+        assert peak <= asked <= 100 * math.ceil(peak * MEMORY_MARGIN / 100), \
+            f"rule {rule} asks for {asked} MB; measured peak {peak} MB, margin {MEMORY_MARGIN}"
+        assert int(res["runtime"]) * 60 >= PEAKS.loc[rule, "s"], f"rule {rule}: runtime {res['runtime']} min"
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_no_job_asks_for_more_than_a_node(dry_runs, config):
+    too_big = sorted({(rule, int(res["mem_mb"])) for rule, res in dry_runs[config]
+                      if int(res.get("mem_mb", 0)) > NODE_MB})
+    assert not too_big, f"{config}: (rule, mem_mb) above a {NODE_MB} MB node: {too_big}"
+
+
+def test_a_paper_preset_asks_for_more_than_the_default(dry_runs):
+    default = {rule: int(res["mem_mb"]) for rule, res in dry_runs["config.yaml"] if "mem_mb" in res}
+    paper = {rule: int(res["mem_mb"]) for rule, res in dry_runs["configs/paper-cifar10.yaml"] if "mem_mb" in res}
+    assert paper["pretrain"] > default["pretrain"] and paper["sensitivity"] > default["sensitivity"]
+
+
+def test_peaks_file_names_only_rules_of_the_workflow():
+    listed = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules"], cwd=REPO, capture_output=True,
+                            text=True, check=True).stdout
+    rules = {line.split()[0] for line in listed.splitlines() if line and not line[0].isspace()}
+    assert set(PEAKS.index) <= rules, f"peaks of unknown rules: {sorted(set(PEAKS.index) - rules)}"
