@@ -147,3 +147,21 @@ def test_umask_without_proc_is_read_and_kept(tmp_path, umask, monkeypatch):
     atomic_write_json({"a": 1}, tmp_path / "a.json")
     assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
     assert os.umask(0o027) == 0o027
+
+
+def test_sigterm_during_an_atomic_write_leaves_no_temporary_file(tmp_path):
+    """scancel sends SIGTERM: the script exits through its cleanup, removing the temporary file."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import sys, time; from privssl.io import atomic_path, script_logger; script_logger('t')\n"
+            "with atomic_path(sys.argv[1]) as tmp:\n"
+            "    tmp.write_text('half'); print('writing', flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "out.csv")], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    time.sleep(0.1)
+    assert list(tmp_path.iterdir()) == [], f"left behind: {list(tmp_path.iterdir())}"

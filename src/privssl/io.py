@@ -10,6 +10,8 @@ import gzip
 import json
 import logging
 import os
+import signal
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,6 +99,9 @@ def pick_device(requested: str = "auto") -> torch.device:
 
 
 def script_logger(name: str) -> logging.Logger:
-    """Log to stderr; Snakemake rules redirect stderr into the rule's `log:` file."""
+    """Log to stderr (Snakemake rules redirect stderr into the rule's `log:` file). Also makes
+    SIGTERM (scancel, a job killed for its time limit) exit through Python's cleanup, so that an
+    atomic write in progress removes its temporary file instead of leaving it in results/."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     return logging.getLogger(name)
