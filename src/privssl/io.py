@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-import pandas as pd
 import torch
 
 
@@ -80,15 +79,6 @@ def atomic_write_csv(frame, path: str | Path) -> None:
         # gzip.compress leaves the name out, and mtime=0 the time.
         data = gzip.compress(data, mtime=0)
     atomic_write_bytes(data, path)
-
-
-def read_csvs(paths) -> pd.DataFrame:
-    """The rows of several tidy CSV files (e.g. one per dataset) as one frame."""
-    return pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-
-
-def load_tensors(path: str | Path) -> dict:
-    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def pick_device(requested: str = "auto") -> torch.device:
