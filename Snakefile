@@ -51,6 +51,8 @@ include: "rules/sensitivity.smk"
 include: "rules/protect.smk"
 include: "rules/attack.smk"
 include: "rules/audit.smk"
+include: "rules/contrastive_targets.smk"
+include: "rules/contrastive_attack.smk"
 include: "rules/figures.smk"
 include: "rules/graph.smk"
 

@@ -5,6 +5,8 @@ from privssl.release_methods import METHODS, output_perturbation_methods, releas
 
 DATASETS = list(config["datasets"])  # image datasets
 GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... attack rules, own data and encoder
+# image datasets of the contrastive-privacy branch (thesis Ch. 4); the section is optional (graph-only configs)
+CONTRASTIVE = list(config.get("contrastive", {}).get("datasets", {}))
 MECHANISMS = config["protect"]["mechanisms"]  # release methods of the registry (src/privssl/release_methods.py)
 OUTPUT_PERTURBATION = output_perturbation_methods(MECHANISMS)  # noise on a trained head: rule `protect`
 # Conda envs, relative to this file: the image track's and the graph track's (PyG).
@@ -34,6 +36,11 @@ def script(name):
     return os.path.relpath(os.path.join(workflow.basedir, "scripts", name))
 
 
+def resource(name):
+    """Path of a file of resources/ (reference values quoted from the papers), relative like `script`."""
+    return os.path.relpath(os.path.join(workflow.basedir, "resources", name))
+
+
 def as_json(value):
     """A config section as one shell-quoted JSON argument."""
     return shlex.quote(json.dumps(value, sort_keys=True))
@@ -46,6 +53,7 @@ def stage_seed(stage):
         ["splits", "pretrain", "sensitivity", "shadow", "attack", "link_target", "link_protect"]
         + [f"protect_{m}" for m in METHODS]
         + ["lira_heads", "lira", "audit_one_run"]
+        + ["contrastive_data", "contrastive_target", "contrastive_shadow", "contrastive_attack"]
     )
     return config["seed"] * 100 + stages.index(stage)
 
@@ -75,6 +83,15 @@ def final_outputs():
             f"{RESULTS}/figures/fig4_roc.pdf",
             f"{RESULTS}/figures/fig5_audit.png",
             f"{RESULTS}/figures/fig5_audit.pdf",
+        ]
+    if CONTRASTIVE:
+        outputs += [
+            f"{RESULTS}/figures/fig_contrastive_privacy.png",
+            f"{RESULTS}/figures/fig_contrastive_privacy.pdf",
+            f"{RESULTS}/figures/fig_talos_lambda.png",
+            f"{RESULTS}/figures/fig_talos_lambda.pdf",
+            f"{RESULTS}/tables/contrastive.csv",
+            f"{RESULTS}/tables/contrastive.md",
         ]
     if GRAPHS:
         outputs += [

@@ -24,3 +24,34 @@ rule data:
     shell:
         "python {input.script} --dataset {wildcards.dataset} --data-root {params.root} --sizes {params.sizes}"
         " --seed {params.seed} {params.download} --out {output} 2> {log}"
+
+
+rule contrastive_data:
+    """The contrastive-privacy branch's splits (thesis Ch. 4): four equal parts and the auxiliary set,
+    outside the public pre-training split, with task labels and sensitive attributes."""
+    wildcard_constraints:
+        dataset=one_of(CONTRASTIVE),
+    input:
+        script=script("contrastive_data.py"),
+        splits=f"{RESULTS}/{{dataset}}/splits.json",
+    output:
+        f"{RESULTS}/{{dataset}}/contrastive/splits.json",
+    params:
+        task=lambda w: config["contrastive"]["datasets"][w.dataset]["task"],
+        part=lambda w: config["contrastive"]["datasets"][w.dataset]["part"],
+        aux=lambda w: config["contrastive"]["datasets"][w.dataset]["aux"],
+        seed=stage_seed("contrastive_data"),
+        root=config["data_root"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/contrastive_data.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/contrastive_data.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_memory("contrastive_data"),
+        runtime=job_runtime("contrastive_data"),
+    conda:
+        ENV
+    shell:
+        "python {input.script} --splits {input.splits} --data-root {params.root} --task {params.task}"
+        " --part {params.part} --aux {params.aux} --seed {params.seed} --out {output} 2> {log}"

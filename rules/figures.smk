@@ -59,3 +59,40 @@ rule table2:
     shell:
         "python {input.script} --utility {input.utility} --mia {input.mia} --targets 1 10"
         " --csv {output.csv} --md {output.md} 2> {log}"
+
+
+rule contrastive_report:
+    """Thesis Ch. 4: task accuracy, membership and attribute inference per target kind and against
+    Talos's λ, and the three claims beside the thesis's statements; from CSV only."""
+    input:
+        script=script("contrastive_report.py"),
+        thesis=resource("thesis_contrastive.csv"),
+        metrics=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
+    output:
+        privacy_png=report(
+            f"{RESULTS}/figures/fig_contrastive_privacy.png",
+            caption="../report/contrastive_privacy.rst",
+            category="Contrastive privacy",
+        ),
+        privacy_pdf=f"{RESULTS}/figures/fig_contrastive_privacy.pdf",
+        lambda_png=report(
+            f"{RESULTS}/figures/fig_talos_lambda.png",
+            caption="../report/talos_lambda.rst",
+            category="Contrastive privacy",
+        ),
+        lambda_pdf=f"{RESULTS}/figures/fig_talos_lambda.pdf",
+        csv=report(
+            f"{RESULTS}/tables/contrastive.csv",
+            caption="../report/contrastive_table.rst",
+            category="Contrastive privacy",
+        ),
+        md=f"{RESULTS}/tables/contrastive.md",
+    log:
+        f"{RESULTS}/logs/contrastive_report.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python {input.script} --metrics {input.metrics} --thesis {input.thesis}"
+        " --fig-privacy {output.privacy_png} {output.privacy_pdf} --fig-lambda {output.lambda_png} {output.lambda_pdf}"
+        " --csv {output.csv} --md {output.md} 2> {log}"

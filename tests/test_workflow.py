@@ -34,18 +34,22 @@ REPO = Path(__file__).resolve().parents[1]
 TINY_CONFIG = Path(__file__).resolve().parent / "data" / "tiny_config.yaml"
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 SHARED_DATA = REPO.parent / "shared" / "data"
-WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "src", "report", "envs", "benchmarks"]
+WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "src", "report", "envs", "benchmarks",
+                  "resources"]
 RESULTS = "results"
 FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "fig4_roc", "fig5_audit", "link_stealing",
-           "graph_protection"]
+           "graph_protection", "fig_contrastive_privacy", "fig_talos_lambda"]
 TINY_GRAPHS = ["sbm", "sbm_shadow"]
 FINAL_OUTPUTS = (
     [f"{RESULTS}/{dataset}/{name}" for dataset in ["digits", *TINY_GRAPHS]
      for name in ("splits.json", "sensitivity.json", "utility.csv", "mia.csv")]
     + [f"{RESULTS}/{graph}/link_protection.csv" for graph in TINY_GRAPHS]
     + [f"{RESULTS}/digits/{name}" for name in ("lira.csv", "roc.csv.gz", "audit.csv")]
+    + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
+                                                           "metrics.csv")]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
-    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing") for ext in ("csv", "md")]
+    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing", "contrastive")
+       for ext in ("csv", "md")]
 )
 RUN_TIMEOUT_S = 600
 
@@ -197,7 +201,8 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     expected = {"data", "pretrain", "encode", "finetune", "certified_head", "sensitivity", "protect", "protect_dpsgd",
                 "attack", "shadow", "figures", "table1", "table2", "graph_data", "graph_pretrain", "graph_encode", "link_target", "link_steal",
                 "link_transfer", "link_table", "link_protect", "graph_figures", "lira_heads", "lira", "audit_one_run",
-                "membership_tables", "audit_figures"}
+                "membership_tables", "audit_figures", "contrastive_data", "contrastive_train", "contrastive_attack",
+                "contrastive_report"}
     assert expected <= set(jobs), f"dry run lacks rules {sorted(expected - set(jobs))}: {jobs}"
     default = yaml.safe_load((REPO / "config.yaml").read_text())
     n_mechanisms, n_images, n_graphs = (len(default["protect"]["mechanisms"]), len(default["datasets"]),
@@ -215,6 +220,9 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     assert jobs["audit_one_run"] == n_images  # every method in one job
     assert jobs["lira_heads"] == 2 * n_images  # A_S's heads and the certified learner's
     assert jobs["link_transfer"] == n_graphs * (n_graphs - 1)
+    # the contrastive branch: one job for the targets and one for the shadows, every λ and repeat in each
+    n_contrastive = len(default["contrastive"]["datasets"])
+    assert jobs["contrastive_train"] == 2 * n_contrastive and jobs["contrastive_attack"] == n_contrastive
     assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
 
 
@@ -377,6 +385,35 @@ def test_lira_roc_and_audit_tables(tiny_run):
     assert set(audit.method) == methods and (audit.eps_lower_bound >= 0).all() and (audit.n > 0).all()
 
 
+def test_contrastive_branch_outputs(tiny_run):
+    cfg = tiny_run.expected["contrastive"]
+    part, aux = cfg["datasets"]["digits"]["part"], cfg["datasets"]["digits"]["aux"]
+    splits = json.loads(tiny_run.path(f"{RESULTS}/digits/contrastive/splits.json").read_text())
+    assert [len(splits["splits"][s]) for s in ("target_train", "target_test", "shadow_train", "shadow_test", "aux")] \
+        == [part] * 4 + [aux]
+    public = set(json.loads(tiny_run.path(f"{RESULTS}/digits/splits.json").read_text())["splits"]["pretrain"])
+    assert not public & {i for index in splits["splits"].values() for i in index}, "a member was pre-trained on"
+    # parity of the digit: the task label is the attribute mod 2 on every image
+    assert all(t == a % 2 for s in splits["task"] for t, a in zip(splits["task"][s], splits["attribute"][s]))
+    metrics = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/contrastive/metrics.csv"))
+    lambdas = sorted({0.0, *map(float, cfg["talos"]["lambdas"])})
+    models = metrics[["target", "lambda", "repeat"]].drop_duplicates()
+    assert len(models) == cfg["repeats"] * (1 + len(lambdas))
+    assert sorted(metrics.loc[metrics.target != "supervised", "lambda"].unique()) == lambdas
+    assert set(metrics.attack) == {"nn", "correctness", "confidence", "entropy", "modified_entropy",
+                                   "label_only_augmentation", "label_only_boundary", "attribute_mlp"}
+    membership = metrics[metrics.inference == "membership"]
+    assert (membership.n == 2 * part).all() and (metrics.loc[metrics.inference == "attribute", "n"] == part).all()
+    for metric in ("accuracy", "task_accuracy"):
+        assert ((metrics[f"{metric}_lo"] <= metrics[metric]) & (metrics[metric] <= metrics[f"{metric}_hi"])).all()
+    history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/contrastive/target_history.csv"))
+    assert {"adversary_accuracy", "loss", "contrastive_accuracy"} <= set(history.columns)
+    assert len(history) == cfg["repeats"] * len(lambdas) * cfg["fine_tune"]["epochs"]
+    table = tiny_run.path(f"{RESULTS}/tables/contrastive.md").read_text()
+    for claim in ("membership", "attribute", "talos"):
+        assert f"| digits | {claim} |" in table
+
+
 def test_sensitivity_and_table1(tiny_run):
     record = json.loads(tiny_run.path(f"{RESULTS}/digits/sensitivity.json").read_text())
     sens = tiny_run.expected["sensitivity"]
@@ -530,6 +567,19 @@ BAD_CONFIGS = {
                        ["attack.lira.attacks[1]", "lira_bayes", "allowed: lira_online"]),
     "too_many_canaries": (lambda c: c["audit"]["one_run"].update(canaries=61),
                           ["audit.one_run.canaries", "allowed: <= |d| = 60"]),
+    "unknown_label_map": (lambda c: c["contrastive"]["datasets"]["digits"].update(task="colour"),
+                          ["config key 'contrastive.datasets.digits.task'", "allowed: parity, low_high"]),
+    "negative_talos_lambda": (lambda c: c["contrastive"]["talos"].update(lambdas=[0, -1]),
+                              ["config key 'contrastive.talos.lambdas[1]'", "minimum of 0"]),
+    "empty_talos_grid": (lambda c: c["contrastive"]["talos"].update(lambdas=[]),
+                         ["config key 'contrastive.talos.lambdas'"]),
+    "contrastive_parts_too_large": (lambda c: c["contrastive"]["datasets"]["digits"].update(part=400),
+                                    ["config key 'contrastive.datasets.digits'", "allowed: 4 * part + aux <= 1597"]),
+    "contrastive_dataset_not_an_image_dataset": (
+        lambda c: c["contrastive"]["datasets"].update(cifar10={"task": "animal_vehicle", "part": 10, "aux": 10}),
+        ["config key 'contrastive.datasets.cifar10': cifar10 is not among the image datasets (allowed: digits"]),
+    "contrastive_batch_above_part": (lambda c: c["contrastive"]["fine_tune"].update(batch_size=41),
+                                     ["config key 'contrastive.fine_tune.batch_size'", "allowed: 2..40"]),
     # Accepted before, or refused only inside a job minutes into the run:
     "nan_eps": (lambda c: c["protect"].update(eps=[1, float("nan")]),
                 ["config key 'protect.eps[1]': nan is not a finite number"]),

@@ -33,7 +33,7 @@ import torch
 
 from privssl.graphs.splits import NODE_SPLITS
 from privssl.release_methods import GUARANTEE_KINDS, METHODS
-from privssl.splits import DATASETS, LABELLED_SPLITS, SPLITS
+from privssl.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SPLITS
 
 
 class ArtefactError(ValueError):
@@ -465,6 +465,20 @@ AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("met
          "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
          "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "eps_lower_bound": Num(0), "n": COUNT,
          "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",))}
+# contrastive_attack rule (thesis Ch. 4): membership rows have no baseline, attribute rows no AUC or TPR
+_MEMBERSHIP_ONLY = Num(0, 1, nan_where=("inference", "attribute"))
+CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "talos")),
+               "lambda": Num(0, nan_where=("target", "supervised")), "repeat": COUNT,
+               "inference": Text(("membership", "attribute")), "attack": Text(),
+               **{name: PROBABILITY for name in ("task_accuracy", "task_accuracy_lo", "task_accuracy_hi", "accuracy",
+                                                 "accuracy_lo", "accuracy_hi")},
+               "n_test": COUNT, "n": COUNT,
+               **{name: _MEMBERSHIP_ONLY for name in ("auc", "auc_lo", "auc_hi", "tpr_at_*")},
+               **{name: Num(0, integer=True, nan_where=("inference", "attribute"))
+                  for name in ("n_members", "n_nonmembers", "fp_at_*")},
+               **{name: Num(0, 1, nan_where=("inference", "membership"))
+                  for name in ("baseline", "baseline_lo", "baseline_hi")},
+               "grid": (("dataset", "target", "inference", "attack"), ("lambda", "repeat"))}
 _LINK = {"dataset": Text(), "attack": Text(), "feature_set": Text(), "distance": Text(empty=True),  # supervised: none
          "auc": PROBABILITY, "precision": PROBABILITY, "recall": PROBABILITY, "f1": PROBABILITY}
 LINK_ROWS = {**_LINK, "shadow": Text(empty=True), "run": COUNT,  # shadow: empty for the attacks without one
@@ -550,3 +564,49 @@ def load_attacker(path, shadow_size: int) -> dict:
 def load_link_target(path, num_nodes: int) -> dict:
     """The link_target rule's file for a graph of `num_nodes` nodes."""
     return load_tensor_file(path, LINK_TARGET, {"N": num_nodes})
+
+
+
+def load_contrastive_splits(path) -> dict:
+    """The contrastive_data rule's splits.json: pairwise disjoint index lists into the dataset's pool,
+    and for each split a task label below n_task and an attribute below n_attribute per index."""
+    record = load_json_file(path, {"dataset": Text(tuple(DATASETS)), "task_map": Text(),
+                                   "n_task": Num(2, integer=True), "n_attribute": Num(2, integer=True),
+                                   "splits": Each(Tensor(None, "int", None)), "task": Each(Tensor(None, "int", None)),
+                                   "attribute": Each(Tensor(None, "int", None))})
+    names = record.get("task_names")
+    if not (isinstance(names, list) and len(names) == record["n_task"] and all(isinstance(n, str) for n in names)):
+        fail(path, "task_names", repr(names)[:200], f"a list of n_task = {record['n_task']} names")
+    info = DATASETS[record["dataset"]]
+    bound = {"pool": info.labelled + info.unlabelled, "n_task": record["n_task"], "n_attribute": record["n_attribute"]}
+    for field, limit in (("splits", "pool"), ("task", "n_task"), ("attribute", "n_attribute")):
+        schema = {s: Tensor((f"|{s}|",), "int", Num(0, limit, high_open=True, integer=True)) for s in CONTRASTIVE_SPLITS}
+        check_fields(path, record[field], schema, bound, f"{field}.")
+    _check_disjoint(path, record["splits"])
+    return record
+
+
+CONTRASTIVE_MODELS = {"role": Text(("target", "shadow")), "dataset": Text(tuple(DATASETS)),
+                      "encoder": Text(("convnet", "resnet18")), "width": Num(1, integer=True),
+                      "in_channels": Num(1, integer=True), "image_size": Num(1, integer=True),
+                      "n_task": Num(2, integer=True)}
+# λ is None for a supervised model; the layer maps the encoder's output (F) to the task's classes
+CONTRASTIVE_MODEL = {"kind": Text(("supervised", "contrastive", "talos")), "lambda": Num(0, optional=True),
+                     "repeat": COUNT, "encoder": Each(Tensor(None, "number"))}
+CONTRASTIVE_LAYER = {"weight": Tensor((1, "F", "n_task")), "bias": Tensor((1, "n_task"))}
+
+
+def load_contrastive_models(path) -> dict:
+    """A contrastive_train file: the role's models, each an encoder state and a finite linear layer
+    to the task's classes; λ None exactly for the supervised models."""
+    bundle = load_tensor_file(path, CONTRASTIVE_MODELS)
+    models = bundle.get("models")
+    if not (isinstance(models, list) and models):
+        fail(path, "models", repr(models)[:200], "a non-empty list of models")
+    for i, model in enumerate(models):
+        check_fields(path, model, CONTRASTIVE_MODEL, prefix=f"models[{i}].")
+        if (model["kind"] == "supervised") != (model.get("lambda") is None):
+            fail(path, f"models[{i}].lambda", f"{model.get('lambda')} for a {model['kind']} model",
+                 "None for supervised models, a number >= 0 otherwise")
+        check_fields(path, model.get("layer"), CONTRASTIVE_LAYER, {"n_task": bundle["n_task"]}, f"models[{i}].layer.")
+    return bundle

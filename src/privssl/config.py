@@ -1,6 +1,7 @@
 """Config validation: the JSON schema, then the checks a schema cannot express (split sizes
 against the dataset's or graph's size, attack pairs against the shadow split, the sensitivity
-sampler's m, ρ, γ and its reference pool, batch sizes against the sets they batch, the data
+sampler's m, ρ, γ and its reference pool, batch sizes against the sets they batch, the
+contrastive branch's label maps and split sizes, the data
 files a run without download needs). Runs in the Snakefile before the DAG is built, so a bad
 config fails before any job starts and writes nothing."""
 
@@ -15,8 +16,9 @@ import jsonschema
 import yaml
 
 from privssl.graphs.splits import check_node_split_sizes
+from privssl.label_maps import label_map
 from privssl.random_dp import order_statistic_index
-from privssl.splits import check_split_sizes
+from privssl.splits import check_contrastive_sizes, check_split_sizes
 
 
 class ConfigError(ValueError):
@@ -147,9 +149,38 @@ def validate_config(config: dict, schema_path: str | Path, overrides: Mapping | 
                     f"each, but {section}.{dataset}.splits.shadow = {shadow} gives {shadow // 2} "
                     f"(allowed: <= {2 * (shadow // 2)})")
     check_sensitivity(config)
+    check_contrastive(config)
     check_membership_evaluation(config)
     check_batch_sizes(config)
     check_data_present(config)
+
+
+def check_contrastive(config: dict) -> None:
+    """The contrastive-privacy branch runs on image datasets of the config, with a label map of
+    that dataset, and its four parts and auxiliary set fit beside the public pre-training split
+    (the public encoder must not have seen a member or non-member)."""
+    section = config.get("contrastive")
+    if section is None:
+        return
+    for name, entry in section["datasets"].items():
+        key = f"contrastive.datasets.{name}"
+        if name not in config["datasets"]:
+            raise ConfigError(f"config key '{key}': {name} is not among the image datasets "
+                              f"(allowed: {', '.join(config['datasets']) or 'none'}: the branch starts from their "
+                              f"public encoder)")
+        try:
+            label_map(name, entry["task"])
+        except ValueError as err:
+            raise ConfigError(f"config key '{key}.task': {err}") from err
+        try:
+            check_contrastive_sizes(name, config["datasets"][name]["splits"], entry["part"], entry["aux"])
+        except ValueError as err:
+            raise ConfigError(f"config key '{key}': {err}") from err
+        for stage, smallest in (("fine_tune", 2), ("supervised", 1)):  # a contrastive batch needs a negative
+            batch = section[stage]["batch_size"]
+            if not smallest <= batch <= entry["part"]:
+                raise ConfigError(f"config key 'contrastive.{stage}.batch_size': {batch} does not fit the training "
+                                  f"set, {key}.part = {entry['part']} (allowed: {smallest}..{entry['part']})")
 
 
 def check_membership_evaluation(config: dict) -> None:

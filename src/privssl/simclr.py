@@ -23,6 +23,7 @@ from torch import nn
 
 from privssl.encoders import build_encoder, projection_head, unit_float
 from privssl.io import atomic_torch_save
+from privssl.talos import TalosAdversary
 
 NEGATIVES = ("cross_view", "all")
 
@@ -111,21 +112,43 @@ class SimCLR(nn.Module):
         self.projector = projection_head(self.encoder.out_dim, spec.width)
 
 
+def state_digest(state: dict[str, torch.Tensor] | None) -> str | None:
+    """SHA-256 of a state dict's tensors in key order (None for none)."""
+    if state is None:
+        return None
+    digest = hashlib.sha256()
+    for key in sorted(state):
+        digest.update(key.encode())
+        digest.update(state[key].detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
 def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.device,
-             checkpoint: Path, log: Callable[[str], None] = print) -> tuple[SimCLR, list[dict]]:
+             checkpoint: Path, log: Callable[[str], None] = print,
+             init_encoder: dict[str, torch.Tensor] | None = None,
+             adversary: TalosAdversary | None = None) -> tuple[SimCLR, list[dict]]:
     """Train SimCLR on `images` (N, C, H, W): uint8, or float in [0, 1]; resume from `checkpoint`.
 
-    Returns the model and the per-epoch history (epoch, loss, contrastive_accuracy).
+    `init_encoder`: start the base encoder from these weights (contrastive fine-tuning of a public
+    encoder, thesis §4.2.3) instead of the seeded initialisation; the projection head is fresh.
+    `adversary`: Talos (privssl.talos): before each epoch its classifier trains one epoch on the
+    encoder's representations, and the encoder's loss becomes L_Contrastive − λ L_C.
+    Returns the model and the per-epoch history (epoch, loss, contrastive_accuracy, and with an
+    adversary its epoch's adversary_loss and adversary_accuracy).
     """
     torch.manual_seed(seed)
     model = SimCLR(spec, images.shape[1], images.shape[-1]).to(device)
+    if init_encoder is not None:
+        model.encoder.load_state_dict(init_encoder)
     optimiser = torch.optim.Adam(model.parameters(), lr=spec.lr)
     history: list[dict] = []
     # Everything but the epochs that shapes the result: the spec (encoder, width, batch size,
-    # temperature, lr, negatives, augmentation), the seed, the images and their order, and the
-    # device kind, whose kernels round differently (a CPU run resumed from a GPU epoch is neither).
+    # temperature, lr, negatives, augmentation), the seed, the images and their order, the
+    # starting encoder, the adversary, and the device kind, whose kernels round differently (a
+    # CPU run resumed from a GPU epoch is neither).
     data = hashlib.sha256(images.cpu().contiguous().numpy()).hexdigest()
-    fingerprint = repr((replace(spec, epochs=0), seed, str(images.dtype), tuple(images.shape), data, device.type))
+    fingerprint = repr((replace(spec, epochs=0), seed, str(images.dtype), tuple(images.shape), data, device.type,
+                        state_digest(init_encoder), adversary.fingerprint() if adversary else None))
     if checkpoint.exists():
         state = torch.load(checkpoint, map_location=device, weights_only=True)
         done = len(state["history"])
@@ -137,11 +160,16 @@ def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.de
         else:
             model.load_state_dict(state["model"])
             optimiser.load_state_dict(state["optimiser"])
+            if adversary is not None:
+                adversary.load_state_dict(state["adversary"])
             history = state["history"]
             log(f"resumed from {checkpoint} after epoch {done}")
     for epoch in range(len(history), spec.epochs):
         generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
         permutation = torch.randperm(len(images), generator=generator)
+        record = {"epoch": epoch + 1}
+        if adversary is not None:  # Algorithm 2: the classifier's epoch first
+            record |= adversary.fit_epoch(model.encoder, images, epoch, spec.batch_size, spec.augmentation, device)
         model.train()
         total_loss = total_acc = seen = 0.0
         for start in range(0, len(images), spec.batch_size):
@@ -150,17 +178,21 @@ def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.de
                 continue
             batch = unit_float(images[idx].to(device))
             views = [spec.augmentation(batch, generator) for _ in range(2)]
-            z1, z2 = (model.projector(model.encoder(v)) for v in views)
-            loss, acc = nt_xent(z1, z2, spec.temperature, spec.negatives)
+            h1, h2 = (model.encoder(v) for v in views)
+            loss, acc = nt_xent(model.projector(h1), model.projector(h2), spec.temperature, spec.negatives)
+            objective = loss
+            if adversary is not None:  # L_Contrastive + L_C through the reversal: the encoder gets −λ∇L_C
+                objective = loss + adversary.loss(torch.cat([h1, h2]), idx.to(device), reverse=True)[0]
             optimiser.zero_grad(set_to_none=True)
-            loss.backward()
+            objective.backward()
             optimiser.step()
             total_loss += loss.detach().item() * len(idx)
             total_acc += acc.item() * len(idx)
             seen += len(idx)
-        history.append({"epoch": epoch + 1, "loss": total_loss / seen, "contrastive_accuracy": total_acc / seen})
-        log(f"epoch {epoch + 1}/{spec.epochs} loss {history[-1]['loss']:.4f} "
-            f"contrastive_accuracy {history[-1]['contrastive_accuracy']:.4f}")
-        atomic_torch_save({"model": model.state_dict(), "optimiser": optimiser.state_dict(),
-                           "history": history, "fingerprint": fingerprint}, checkpoint)
+        history.append(record | {"loss": total_loss / seen, "contrastive_accuracy": total_acc / seen})
+        log(" ".join([f"epoch {epoch + 1}/{spec.epochs}"] + [f"{k} {v:.4f}" for k, v in history[-1].items()
+                                                             if k != "epoch"]))
+        atomic_torch_save({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "history": history,
+                           "fingerprint": fingerprint, "adversary": adversary.state_dict() if adversary else None},
+                          checkpoint)
     return model, history

@@ -77,3 +77,37 @@ def make_splits(dataset: str, labels, sizes: dict[str, int], seed: int) -> dict[
             raise ValueError(f"split '{name}' of {dataset!r} needs {sizes[name]} images, only {len(idx)} are left "
                              f"among the {len(labels)} given")
     return {name: sorted(idx.tolist()) for name, idx in splits.items()}
+
+
+# The contrastive-privacy branch (thesis Ch. 4): four equal disjoint parts and the attribute
+# adversary's auxiliary set, drawn from the labelled records the public encoder never saw (its
+# `pretrain` split), so that no member or non-member of a target was in its pre-training data.
+CONTRASTIVE_SPLITS = ("target_train", "target_test", "shadow_train", "shadow_test", "aux")
+
+
+def contrastive_capacity(dataset: str, sizes: dict[str, int]) -> int:
+    """Labelled records outside the public pre-training split of `sizes` (the image track's)."""
+    info = DATASETS[dataset]
+    return info.labelled - max(0, sizes["pretrain"] - info.unlabelled)
+
+
+def check_contrastive_sizes(dataset: str, sizes: dict[str, int], part: int, aux: int) -> None:
+    """Raise ValueError if 4 parts and the auxiliary set do not fit beside the pre-training split."""
+    capacity = contrastive_capacity(dataset, sizes)
+    if 4 * part + aux > capacity:
+        raise ValueError(f"4 parts of {part} and aux = {aux} need {4 * part + aux} labelled images, but {dataset} has "
+                         f"{capacity} outside the public pre-training split (pretrain = {sizes['pretrain']}); allowed: "
+                         f"4 * part + aux <= {capacity}")
+
+
+def make_contrastive_splits(labels, public: list[int], part: int, aux: int, seed: int) -> dict[str, list[int]]:
+    """Draw the branch's splits (seeded) from the labelled images not in `public`."""
+    labels = np.asarray(labels)
+    candidates = np.setdiff1d(np.flatnonzero(labels >= 0), np.asarray(public, dtype=int))
+    if 4 * part + aux > len(candidates):
+        raise ValueError(f"4 parts of {part} and aux = {aux} need {4 * part + aux} labelled images outside the "
+                         f"pre-training split, only {len(candidates)} are left")
+    drawn = np.random.default_rng(seed).permutation(candidates)
+    sizes = [part] * 4 + [aux]
+    bounds = np.cumsum([0] + sizes)
+    return {name: sorted(drawn[bounds[i]:bounds[i + 1]].tolist()) for i, name in enumerate(CONTRASTIVE_SPLITS)}

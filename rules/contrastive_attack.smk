@@ -1,0 +1,35 @@
+rule contrastive_attack:
+    """Thesis Ch. 4: NN, metric and label-only membership inference and attribute inference against
+    every target model, each fitted on the shadow trained the same way (adaptive for Talos)."""
+    wildcard_constraints:
+        dataset=one_of(CONTRASTIVE),
+    input:
+        script=script("contrastive_attack.py"),
+        splits=f"{RESULTS}/{{dataset}}/contrastive/splits.json",
+        targets=f"{RESULTS}/{{dataset}}/contrastive/target_models.pt",
+        shadows=f"{RESULTS}/{{dataset}}/contrastive/shadow_models.pt",
+    output:
+        f"{RESULTS}/{{dataset}}/contrastive/metrics.csv",
+    params:
+        contrastive=as_json(config.get("contrastive", {})),
+        fpr=" ".join(map(str, LIRA["fpr"])),
+        bootstrap=LIRA["bootstrap"],
+        seed=stage_seed("contrastive_attack"),
+        root=config["data_root"],
+        device=config["device"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/contrastive_attack.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/contrastive_attack.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_memory("contrastive_attack"),
+        runtime=job_runtime("contrastive_attack"),
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --splits {input.splits} --data-root {params.root} --targets {input.targets}"
+        " --shadows {input.shadows} --contrastive {params.contrastive} --fpr {params.fpr}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} --device {params.device}"
+        " --threads {threads} 2> {log}"

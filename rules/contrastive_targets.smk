@@ -1,0 +1,37 @@
+rule contrastive_train:
+    """Thesis Ch. 4: the supervised, contrastive and Talos models (every λ, every repeat) of one role,
+    the victim's targets or the attacker's shadows, each on its role's training set. Per-model
+    checkpoints are not outputs: a restarted job (--rerun-incomplete) resumes from them."""
+    wildcard_constraints:
+        dataset=one_of(CONTRASTIVE),
+        role="target|shadow",
+    input:
+        script=script("contrastive_train.py"),
+        splits=f"{RESULTS}/{{dataset}}/contrastive/splits.json",
+        encoder=f"{RESULTS}/{{dataset}}/pretrain/encoder.pt",
+    output:
+        models=f"{RESULTS}/{{dataset}}/contrastive/{{role}}_models.pt",
+        history=f"{RESULTS}/{{dataset}}/contrastive/{{role}}_history.csv",
+    params:
+        simclr=as_json(config.get("simclr", {})),
+        contrastive=as_json(config.get("contrastive", {})),
+        seed=lambda w: stage_seed(f"contrastive_{w.role}"),
+        root=config["data_root"],
+        device=config["device"],
+        checkpoints=f"{RESULTS}/{{dataset}}/contrastive/checkpoint/{{role}}",
+    log:
+        f"{RESULTS}/{{dataset}}/logs/contrastive_train_{{role}}.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/contrastive_train_{{role}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_memory("contrastive_train"),
+        runtime=job_runtime("contrastive_train"),
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --splits {input.splits} --data-root {params.root} --role {wildcards.role}"
+        " --public-encoder {input.encoder} --simclr {params.simclr} --contrastive {params.contrastive}"
+        " --seed {params.seed} --checkpoints {params.checkpoints} --models {output.models}"
+        " --history {output.history} --device {params.device} --threads {threads} 2> {log}"

@@ -1,0 +1,52 @@
+#!/usr/bin/env python
+"""Rule `contrastive_attack`: membership inference (NN, metric, label-only) and attribute
+inference against every target model of thesis Ch. 4, each fitted on the shadow model trained
+the same way (adaptive for Talos); every metric with its 95 % interval and sample size."""
+
+import argparse
+
+import pandas as pd
+import torch
+
+from privssl.artefacts import load_contrastive_models, load_contrastive_splits
+from privssl.cli import device_argument, json_object
+from privssl.contrastive_privacy import AttackSettings, Split, evaluate, pair_models
+from privssl.contrastive_targets import load_models
+from privssl.data import load_pool
+from privssl.encoders import unit_float
+from privssl.io import atomic_write_csv, pick_device, script_logger
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--splits", required=True, help="splits.json of the contrastive_data rule")
+    parser.add_argument("--data-root", required=True)
+    parser.add_argument("--targets", required=True, help="the target models (contrastive_train, role target)")
+    parser.add_argument("--shadows", required=True, help="the shadow models (contrastive_train, role shadow)")
+    parser.add_argument("--contrastive", type=json_object, required=True, help="the `contrastive` section (JSON)")
+    parser.add_argument("--fpr", type=float, nargs="+", required=True, help="FPR levels of the TPR columns")
+    parser.add_argument("--bootstrap", type=int, required=True, help="resamples of the AUC interval")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--out", required=True, help="output: metrics.csv")
+    parser.add_argument("--threads", type=int, default=None)
+    device_argument(parser)
+    args = parser.parse_args()
+    log = script_logger("contrastive_attack")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    splits = load_contrastive_splits(args.splits)
+    targets, shadows = load_contrastive_models(args.targets), load_contrastive_models(args.shadows)
+    settings = AttackSettings.from_config(args.contrastive["attacks"], args.fpr, args.bootstrap)
+    log.info("device %s, %s", device, settings)
+    pool = load_pool(splits["dataset"], args.data_root)
+    data = {name: Split(unit_float(pool.images[torch.tensor(index)]), torch.tensor(splits["task"][name]),
+                        torch.tensor(splits["attribute"][name]))
+            for name, index in splits["splits"].items()}
+    pairs = pair_models(load_models(targets, device), load_models(shadows, device))
+    rows = evaluate(splits["dataset"], pairs, data, splits["n_attribute"], settings, args.seed, log.info)
+    atomic_write_csv(pd.DataFrame(rows), args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+#!/usr/bin/env python
+"""Rule `contrastive_data`: the contrastive-privacy branch's splits (thesis Ch. 4) — target train
+(members), target test, shadow train, shadow test (four equal parts) and the attribute adversary's
+auxiliary set — drawn from the labelled images outside the public pre-training split, with each
+image's task label (a coarse map of its class) and sensitive attribute (its class)."""
+
+import argparse
+
+import numpy as np
+
+from privssl.artefacts import load_image_splits
+from privssl.data import load_pool
+from privssl.io import atomic_write_json, script_logger
+from privssl.label_maps import cifar100_superclasses, label_map, task_labels
+from privssl.splits import make_contrastive_splits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--splits", required=True, help="the image track's splits.json (its `pretrain` is excluded)")
+    parser.add_argument("--data-root", required=True)
+    parser.add_argument("--task", required=True, help="label map of the dataset (privssl.label_maps)")
+    parser.add_argument("--part", type=int, required=True, help="size of each of the four equal parts")
+    parser.add_argument("--aux", type=int, required=True, help="size of the auxiliary set")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    log = script_logger("contrastive_data")
+    image_splits = load_image_splits(args.splits)
+    dataset = image_splits["dataset"]
+    mapping = label_map(dataset, args.task)  # an unknown map fails here, before the pool is read
+    pool = load_pool(dataset, args.data_root)
+    classes = pool.labels.numpy()
+    coarse = cifar100_superclasses(args.data_root) if mapping.class_to_task is None else None
+    splits = make_contrastive_splits(classes, image_splits["splits"]["pretrain"], args.part, args.aux, args.seed)
+    labelled = classes >= 0  # STL-10's unlabelled images have class -1 and no task label
+    task_of = np.full(len(classes), -1)
+    task_of[labelled] = task_labels(dataset, args.task, classes[labelled], None if coarse is None else coarse[labelled])
+    task = {name: task_of[idx].tolist() for name, idx in splits.items()}
+    attribute = {name: classes[idx].tolist() for name, idx in splits.items()}
+    for name in splits:
+        log.info("%s: %d images, task labels %s, attributes %s", name, len(splits[name]),
+                 np.bincount(task[name]).tolist(), np.bincount(attribute[name]).tolist())
+    atomic_write_json({"dataset": dataset, "task_map": args.task, "task_names": list(mapping.task_names),
+                       "n_task": len(mapping.task_names), "n_attribute": pool.n_classes, "splits": splits,
+                       "task": {k: [int(v) for v in t] for k, t in task.items()},
+                       "attribute": {k: [int(v) for v in a] for k, a in attribute.items()}}, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+#!/usr/bin/env python
+"""Rule `contrastive_report`: thesis Ch. 4's three claims (membership, attribute, Talos) beside the
+measured metrics of every dataset, pooled over repeats with 95 % intervals and a verdict per
+comparison (CSV and Markdown), and the two figures: the privacy of each model kind, and Talos
+against its adversarial factor λ (PNG and PDF each)."""
+
+import argparse
+
+from privssl.artefacts import CONTRASTIVE, load_csv_file, load_csv_files
+from privssl.contrastive_plots import privacy_figure, talos_lambda_figure
+from privssl.contrastive_report import THESIS, claims_table, markdown
+from privssl.io import atomic_path, atomic_write_csv
+from privssl.plotting import save_figure
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--metrics", nargs="+", required=True, help="results/{dataset}/contrastive/metrics.csv")
+    parser.add_argument("--thesis", required=True, help="resources/thesis_contrastive.csv")
+    parser.add_argument("--fig-privacy", nargs="+", required=True, metavar="PATH", help="PNG and/or PDF")
+    parser.add_argument("--fig-lambda", nargs="+", required=True, metavar="PATH", help="PNG and/or PDF")
+    parser.add_argument("--csv", required=True)
+    parser.add_argument("--md", required=True)
+    args = parser.parse_args()
+    metrics = load_csv_files(args.metrics, CONTRASTIVE)
+    table = claims_table(metrics, load_csv_file(args.thesis, THESIS))
+    atomic_write_csv(table, args.csv)
+    with atomic_path(args.md) as tmp:
+        tmp.write_text(markdown(table))
+    save_figure(privacy_figure(metrics), args.fig_privacy)
+    save_figure(talos_lambda_figure(metrics), args.fig_lambda)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+#!/usr/bin/env python
+"""Rule `contrastive_train`: every model of one role (the victim's targets or the attacker's
+shadows) on that role's training set: per repeat the supervised model and the Talos models at
+every λ (λ = 0: the contrastive model), each a base encoder and a classification layer. Each
+contrastive training checkpoints every epoch and each finished supervised model is kept, under
+--checkpoints, so a restarted job resumes."""
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from privssl.artefacts import ENCODER, load_contrastive_splits, load_tensor_file
+from privssl.cli import device_argument, json_object
+from privssl.contrastive_targets import TargetSpec, train_targets
+from privssl.data import load_pool
+from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.simclr import SimCLRSpec
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--splits", required=True, help="splits.json of the contrastive_data rule")
+    parser.add_argument("--data-root", required=True)
+    parser.add_argument("--role", required=True, choices=("target", "shadow"))
+    parser.add_argument("--public-encoder", required=True, help="the pretrain rule's encoder (public SimCLR)")
+    parser.add_argument("--simclr", type=json_object, required=True, help="the `simclr` config section (JSON)")
+    parser.add_argument("--contrastive", type=json_object, required=True, help="the `contrastive` section (JSON)")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--checkpoints", required=True, help="folder of per-model checkpoints (kept between runs)")
+    parser.add_argument("--models", required=True, help="output: the models (.pt)")
+    parser.add_argument("--history", required=True, help="output: per-epoch history of the contrastive trainings")
+    parser.add_argument("--threads", type=int, default=None)
+    device_argument(parser)
+    args = parser.parse_args()
+    log = script_logger("contrastive_train")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    spec = TargetSpec.from_config(args.contrastive)
+    log.info("device %s, role %s, %s", device, args.role, spec)
+    splits = load_contrastive_splits(args.splits)
+    public = load_tensor_file(args.public_encoder, ENCODER)
+    pool = load_pool(splits["dataset"], args.data_root)
+    train = f"{args.role}_train"
+    images = pool.images[torch.tensor(splits["splits"][train])]
+    task, attribute = torch.tensor(splits["task"][train]), torch.tensor(splits["attribute"][train])
+    models, history = train_targets(images, task, attribute, splits["n_task"], splits["n_attribute"], public,
+                                    SimCLRSpec.from_config(args.simclr), spec, args.contrastive["repeats"], args.seed,
+                                    device, Path(args.checkpoints), log.info)
+    atomic_write_csv(pd.DataFrame(history), args.history)
+    atomic_torch_save({"role": args.role, "dataset": splits["dataset"], "encoder": public["encoder"],
+                       "width": public["width"], "in_channels": public["in_channels"],
+                       "image_size": public["image_size"], "n_task": splits["n_task"], "models": models}, args.models)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Thesis Ch. 4 targets and the attack protocol: supervised training, the model files, the NN
+attack's input, the pairing of targets with shadows, and the rows the attack rule writes."""
+
+import math
+import re
+
+import pandas as pd
+import pytest
+import torch
+
+from privssl.artefacts import CONTRASTIVE, ArtefactError, load_contrastive_models, load_csv_file
+from privssl.attribute_inference import AttributeAttackSpec
+from privssl.contrastive_privacy import AttackSettings, Split, evaluate, nn_inputs, pair_models
+from privssl.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS
+from privssl.contrastive_targets import (TargetModel, TargetSpec, TrainingSpec, classification_layer, load_models,
+                                         train_supervised)
+from privssl.encoders import build_encoder
+from privssl.io import atomic_torch_save, atomic_write_csv
+from privssl.mia import AttackSpec
+
+CPU = torch.device("cpu")
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
+
+
+def random_images(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(n, 1, 8, 8, generator=g), torch.randint(0, 2, (n,), generator=g)
+
+
+def test_supervised_training_memorises_its_training_set():
+    images, labels = random_images(40, 0)  # random labels: only memorisation fits them
+    encoder, layer = train_supervised("convnet", 16, images, labels, 2, TrainingSpec(60, 20, 3e-3), seed=0, device=CPU)
+    model = TargetModel("supervised", None, 0, encoder, layer)
+    assert float((model.predict_labels(images) == labels).float().mean()) == 1.0
+    fresh, fresh_labels = random_images(200, 1)
+    assert float((model.predict_labels(fresh) == fresh_labels).float().mean()) < 0.65
+    again = train_supervised("convnet", 16, images, labels, 2, TrainingSpec(60, 20, 3e-3), seed=0, device=CPU)
+    assert torch.equal(again[1]["weight"], layer["weight"])  # deterministic for a seed
+
+
+def test_posteriors_are_the_layer_on_the_embedding():
+    torch.manual_seed(0)
+    encoder = build_encoder("convnet", 1, 8, 8).eval()
+    layer = {"weight": torch.randn(1, 8, 3, dtype=torch.float64), "bias": torch.randn(1, 3, dtype=torch.float64)}
+    model = TargetModel("contrastive", 0.0, 0, encoder, layer)
+    images, _ = random_images(5, 2)
+    with torch.no_grad():
+        expected = torch.softmax(encoder(images).double() @ layer["weight"][0] + layer["bias"][0], -1)
+    assert torch.allclose(model.posteriors(images), expected)
+    assert torch.equal(model.predict_labels(images), expected.argmax(-1))
+
+
+def test_classification_layer_fits_separable_features():
+    g = torch.Generator().manual_seed(0)
+    labels = torch.randint(0, 3, (90,), generator=g)
+    features = torch.nn.functional.one_hot(labels, 3).double() * 4 + 0.1 * torch.randn(90, 3, generator=g)
+    layer = classification_layer(features, labels, 3, TrainingSpec(100, None, 0.05), seed=0)
+    logits = features @ layer["weight"][0] + layer["bias"][0]
+    assert float((logits.argmax(1) == labels).double().mean()) == 1.0
+
+
+def test_nn_input_is_the_sorted_top_two_and_the_correctness():
+    probs = torch.tensor([[[0.2, 0.5, 0.3], [0.7, 0.1, 0.2]]], dtype=torch.float64)
+    labels = torch.tensor([2, 0])
+    expected = torch.tensor([[[0.5, 0.3, 0.0], [0.7, 0.2, 1.0]]])
+    assert torch.allclose(nn_inputs(probs, labels), expected)
+
+
+def test_target_spec_always_trains_the_contrastive_model():
+    cfg = {"fine_tune": {"epochs": 2, "batch_size": 8, "lr": 1e-3}, "supervised": {"epochs": 2, "batch_size": 8,
+           "lr": 1e-3}, "classifier": {"epochs": 5, "lr": 0.01}, "talos": {"lambdas": [3, 1], "hidden": 8, "lr": 0.01}}
+    assert TargetSpec.from_config(cfg).lambdas == (0.0, 1.0, 3.0)
+    cfg["talos"]["lambdas"] = [0, 2]
+    assert TargetSpec.from_config(cfg).lambdas == (0.0, 2.0)
+
+
+def tiny_models(seed: int) -> list[TargetModel]:
+    torch.manual_seed(seed)
+    models = []
+    for kind, lam in (("supervised", None), ("contrastive", 0.0), ("talos", 2.0)):
+        encoder = build_encoder("convnet", 1, 8, 8).eval()
+        layer = {"weight": torch.randn(1, 8, 2, dtype=torch.float64), "bias": torch.zeros(1, 2, dtype=torch.float64)}
+        models.append(TargetModel(kind, lam, 0, encoder, layer))
+    return models
+
+
+def test_pairing_needs_a_shadow_of_every_kind_lambda_and_repeat():
+    targets, shadows = tiny_models(0), tiny_models(1)
+    pairs = pair_models(targets, shadows)
+    assert [(t.kind, s.kind, t.lam, s.lam) for t, s in pairs] == [(t.kind, t.kind, t.lam, t.lam) for t in targets]
+    with pytest.raises(ValueError, match="needs the shadow of its kind, lambda and repeat"):
+        pair_models(targets, shadows[:2])
+
+
+def test_evaluate_writes_one_valid_row_per_model_and_attack(tmp_path):
+    data = {}
+    for i, name in enumerate(("target_train", "target_test", "shadow_train", "shadow_test", "aux")):
+        images, task = random_images(30, 10 + i)
+        data[name] = Split(images, task, torch.randint(0, 4, (30,), generator=torch.Generator().manual_seed(i)))
+    settings = AttackSettings(AttackSpec(hidden=4, layers=2, epochs=2, batch_size=16, lr=1e-3),
+                              AttributeAttackSpec(hidden=8, epochs=2, batch_size=16), translation=1, directions=2,
+                              steps=2, fpr=(0.01,), bootstrap=20)
+    rows = evaluate("digits", pair_models(tiny_models(0), tiny_models(1)), data, 4, settings, seed=0,
+                    log=lambda _: None)
+    frame = pd.DataFrame(rows)
+    atomic_write_csv(frame, tmp_path / "metrics.csv")
+    frame = load_csv_file(tmp_path / "metrics.csv", CONTRASTIVE)  # the schema the report reads
+    assert len(frame) == 3 * (len(MEMBERSHIP_ATTACKS) + 1)
+    membership = frame[frame.inference == "membership"]
+    assert set(membership.attack) == set(MEMBERSHIP_ATTACKS)
+    assert (membership.n == 60).all() and (membership.n_members == 30).all()
+    attribute = frame[frame.inference == "attribute"]
+    assert (attribute.attack == ATTRIBUTE_ATTACK).all() and (attribute.n == 30).all()
+    assert ((frame.accuracy_lo <= frame.accuracy) & (frame.accuracy <= frame.accuracy_hi)).all()
+    # each model's task accuracy is its accuracy on the target test split
+    for (kind, lam), model in zip([("supervised", None), ("contrastive", 0.0), ("talos", 2.0)], tiny_models(0)):
+        rows_of = frame[frame.target == kind]
+        expected = float((model.predict_labels(data["target_test"].images) == data["target_test"].task)
+                         .double().mean())
+        assert rows_of.task_accuracy.unique().tolist() == pytest.approx([expected])
+        assert (rows_of["lambda"].isna().all() if lam is None else (rows_of["lambda"] == lam).all())
+
+
+def model_file(tmp_path, **changes):
+    torch.manual_seed(0)
+    encoder = build_encoder("convnet", 1, 8, 8)
+    record = {"kind": "talos", "lambda": 2.0, "repeat": 0, "encoder": encoder.state_dict(),
+              "layer": {"weight": torch.randn(1, 8, 2, dtype=torch.float64), "bias": torch.zeros(1, 2,
+                                                                                              dtype=torch.float64)}}
+    record |= changes
+    bundle = {"role": "target", "dataset": "digits", "encoder": "convnet", "width": 8, "in_channels": 1,
+              "image_size": 8, "n_task": 2, "models": [record]}
+    path = tmp_path / "models.pt"
+    atomic_torch_save(bundle, path)
+    return path
+
+
+def test_model_files_load_back_into_the_same_models(tmp_path):
+    path = model_file(tmp_path)
+    (model,) = load_models(load_contrastive_models(path), CPU)
+    assert (model.kind, model.lam, model.repeat) == ("talos", 2.0, 0)
+    images, _ = random_images(4, 0)
+    assert model.posteriors(images).shape == (4, 2)
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"lambda": None}, "models[0].lambda"),  # a Talos model without its λ
+    ({"kind": "supervised"}, "models[0].lambda"),  # a supervised model with one
+    ({"layer": {"weight": torch.full((1, 8, 2), math.nan, dtype=torch.float64),
+                "bias": torch.zeros(1, 2, dtype=torch.float64)}}, "models[0].layer.weight"),
+    ({"layer": {"weight": torch.zeros(1, 8, 3, dtype=torch.float64),
+                "bias": torch.zeros(1, 2, dtype=torch.float64)}}, "models[0].layer.weight"),
+])
+def test_a_corrupted_model_file_is_refused_naming_the_field(tmp_path, changes, field):
+    with pytest.raises(ArtefactError, match=re.escape(f"field '{field}'")):
+        load_contrastive_models(model_file(tmp_path, **changes))
