@@ -97,7 +97,9 @@ def test_a_batch_larger_than_its_set_is_refused(key, largest, message):
 # --------------------------------------------------------------------------------- data on disk
 
 def image_config(dataset: str, root: Path) -> dict:
-    return tiny(datasets={dataset: {"splits": SPLITS}}, data_root=str(root))
+    # the contrastive branch names the datasets it runs on: none here
+    return tiny(datasets={dataset: {"splits": SPLITS}}, data_root=str(root),
+                contrastive={**TINY["contrastive"], "datasets": {}})
 
 
 def graph_config(graph: str, root: Path) -> dict:

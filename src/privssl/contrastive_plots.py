@@ -71,15 +71,21 @@ def _no_data(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8, color="dimgrey")
 
 
+def _grid(stats: pd.DataFrame) -> tuple[plt.Figure, np.ndarray, list[str]]:
+    """A row of three panels (task, membership, attribute) per dataset."""
+    datasets = _datasets(stats)
+    fig, axes = plt.subplots(len(datasets), 3, figsize=(15, 4.2 * len(datasets)), squeeze=False,
+                             layout="constrained")
+    return fig, axes, datasets
+
+
 def privacy_figure(metrics: pd.DataFrame) -> plt.Figure:
     """Per dataset a row of three panels: task accuracy, membership inference accuracy (NN attack,
     and as a hollow square the strongest metric-based or label-only attack, named), attribute
     inference accuracy with the majority-class baseline (grey tick and bar); per model kind,
     pooled over repeats, 95 % Clopper–Pearson intervals as error bars."""
     stats = pool(metrics)
-    datasets = _datasets(stats)
-    fig, axes = plt.subplots(len(datasets), 3, figsize=(15, 4.2 * len(datasets)), squeeze=False,
-                             layout="constrained")
+    fig, axes, datasets = _grid(stats)
     for row, dataset in enumerate(datasets):
         own = stats[stats.dataset == dataset]
         kinds = _kinds(own)
@@ -178,9 +184,7 @@ def talos_lambda_figure(metrics: pd.DataFrame) -> plt.Figure:
     majority baseline; pooled over repeats, 95 % intervals as bars and bands; the supervised model
     as a dashed horizontal line with its band."""
     stats = pool(metrics)
-    datasets = _datasets(stats)
-    fig, axes = plt.subplots(len(datasets), 3, figsize=(15, 4.2 * len(datasets)), squeeze=False,
-                             layout="constrained")
+    fig, axes, datasets = _grid(stats)
     for row, dataset in enumerate(datasets):
         own = stats[stats.dataset == dataset]
         supervised = _of(own, "supervised", None)
