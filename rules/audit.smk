@@ -22,7 +22,6 @@ rule lira_heads:
         f"{RESULTS}/{{dataset}}/logs/lira_heads_{{head_kind}}.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/lira_heads_{{head_kind}}.tsv"
-    priority: 1  # the image track's critical path (see README, Two commands)
     threads: 1
     resources:
         mem_mb=job_memory("lira_heads"),
@@ -63,7 +62,6 @@ rule lira:
         f"{RESULTS}/{{dataset}}/logs/lira_{{target}}.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/lira_{{target}}.tsv"
-    priority: 1  # the image track's critical path (see README, Two commands)
     threads: 1
     resources:
         mem_mb=job_memory("lira"),

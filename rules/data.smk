@@ -15,7 +15,6 @@ rule data:
         f"{RESULTS}/{{dataset}}/logs/data.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/data.tsv"
-    priority: 1  # the image track's critical path (see README, Two commands)
     threads: 1
     resources:
         mem_mb=job_memory("data"),

@@ -15,7 +15,6 @@ rule encode:
         f"{RESULTS}/{{dataset}}/logs/encode.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/encode.tsv"
-    priority: 1  # the image track's critical path (see README, Two commands)
     threads: 2
     resources:
         mem_mb=job_memory("encode"),
@@ -43,7 +42,6 @@ rule finetune:
         f"{RESULTS}/{{dataset}}/logs/finetune.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/finetune.tsv"
-    priority: 1  # the image track's critical path (see README, Two commands)
     threads: 1
     resources:
         mem_mb=job_memory("finetune"),

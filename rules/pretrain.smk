@@ -19,7 +19,6 @@ rule pretrain:
         f"{RESULTS}/{{dataset}}/logs/pretrain.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/pretrain.tsv"
-    priority: 1  # the image track's critical path (see README, Two commands)
     threads: 2
     resources:
         mem_mb=job_memory("pretrain"),

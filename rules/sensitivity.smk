@@ -23,7 +23,6 @@ rule sensitivity:
         f"{RESULTS}/{{dataset}}/logs/sensitivity.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/sensitivity.tsv"
-    priority: 1  # the image track's critical path (see README, Two commands)
     threads: 1
     resources:
         mem_mb=job_memory("sensitivity"),

@@ -154,3 +154,29 @@ def test_model_files_load_back_into_the_same_models(tmp_path):
 def test_a_corrupted_model_file_is_refused_naming_the_field(tmp_path, changes, field):
     with pytest.raises(ArtefactError, match=re.escape(f"field '{field}'")):
         load_contrastive_models(model_file(tmp_path, **changes))
+
+
+def test_a_restarted_training_reuses_every_finished_model(tmp_path):
+    from privssl.simclr import Augmentation, SimCLRSpec
+    from privssl.contrastive_targets import train_targets
+
+    images, task = random_images(24, 3)
+    attribute = torch.randint(0, 3, (24,), generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    public = {"encoder": "convnet", "width": 8, "state": build_encoder("convnet", 1, 8, 8).state_dict()}
+    simclr = SimCLRSpec(encoder="convnet", width=8, augmentation=Augmentation(0.5, 0.3, 0.1, False))
+    spec = TargetSpec(TrainingSpec(2, 12, 1e-3), TrainingSpec(2, 12, 1e-3), TrainingSpec(5, None, 0.01),
+                      (0.0, 1.0), 8, 0.01)
+    run = lambda log: train_targets(images, task, attribute, 2, 3, public, simclr, spec, 1, 7, CPU,  # noqa: E731
+                                    tmp_path / "checkpoints", log)
+    first, history = run(lambda _: None)
+    assert [(m["kind"], m["lambda"]) for m in first] == [("supervised", None), ("contrastive", 0.0), ("talos", 1.0)]
+    assert len(history) == 2 * 2  # two contrastive trainings of two epochs
+    messages = []
+    second, _ = run(messages.append)
+    assert any("supervised model from" in m for m in messages)
+    assert sum("resumed" in m for m in messages) == 2  # both contrastive trainings from their last epoch
+    for a, b in zip(first, second):
+        for name, value in a["encoder"].items():
+            assert torch.equal(value, b["encoder"][name]), (a["kind"], name)
+        assert torch.equal(a["layer"]["weight"], b["layer"]["weight"])
