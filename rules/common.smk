@@ -46,6 +46,13 @@ def as_json(value):
     return shlex.quote(json.dumps(value, sort_keys=True))
 
 
+def contrastive_section(*keys):
+    """The keys of the `contrastive` section a rule reads, as JSON: a rule's params hold only what
+    it uses, so that editing the attack settings does not retrain the models."""
+    section = config.get("contrastive", {})  # absent in a graph-only config
+    return as_json({key: section[key] for key in keys if key in section})
+
+
 def stage_seed(stage):
     """A seed per stage, derived from the config seed, so stages draw independent randomness;
     one per release method of the registry."""

@@ -11,7 +11,7 @@ rule contrastive_attack:
     output:
         f"{RESULTS}/{{dataset}}/contrastive/metrics.csv",
     params:
-        contrastive=as_json(config.get("contrastive", {})),
+        attacks=contrastive_section("attacks"),
         fpr=" ".join(map(str, LIRA["fpr"])),
         bootstrap=LIRA["bootstrap"],
         seed=stage_seed("contrastive_attack"),
@@ -30,6 +30,6 @@ rule contrastive_attack:
         ENV
     shell:
         "python {input.script} --splits {input.splits} --data-root {params.root} --targets {input.targets}"
-        " --shadows {input.shadows} --contrastive {params.contrastive} --fpr {params.fpr}"
+        " --shadows {input.shadows} --contrastive {params.attacks} --fpr {params.fpr}"
         " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} --device {params.device}"
         " --threads {threads} 2> {log}"

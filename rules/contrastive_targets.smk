@@ -14,7 +14,7 @@ rule contrastive_train:
         history=f"{RESULTS}/{{dataset}}/contrastive/{{role}}_history.csv",
     params:
         simclr=as_json(config.get("simclr", {})),
-        contrastive=as_json(config.get("contrastive", {})),
+        contrastive=contrastive_section("repeats", "fine_tune", "supervised", "classifier", "talos"),
         seed=lambda w: stage_seed(f"contrastive_{w.role}"),
         root=config["data_root"],
         device=config["device"],

@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--data-root", required=True)
     parser.add_argument("--targets", required=True, help="the target models (contrastive_train, role target)")
     parser.add_argument("--shadows", required=True, help="the shadow models (contrastive_train, role shadow)")
-    parser.add_argument("--contrastive", type=json_object, required=True, help="the `contrastive` section (JSON)")
+    parser.add_argument("--contrastive", type=json_object, required=True, help="the `contrastive` section's `attacks` (JSON)")
     parser.add_argument("--fpr", type=float, nargs="+", required=True, help="FPR levels of the TPR columns")
     parser.add_argument("--bootstrap", type=int, required=True, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, required=True)

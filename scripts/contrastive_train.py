@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--role", required=True, choices=("target", "shadow"))
     parser.add_argument("--public-encoder", required=True, help="the pretrain rule's encoder (public SimCLR)")
     parser.add_argument("--simclr", type=json_object, required=True, help="the `simclr` config section (JSON)")
-    parser.add_argument("--contrastive", type=json_object, required=True, help="the `contrastive` section (JSON)")
+    parser.add_argument("--contrastive", type=json_object, required=True, help="the `contrastive` section's repeats, fine_tune, supervised, classifier, talos (JSON)")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--checkpoints", required=True, help="folder of per-model checkpoints (kept between runs)")
     parser.add_argument("--models", required=True, help="output: the models (.pt)")

@@ -180,3 +180,7 @@ def test_a_restarted_training_reuses_every_finished_model(tmp_path):
         for name, value in a["encoder"].items():
             assert torch.equal(value, b["encoder"][name]), (a["kind"], name)
         assert torch.equal(a["layer"]["weight"], b["layer"]["weight"])
+    # and the models file has the same bytes, as a cluster rerun after scancel must give
+    atomic_torch_save({"models": first}, tmp_path / "first.pt")
+    atomic_torch_save({"models": second}, tmp_path / "second.pt")
+    assert (tmp_path / "first.pt").read_bytes() == (tmp_path / "second.pt").read_bytes()

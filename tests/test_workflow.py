@@ -460,6 +460,16 @@ def test_moved_project_has_nothing_to_do(tiny_run, tmp_path):
     assert_nothing_to_do(moved / "run", tiny_run.config, moved / "workflow" / "Snakefile")
 
 
+def test_editing_the_contrastive_attack_settings_does_not_retrain_the_models(tiny_run, tmp_path):
+    # the training rule's params hold only the training keys: new attack settings re-attack the
+    # trained targets and shadows and redraw the report, nothing else (a dry run: nothing is written)
+    config = yaml.safe_load(tiny_run.config.read_text())
+    config["contrastive"]["attacks"]["label_only"]["steps"] += 1
+    edited = write_config(config, tmp_path / "edited.yaml")
+    proc = run_snakemake(tiny_run.workdir, edited, "-n", snakefile=tiny_run.snakefile)
+    assert planned_jobs(proc) == {"contrastive_attack": 1, "contrastive_report": 1, "all": 1}
+
+
 def test_editing_the_plot_script_reruns_only_the_figures(tiny_run):
     # Kept last of the tests on `tiny_run`; it ends with the workflow complete again anyway.
     # Snakemake 9 re-runs a job only when an input's content changed (a bare `touch` keeps its

@@ -117,6 +117,13 @@ def train_supervised(encoder_name: str, width: int, images: torch.Tensor, labels
     return encoder, stacked
 
 
+def _layer_record(layer: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The layer as saved. Its keys are the same string objects whether the layer was trained now
+    or read back from a checkpoint (whose keys are new objects): pickle memoises by identity, so
+    the models file's bytes would otherwise depend on where a restarted job resumed."""
+    return {"weight": layer["weight"].cpu(), "bias": layer["bias"].cpu()}
+
+
 def _supervised_cached(path: Path, fingerprint: str, train: Callable[[], tuple[nn.Module, dict]],
                        log: Callable[[str], None]) -> tuple[dict, dict]:
     """A finished supervised model is kept in the checkpoint folder, so a restarted job skips it."""
@@ -152,7 +159,7 @@ def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Ten
             lambda: train_supervised(public["encoder"], public["width"], images, task, n_task, spec.supervised,
                                      run_seed, device), log)
         models.append({"kind": "supervised", "lambda": None, "repeat": repeat, "encoder": encoder_state,
-                       "layer": layer})
+                       "layer": _layer_record(layer)})
         for lam in spec.lambdas:
             adversary = TalosAdversary(TalosSpec(lam, spec.adversary_hidden, spec.adversary_lr), attribute,
                                        n_attribute, public["width"], run_seed + 1, device)
@@ -163,7 +170,7 @@ def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Ten
             kind = "contrastive" if lam == 0 else "talos"
             models.append({"kind": kind, "lambda": lam, "repeat": repeat,
                            "encoder": {k: v.cpu() for k, v in model.encoder.state_dict().items()},
-                           "layer": {k: v.cpu() for k, v in layer.items()}})
+                           "layer": _layer_record(layer)})
             history += [{"repeat": repeat, "target": kind, "lambda": lam, **row} for row in epochs]
     return models, history
 
