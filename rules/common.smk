@@ -47,8 +47,8 @@ def as_json(value):
 
 
 def contrastive_section(*keys):
-    """The keys of the `contrastive` section a rule reads, as JSON: a rule's params hold only what
-    it uses, so that editing the attack settings does not retrain the models."""
+    """As JSON, only the keys of the `contrastive` section that a job reads, so that its params
+    change only with them (new attack settings do not retrain the models)."""
     section = config.get("contrastive", {})  # absent in a graph-only config
     return as_json({key: section[key] for key in keys if key in section})
 
