@@ -53,6 +53,7 @@ include: "rules/attack.smk"
 include: "rules/audit.smk"
 include: "rules/contrastive_targets.smk"
 include: "rules/contrastive_attack.smk"
+include: "rules/training_time.smk"
 include: "rules/figures.smk"
 include: "rules/graph.smk"
 

@@ -65,7 +65,10 @@ rule mia_table:
     """All attack rows of one dataset in one tidy CSV."""
     input:
         script=script("merge_csv.py"),
-        parts=expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{target}}.csv", target=["none"] + MECHANISMS),
+        parts=lambda w: expand(
+            f"{RESULTS}/{w.dataset}/attack/{{target}}.csv",
+            target=["none"] + MECHANISMS + (TRAINING_TIME if w.dataset in DATASETS else []),
+        ),
     output:
         f"{RESULTS}/{{dataset}}/mia.csv",
     log:

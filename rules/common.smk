@@ -1,7 +1,7 @@
 import json
 import shlex
 
-from privssl.release_methods import METHODS, output_perturbation_methods, release_method
+from privssl.release_methods import DPCL_METHOD_OF_VARIANT, PROTECT_METHODS, output_perturbation_methods, release_method
 
 DATASETS = list(config["datasets"])  # image datasets
 GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... attack rules, own data and encoder
@@ -17,6 +17,10 @@ GRAPH = f"{RESULTS}/{{dataset}}"
 LIRA = config["attack"]["lira"]
 ONE_RUN = config["audit"]["one_run"]
 AUDITED = ["none"] + MECHANISMS  # `none`: the clean heads, the attacks' reference point
+# Training-time releases (rules/training_time.smk), on every image dataset when their section is present
+DPCL_METHODS = [DPCL_METHOD_OF_VARIANT[v] for v in config["dpcl"]["variants"]] if "dpcl" in config and DATASETS else []
+DPADAPTER_METHODS = ["dpadapter"] if "dpadapter" in config and DATASETS else []
+TRAINING_TIME = DPCL_METHODS + DPADAPTER_METHODS
 
 
 def one_of(names):
@@ -58,9 +62,10 @@ def stage_seed(stage):
     one per release method of the registry."""
     stages = (
         ["splits", "pretrain", "sensitivity", "shadow", "attack", "link_target", "link_protect"]
-        + [f"protect_{m}" for m in METHODS]
+        + [f"protect_{m}" for m in PROTECT_METHODS]
         + ["lira_heads", "lira", "audit_one_run"]
         + ["contrastive_data", "contrastive_target", "contrastive_shadow", "contrastive_attack"]
+        + ["dpcl", "dpadapter"]
     )
     return config["seed"] * 100 + stages.index(stage)
 
@@ -100,6 +105,16 @@ def final_outputs():
             f"{RESULTS}/tables/contrastive.csv",
             f"{RESULTS}/tables/contrastive.md",
         ]
+    if TRAINING_TIME:
+        outputs += [
+            f"{RESULTS}/figures/fig_training_time_dp.png",
+            f"{RESULTS}/figures/fig_training_time_dp.pdf",
+        ]
+    if DPCL_METHODS:
+        outputs += [f"{RESULTS}/tables/dpcl_accounting.csv", f"{RESULTS}/tables/dpcl_accounting.md"]
+        outputs += expand(f"{RESULTS}/{{dataset}}/dpcl/history.csv", dataset=DATASETS)
+    if DPADAPTER_METHODS:
+        outputs += [f"{RESULTS}/tables/dpadapter.csv", f"{RESULTS}/tables/dpadapter.md"]
     if GRAPHS:
         outputs += [
             f"{RESULTS}/figures/link_stealing.png",

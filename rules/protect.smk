@@ -77,7 +77,10 @@ rule utility_table:
     """All release methods' utility rows of one dataset in one tidy CSV."""
     input:
         script=script("merge_csv.py"),
-        parts=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{mechanism}}.csv", mechanism=MECHANISMS),
+        parts=lambda w: expand(
+            f"{RESULTS}/{w.dataset}/protect/{{mechanism}}.csv",
+            mechanism=MECHANISMS + (TRAINING_TIME if w.dataset in DATASETS else []),
+        ),
     output:
         f"{RESULTS}/{{dataset}}/utility.csv",
     log:

@@ -12,7 +12,6 @@ TPR at low FPR (Clopper–Pearson)."""
 
 import argparse
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -23,16 +22,10 @@ from privssl.cli import json_object, target_arguments, targets_and_outputs
 from privssl.dpsgd_spec import DPSGDSpec
 from privssl.heads import HeadSpec, predict_proba, unflatten
 from privssl.io import atomic_write_csv, script_logger
-from privssl.mia import AttackSpec, FittedAttacks, attack_mlp, attack_scores, fit_attacks
+from privssl.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.mia_stats import membership_metrics
 from privssl.protection import head_inputs, released_heads
 from privssl.release_methods import release_method
-
-
-def clean_attacks(attacker: dict) -> FittedAttacks:
-    model = attack_mlp(attacker["in_dim"], AttackSpec(**attacker["spec"]))
-    model.load_state_dict(attacker["mlp"])
-    return FittedAttacks(model.eval(), attacker["thresholds"])
 
 
 def released_shadows(method: str, attacker: dict, protected: dict, feats: dict, args) -> tuple[torch.Tensor, dict]:
@@ -86,14 +79,10 @@ def main() -> None:
 def attack_target(protected_path: str | None, feats: dict, head: dict, attacker: dict, args, log) -> pd.DataFrame:
     """Every attack, non-adaptive and adaptive, on the clean head (`protected_path` None) or on
     every release in the file."""
-    # Balanced evaluation set: as many members of d as there are non-members (or vice versa).
-    n = min(len(feats["finetune_labels"]), len(feats["nonmember_labels"]))
-    generator = torch.Generator().manual_seed(args.seed)
-    pick = lambda size: torch.randperm(size, generator=generator)[:n]  # noqa: E731
-    members, nonmembers = pick(len(feats["finetune_labels"])), pick(len(feats["nonmember_labels"]))
+    members, nonmembers, is_member = balanced_evaluation(len(feats["finetune_labels"]), len(feats["nonmember_labels"]),
+                                                         args.seed)
     x = torch.cat([feats["finetune"][members], feats["nonmember"][nonmembers]])
     y = torch.cat([feats["finetune_labels"][members], feats["nonmember_labels"][nonmembers]])
-    is_member = np.r_[np.ones(n, bool), np.zeros(n, bool)]
 
     releases = released_heads(head, protected_path)
     queries = head_inputs(x, releases.clip_norm)

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from privssl.config import ConfigError, validate_config
-from privssl.release_methods import REGISTRY
+from privssl.release_methods import DPCL_METHOD_OF_VARIANT, PROTECT_METHODS
 
 pytestmark = pytest.mark.workflow
 
@@ -38,7 +38,7 @@ WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "sr
                   "resources"]
 RESULTS = "results"
 FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "fig4_roc", "fig5_audit", "link_stealing",
-           "graph_protection", "fig_contrastive_privacy", "fig_talos_lambda"]
+           "graph_protection", "fig_contrastive_privacy", "fig_talos_lambda", "fig_training_time_dp"]
 TINY_GRAPHS = ["sbm", "sbm_shadow"]
 FINAL_OUTPUTS = (
     [f"{RESULTS}/{dataset}/{name}" for dataset in ["digits", *TINY_GRAPHS]
@@ -48,7 +48,9 @@ FINAL_OUTPUTS = (
     + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
                                                            "metrics.csv")]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
-    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing", "contrastive")
+    + [f"{RESULTS}/digits/{name}" for name in ("dpcl/history.csv", "dpcl/accounting.csv", "dpadapter/results.csv")]
+    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing", "contrastive", "dpadapter",
+                                                       "dpcl_accounting")
        for ext in ("csv", "md")]
 )
 RUN_TIMEOUT_S = 600
@@ -202,7 +204,7 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
                 "attack", "shadow", "figures", "table1", "table2", "graph_data", "graph_pretrain", "graph_encode", "link_target", "link_steal",
                 "link_transfer", "link_table", "link_protect", "graph_figures", "lira_heads", "lira", "audit_one_run",
                 "membership_tables", "audit_figures", "contrastive_data", "contrastive_train", "contrastive_attack",
-                "contrastive_report"}
+                "contrastive_report", "dpcl_train", "dpadapter_train", "attack_training_time", "training_time_report"}
     assert expected <= set(jobs), f"dry run lacks rules {sorted(expected - set(jobs))}: {jobs}"
     default = yaml.safe_load((REPO / "config.yaml").read_text())
     n_mechanisms, n_images, n_graphs = (len(default["protect"]["mechanisms"]), len(default["datasets"]),
@@ -210,7 +212,7 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     assert n_graphs >= 2, "the default config should exercise the transfer attacks"
     assert (jobs["data"], jobs["graph_data"], jobs["graph_pretrain"]) == (n_images, n_graphs, n_graphs)
     # the shared rules serve images and graphs alike; every method of the registry runs by default
-    assert set(default["protect"]["mechanisms"]) == set(REGISTRY)
+    assert set(default["protect"]["mechanisms"]) == set(PROTECT_METHODS)
     # every output-perturbation method in one protect job, every target in one attack job
     assert jobs["protect"] == jobs["protect_dpsgd"] == jobs["certified_head"] == n_images + n_graphs
     assert jobs["attack"] == n_images + n_graphs
@@ -306,11 +308,20 @@ def test_splits_follow_the_tiny_config(tiny_run):
     assert len(drawn) == len(set(drawn)), "splits overlap"
 
 
+def training_time_releases(config: dict) -> set[tuple[str, float, int]]:
+    """(method, ε, training) of every training-time release (DPCL variants, DPAdapter)."""
+    dpcl, dpadapter = config["dpcl"], config["dpadapter"]
+    return ({(DPCL_METHOD_OF_VARIANT[v], float(e), r) for v in dpcl["variants"] for e in dpcl["eps"]
+             for r in range(dpcl["repeats"])}
+            | {("dpadapter", float(e), r) for e in dpadapter["eps"] for r in range(dpadapter["repeats"])})
+
+
 def expected_releases(config: dict) -> set[tuple[str, float, int]]:
     """(method, ε, draw) of every release the config asks for (DP-SGD: its own draws per ε)."""
     protect = config["protect"]
     return {(m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"]
-            for r in range(config["dpsgd"]["repeats"] if m == "dpsgd" else protect["repeats"])}
+            for r in range(config["dpsgd"]["repeats"] if m == "dpsgd" else protect["repeats"])} \
+        | training_time_releases(config)
 
 
 def test_utility_table(tiny_run):
@@ -323,8 +334,9 @@ def test_utility_table(tiny_run):
     assert (table["dataset"] == "digits").all()
     assert table["accuracy"].between(0, 1).all()
     assert (table["noise_scale"] > 0).all()
-    # more privacy, more noise: the noise scale falls with eps for every method
-    scale = table.groupby(["mechanism", "eps"])["noise_scale"].first().unstack()
+    # more privacy, more noise: the noise scale falls with eps for every post-hoc method
+    posthoc = table[table.mechanism.isin(tiny_run.expected["protect"]["mechanisms"])]
+    scale = posthoc.groupby(["mechanism", "eps"])["noise_scale"].first().unstack()
     assert (scale[1.0] > scale[1000.0]).all(), scale
     # every row is compared with the same non-private head
     assert table["clean_accuracy"].nunique() == 1
@@ -352,7 +364,8 @@ def test_mia_table(tiny_run):
                    "mia.csv")
     assert ((table["mechanism"] == "none") & (table["attack"] == "shadow_mlp")).any(), \
         "no shadow-MLP attack on the unprotected head"
-    assert set(table["mechanism"]) == {"none", *tiny_run.expected["protect"]["mechanisms"]}
+    training_time = {m for m, _, _ in training_time_releases(tiny_run.expected)}
+    assert set(table["mechanism"]) == {"none", *tiny_run.expected["protect"]["mechanisms"], *training_time}
     shadow = table[table["attack"] == "shadow_mlp"]
     attacked = {(m, float(e), r) for m, e, r in zip(shadow["mechanism"], shadow["eps"], shadow["repeat"])
                 if m != "none"}
@@ -590,6 +603,20 @@ BAD_CONFIGS = {
         ["config key 'contrastive.datasets.cifar10': cifar10 is not among the image datasets (allowed: digits"]),
     "contrastive_batch_above_part": (lambda c: c["contrastive"]["fine_tune"].update(batch_size=41),
                                      ["config key 'contrastive.fine_tune.batch_size'", "allowed: 2..40"]),
+    "dpcl_negative_noise_multiplier": (lambda c: c["dpcl"].update(eps=None, noise_multiplier=-1.0),
+                                       ["config key 'dpcl.noise_multiplier'", "-1.0"]),
+    "dpcl_clip_not_positive": (lambda c: c["dpcl"]["encoder"].update(clip_norm=0),
+                               ["config key 'dpcl.encoder.clip_norm'", "0"]),
+    "dpcl_unknown_objective": (lambda c: c["dpcl"].update(objective="byol"),
+                               ["config key 'dpcl.objective'", "'byol'", "simclr", "barlow_twins"]),
+    "dpcl_eps_and_noise_multiplier": (lambda c: c["dpcl"].update(noise_multiplier=1.0),
+                                      ["config keys 'dpcl.eps' and 'dpcl.noise_multiplier'", "exactly one"]),
+    "dpcl_batch_above_d": (lambda c: c["dpcl"]["encoder"].update(batch_size=61),
+                           ["config key 'dpcl.encoder.batch_size'", "allowed: at most 60"]),
+    "dpadapter_negative_radius": (lambda c: c["dpadapter"].update(radii=[0.05, -0.1]),
+                                  ["config key 'dpadapter.radii[1]'", "minimum of 0"]),
+    "dpadapter_perturb_batch_above_public": (lambda c: c["dpadapter"]["pretrain"].update(perturb_batch=201),
+                                             ["config key 'dpadapter.pretrain.perturb_batch'", "allowed: 1..200"]),
     # Accepted before, or refused only inside a job minutes into the run:
     "nan_eps": (lambda c: c["protect"].update(eps=[1, float("nan")]),
                 ["config key 'protect.eps[1]': nan is not a finite number"]),

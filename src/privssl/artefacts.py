@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 
 from privssl.graphs.splits import NODE_SPLITS
-from privssl.release_methods import GUARANTEE_KINDS, METHODS
+from privssl.release_methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
 from privssl.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SPLITS
 
 
@@ -411,6 +411,12 @@ RELEASE = {"method": Text(METHODS), "shapes": Shapes(), "eps": Tensor(("E",), va
            # σ, b or θ at a finite ε of a positive sensitivity: never 0 (0 would release the head as it is)
            "noise_scale": Tensor(("E",), values=POSITIVE), "flat": Tensor(("E", "draws", "P")),
            "clip_norm": OPTIONAL_CLIP}
+# a training-time release (privssl.training_time): posteriors (ε, repeat, records, classes) of the
+# released network on each queried split, and of the attacker's shadow network on its pairs
+TRAINING_RELEASE = {"method": Text(TRAINING_TIME_METHODS), "eps": Tensor(("E",), values=POSITIVE),
+                    "repeats": Num(1, integer=True), "n_classes": Num(2, integer=True),
+                    **{name: Tensor(("E", "repeats", size, "n_classes"), values=PROBABILITY) for name, size in
+                       (("finetune", "|d|"), ("nonmember", "|nonmember|"), ("test", "|test|"), ("shadow_pairs", "K"))}}
 LIRA_HEADS = {"shadows": Num(2, integer=True), "targets": Num(1, integer=True), "pool_size": Num(2, integer=True),
               "pool": Names(LABELLED_SPLITS), "head_kind": Text(("finetune", "certified")), "shapes": Shapes(),
               "flat": Tensor(("heads", "P")),

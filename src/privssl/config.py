@@ -150,6 +150,7 @@ def validate_config(config: dict, schema_path: str | Path, overrides: Mapping | 
                     f"(allowed: <= {2 * (shadow // 2)})")
     check_sensitivity(config)
     check_contrastive(config)
+    check_training_time(config)
     check_membership_evaluation(config)
     check_batch_sizes(config)
     check_data_present(config)
@@ -181,6 +182,60 @@ def check_contrastive(config: dict) -> None:
             if not smallest <= batch <= entry["part"]:
                 raise ConfigError(f"config key 'contrastive.{stage}.batch_size': {batch} does not fit the training "
                                   f"set, {key}.part = {entry['part']} (allowed: {smallest}..{entry['part']})")
+
+
+def check_training_time(config: dict) -> None:
+    """The training-time branches train on d and on the attacker's shadow half, so their batches
+    must fit both; DPAdapter's pre-training batches must fit the public split; every target ε must
+    be reachable by the accountant at the largest noise multiplier it searches (one accountant
+    evaluation per set size, not a calibration)."""
+    sections = [name for name in ("dpcl", "dpadapter") if name in config]
+    if not sections:
+        return
+    if not config["datasets"]:
+        raise ConfigError(f"config key '{sections[0]}': the branch needs an image dataset (allowed: with at least "
+                          f"one entry in 'datasets', or without the section)")
+    from privssl.dpcl_spec import dpcl_phases, fine_tune_phases
+    from privssl.rdp import MAX_MULTIPLIER, reachable_by_bound
+
+    delta = config["protect"]["delta"]
+    private_sizes = sorted({size for entry in config["datasets"].values()
+                            for size in (entry["splits"]["finetune"], entry["splits"]["shadow"] // 2)})
+    plans = []  # (key of the ε list, targets, phases builder)
+    if "dpcl" in config:
+        section = config["dpcl"]
+        if (section["eps"] is None) == (section["noise_multiplier"] is None):
+            raise ConfigError(f"config keys 'dpcl.eps' and 'dpcl.noise_multiplier': {section['eps']!r} and "
+                              f"{section['noise_multiplier']!r} (allowed: exactly one of them given, the other null)")
+        for variant in section["variants"]:
+            plans.append(("dpcl.eps", section["eps"] or [], lambda n, s=section, v=variant: dpcl_phases(s, v, n)))
+    if "dpadapter" in config:
+        section = config["dpadapter"]
+        public = min(entry["splits"]["pretrain"] for entry in config["datasets"].values())
+        for batch in ("perturb_batch", "update_batch"):
+            if section["pretrain"][batch] > public:
+                raise ConfigError(f"config key 'dpadapter.pretrain.{batch}': {section['pretrain'][batch]} is larger "
+                                  f"than the public split it samples, |pretrain| = {public} (allowed: 1..{public})")
+        if section["release_radius"] not in section["radii"]:
+            raise ConfigError(f"config key 'dpadapter.release_radius': {section['release_radius']} is not among "
+                              f"dpadapter.radii (allowed: {', '.join(map(str, section['radii']))})")
+        plans.append(("dpadapter.eps", section["eps"], lambda n, s=section: fine_tune_phases(s, n)))
+    for key, targets, phases_of in plans:
+        for n in private_sizes:
+            try:
+                phases = phases_of(n)
+            except ValueError as err:  # a batch larger than the private set
+                raise ConfigError(f"config key '{err.args[0].split(' = ')[0]}': {err} (allowed: at most {n}, the "
+                                  f"smallest private set: d or the attacker's shadow half)") from err
+            unreachable = [eps for eps in targets if not reachable_by_bound(eps, delta, phases, MAX_MULTIPLIER)]
+            if unreachable:  # not certain by the closed form: the accountant itself decides (dp_accounting's import)
+                from privssl.dpcl_accounting import reachable
+
+                unreachable = [eps for eps in unreachable if not reachable(eps, delta, phases)]
+            if unreachable:
+                raise ConfigError(f"config key '{key}': ε = {', '.join(map(str, unreachable))} cannot be reached with "
+                                  f"{[(p.n, p.batch_size, p.steps) for p in phases]} (n, batch, steps) at δ = {delta:g}, "
+                                  f"even at noise multiplier {MAX_MULTIPLIER:g} (allowed: larger ε, or fewer steps)")
 
 
 def check_membership_evaluation(config: dict) -> None:

@@ -4,10 +4,8 @@ accountants (`rdp`: Mironov et al.; `prv`: Gopi et al.), checked against Google'
 in tests/test_dpsgd.py.
 
 Choices, and why:
-- The RDP accountant searches the orders of Google's dp_accounting (`RDP_ORDERS`: Opacus'
-  default orders 1.1 … 63 plus 11, 128, 256, 512, 1024) for σ and for the reported ε alike.
-  Opacus' default stops at α = 63, whose conversion term log(1/δ)/62 alone is ≈ 0.19 at
-  δ = 1e-5: no σ then reaches ε = 0.1. Any order gives a valid bound; more orders only tighten it.
+- The RDP accountant searches the orders of Google's dp_accounting (`privssl.rdp.RDP_ORDERS`)
+  for σ and for the reported ε alike.
 - The σ search runs in a forked child with a time limit: the PRV accountant needs seconds to
   minutes per evaluation at small σ (and overflows to ε = ∞), so a large ε can take longer
   than a job should. Such an ε is reported unreachable, never silently replaced.
@@ -25,18 +23,9 @@ from dataclasses import dataclass
 from opacus.accountants import create_accountant
 from opacus.accountants.utils import MAX_SIGMA, get_noise_multiplier
 
-# dp_accounting's DEFAULT_RDP_ORDERS (a superset of Opacus' RDPAccountant.DEFAULT_ALPHAS).
-RDP_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024]
+from privssl.rdp import RDP_ORDERS, UnreachableEpsilon
+
 SEARCH_SECONDS = 60.0  # default time limit of one σ search
-
-
-class UnreachableEpsilon(ValueError):
-    """The accountant cannot calibrate σ for this ε (the message says why)."""
-
-    def __init__(self, eps: float, reason: str):
-        super().__init__(f"ε = {eps:g} is unreachable: {reason}")
-        self.eps = eps
-        self.reason = reason
 
 
 class SearchTimeout(UnreachableEpsilon):

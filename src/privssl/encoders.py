@@ -17,6 +17,7 @@ from torch import nn
 from privssl.artefacts import ENCODER, load_tensor_file
 
 ENCODERS = ("convnet", "resnet18")
+TRAINABLE = ("all", "top")  # what private training updates: every weight, or the convnet's dense layer
 
 
 class ConvEncoder(nn.Module):
@@ -53,6 +54,21 @@ def build_encoder(name: str, in_channels: int, image_size: int, width: int) -> n
     if name == "resnet18":
         return resnet18_encoder(in_channels)
     raise ValueError(f"unknown encoder {name!r}; allowed: {', '.join(ENCODERS)}")
+
+
+def split_for_training(encoder: nn.Module, trainable: str) -> tuple[nn.Module, nn.Module]:
+    """(frozen trunk, trained top) with encoder(x) = top(trunk(x)), the two sharing the encoder's
+    modules. `top` keeps the convnet's convolutions as fixed public features and trains its dense
+    layer: per-example gradients of 16k weights instead of 460k make CPU-sized private training
+    possible. `all` trains every weight (the papers' setting)."""
+    if trainable == "all":
+        return nn.Identity(), encoder
+    if trainable == "top" and isinstance(encoder, ConvEncoder):
+        for param in encoder.conv.parameters():
+            param.requires_grad_(False)
+        return encoder.conv, encoder.dense
+    raise ValueError(f"trainable = {trainable!r} is not allowed for a {type(encoder).__name__}; allowed: "
+                     f"{', '.join(TRAINABLE) if isinstance(encoder, ConvEncoder) else 'all'}")
 
 
 def projection_head(in_dim: int, width: int) -> nn.Module:

@@ -181,3 +181,21 @@ def fit_attacks(probs: torch.Tensor, labels: torch.Tensor, is_member: torch.Tens
 def attack_scores(fitted: FittedAttacks, probs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
     """Scores (..., N) of every attack for probabilities (..., N, C)."""
     return {"shadow_mlp": attack_mlp_scores(fitted.model, probs, labels), **metric_scores(probs, labels)}
+
+
+def clean_attacks(attacker: dict) -> FittedAttacks:
+    """The non-adaptive attack of an attacker file (rule `shadow`): its MLP and thresholds."""
+    model = attack_mlp(attacker["in_dim"], AttackSpec(**attacker["spec"]))
+    model.load_state_dict(attacker["mlp"])
+    return FittedAttacks(model.eval(), attacker["thresholds"])
+
+
+def balanced_evaluation(n_members: int, n_nonmembers: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """As many members of d as non-members (the smaller count), drawn by `seed`: (member indices,
+    non-member indices, is_member of their concatenation). Every attack of a dataset, on the
+    released heads and on the training-time releases, is evaluated on the same records."""
+    n = min(n_members, n_nonmembers)
+    generator = torch.Generator().manual_seed(seed)
+    members, nonmembers = (torch.randperm(size, generator=generator)[:n] for size in (n_members, n_nonmembers))
+    return members, nonmembers, np.r_[np.ones(n, bool), np.zeros(n, bool)]
+

@@ -2,7 +2,7 @@
 
 Every method of the release-method registry keeps its colour and marker in every figure; the
 line style says what its ε means at that point (`KIND_LINESTYLE`: solid proven DP, dashed random
-DP, dotted no guarantee), so a curve whose claim changes along ε changes style there."""
+DP, dash-dot heuristic DP, dotted no guarantee), so a curve whose claim changes along ε changes style there."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from privssl.io import atomic_path  # noqa: E402
 from privssl.release_methods import KIND_LINESTYLE, METHODS, REGISTRY, release_method  # noqa: E402
 from privssl.release_table import attach_kinds, paper_attack, point_kinds, pooled_accuracy  # noqa: E402
 
-KIND_KEY = {"-": "proven DP (ε-DP, (ε, δ)-DP)", "--": "random DP (sampled Δ)", ":": "no guarantee"}
+KIND_KEY = {"-": "proven DP (ε-DP, (ε, δ)-DP)", "--": "random DP (sampled Δ)", "-.": "heuristic DP (Δ not proven)",
+            ":": "no guarantee"}
 
 
 # Metadata that keeps a figure's bytes a function of the figure: a PDF's CreationDate is the time

@@ -26,9 +26,10 @@ from typing import Callable
 
 from privssl import calibration
 
-GUARANTEE_KINDS = ("pure_dp", "approx_dp", "random_dp", "none")
-# Plot line style per guarantee kind: solid proven, dashed random DP, dotted none.
-KIND_LINESTYLE = {"pure_dp": "-", "approx_dp": "-", "random_dp": "--", "none": ":"}
+GUARANTEE_KINDS = ("pure_dp", "approx_dp", "random_dp", "heuristic_dp", "none")
+# Plot line style per guarantee kind: solid proven, dashed random DP, dash-dot an accountant's ε
+# over a sensitivity that is not proven (DPCL), dotted none.
+KIND_LINESTYLE = {"pure_dp": "-", "approx_dp": "-", "random_dp": "--", "heuristic_dp": "-.", "none": ":"}
 SUBSTITUTION = "substitution of one record of the fine-tuning set d (|d| fixed)"
 ADD_REMOVE = "addition or removal of one record of the fine-tuning set d"
 
@@ -41,8 +42,10 @@ class ReleaseMethod:
     label: str  # legend text
     colour: str
     marker: str
-    release: str  # "output_perturbation": noise on a trained head | "dpsgd": noise during training
-    head: str  # which trained head is released: "finetune" (A_S) | "certified" (regularised LR) | "dpsgd"
+    release: str  # "output_perturbation": noise on a trained head | "dpsgd": noise during training of the head |
+    #               "training_time": a whole network trained privately by its own branch of the DAG
+    head: str  # which trained head is released: "finetune" (A_S) | "certified" (regularised LR) | "dpsgd" |
+    #            the branch of a training-time method ("dpcl", "dpadapter")
     sensitivity: str  # which sensitivity the noise scale needs: "l1" | "l2" | "certified_l2" | "none"
     dp_kind: str  # the guarantee given a true sensitivity: "pure_dp" | "approx_dp"
     adjacency: str
@@ -79,9 +82,20 @@ REGISTRY: dict[str, ReleaseMethod] = {m.name: m for m in (
                   scale=calibration.l2_norm_scale),
     ReleaseMethod("dpsgd", "DP-SGD head (Opacus)", "tab:cyan", "X", "dpsgd", "dpsgd", "none", "approx_dp",
                   ADD_REMOVE),
+    # Training-time releases (rules/training_time.smk): encoder and head trained on d under DP.
+    ReleaseMethod("dpcl_naive", "contrastive DP-SGD, naive (Δg = 4|B|C)", "tab:pink", "<", "training_time", "dpcl",
+                  "none", "approx_dp", SUBSTITUTION),
+    ReleaseMethod("dpcl", "DPCL, noisy connection point (Δg = 4C)", "tab:gray", ">", "training_time", "dpcl", "none",
+                  "heuristic_dp", SUBSTITUTION),
+    ReleaseMethod("dpadapter", "DPAdapter pre-training + DP-SGD", "tab:orange", "*", "training_time", "dpadapter",
+                  "none", "approx_dp", SUBSTITUTION),
 )}
 METHODS = tuple(REGISTRY)
 OUTPUT_PERTURBATION_METHODS = tuple(n for n, m in REGISTRY.items() if m.release == "output_perturbation")
+# `protect.mechanisms`: the releases of the fine-tuned head; the training-time ones have their own sections
+PROTECT_METHODS = tuple(n for n, m in REGISTRY.items() if m.release != "training_time")
+TRAINING_TIME_METHODS = tuple(n for n, m in REGISTRY.items() if m.release == "training_time")
+DPCL_METHOD_OF_VARIANT = {"naive": "dpcl_naive", "dpcl": "dpcl"}  # config `dpcl.variants` -> release method
 
 
 def release_method(name: str) -> ReleaseMethod:
@@ -137,6 +151,21 @@ def dpsgd_guarantee(eps: float, delta: float, noise_multiplier: float, sample_ra
     return Guarantee("approx_dp", f"({eps:g}, {delta:g})-DP by DP-SGD (σ = {noise_multiplier:.4g}, C = {clip_norm:g}, "
                      f"Poisson rate q = {sample_rate:.4g}, {steps} steps, {accountant} accountant); "
                      f"adjacency: {ADD_REMOVE}")
+
+
+def training_time_guarantee(name: str, eps: float, delta: float, noise_multiplier: float, mechanisms: str,
+                            sensitivity: str) -> Guarantee:
+    """The claim of a training-time release: the RDP accountant's (ε, δ) for sampling without
+    replacement (dpcl_accounting) over the mechanisms it released. Its kind is the method's
+    `dp_kind`: `approx_dp` where every sensitivity is proven, `heuristic_dp` where the gradient's
+    rests on the DPCL paper's argument (privssl.dpcl)."""
+    method = release_method(name)
+    if method.release != "training_time":
+        raise ValueError(f"{name!r} is not a training-time method")
+    rests = "proven sensitivities" if method.dp_kind == "approx_dp" else "the DPCL paper's heuristic gradient sensitivity"
+    return Guarantee(method.dp_kind, f"({eps:g}, {delta:g})-DP, resting on {rests}: {sensitivity}; σ = "
+                     f"{noise_multiplier:.4g} on {mechanisms}; RDP accountant, fixed-size batches sampled without "
+                     f"replacement (Wang et al. 2019); adjacency: {method.adjacency}")
 
 
 def substitution_claim(name: str, eps: float, delta: float) -> tuple[float, float]:

@@ -31,6 +31,7 @@ TABLE2_COLUMNS = ["dataset", "method", "label", "eps_target", "eps", "accuracy_m
                   "guarantee_kind", "guarantee", "n_draws"]
 KIND_NOTE = ("pure_dp: ε-DP and approx_dp: (ε, δ)-DP, both proven for every neighbouring pair; "
              "random_dp: (ε, [δ,] γ)-random DP, the sensitivity is sampled from a reference distribution; "
+             "heuristic_dp: the accountant's (ε, δ) over a sensitivity that is argued, not proven (DPCL's gradient); "
              "none: no guarantee at this ε (e.g. the classical Gaussian for ε ≥ 1, or a sensitivity estimated "
              "from the private data).")
 

@@ -1,0 +1,163 @@
+# Training-time privacy (seeds 004 DPCL and 002 DPAdapter): networks trained on d under DP,
+# released through the same utility rows and membership attacks as the post-hoc methods.
+
+
+def clean_accuracy(wildcards, input):
+    """Test accuracy of the clean release (the non-private head A_S), the utility loss's reference."""
+    with open(input.metrics) as handle:
+        return json.load(handle)["test_accuracy"]
+
+
+rule dpcl_train:
+    """DPCL (naive DP-SGD and the noisy connection point) of the public encoder on d, a DP head on
+    top; the attacker's adaptive shadow trained the same way on its own records."""
+    wildcard_constraints:
+        dataset=one_of(DATASETS),
+    input:
+        script=script("dpcl_train.py"),
+        splits=f"{RESULTS}/{{dataset}}/splits.json",
+        encoder=f"{RESULTS}/{{dataset}}/pretrain/encoder.pt",
+        attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
+        metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
+    output:
+        utility=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.csv", method=DPCL_METHODS),
+        releases=expand(f"{RESULTS}/{{{{dataset}}}}/dpcl/{{method}}.pt", method=DPCL_METHODS),
+        history=f"{RESULTS}/{{dataset}}/dpcl/history.csv",
+        accounting=f"{RESULTS}/{{dataset}}/dpcl/accounting.csv",
+    params:
+        dpcl=as_json(config.get("dpcl", {})),
+        simclr=as_json(config.get("simclr", {})),
+        clean=clean_accuracy,
+        delta=config["protect"]["delta"],
+        seed=stage_seed("dpcl"),
+        root=config["data_root"],
+        device=config["device"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/dpcl_train.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/dpcl_train.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_memory("dpcl_train"),
+        runtime=job_runtime("dpcl_train"),
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --splits {input.splits} --data-root {params.root}"
+        " --encoder {input.encoder} --attacker {input.attacker} --clean-accuracy {params.clean}"
+        " --dpcl {params.dpcl} --simclr {params.simclr} --delta {params.delta} --seed {params.seed}"
+        " --out-utility {output.utility} --out-releases {output.releases} --out-history {output.history}"
+        " --out-accounting {output.accounting} --device {params.device} --threads {threads} 2> {log}"
+
+
+rule dpadapter_train:
+    """Standard, vanilla-SAM and DPAdapter pre-training on the public split, each fine-tuned on d by
+    DP-SGD at every ε; the DPAdapter network at `release_radius` is released as `dpadapter`."""
+    wildcard_constraints:
+        dataset=one_of(DATASETS),
+    input:
+        script=script("dpadapter_train.py"),
+        splits=f"{RESULTS}/{{dataset}}/splits.json",
+        encoder=f"{RESULTS}/{{dataset}}/pretrain/encoder.pt",
+        attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
+        metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
+    output:
+        utility=f"{RESULTS}/{{dataset}}/protect/dpadapter.csv",
+        release=f"{RESULTS}/{{dataset}}/dpadapter/dpadapter.pt",
+        results=f"{RESULTS}/{{dataset}}/dpadapter/results.csv",
+        history=f"{RESULTS}/{{dataset}}/dpadapter/history.csv",
+    params:
+        dpadapter=as_json(config.get("dpadapter", {})),
+        clean=clean_accuracy,
+        delta=config["protect"]["delta"],
+        seed=stage_seed("dpadapter"),
+        root=config["data_root"],
+        device=config["device"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/dpadapter_train.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/dpadapter_train.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_memory("dpadapter_train"),
+        runtime=job_runtime("dpadapter_train"),
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --splits {input.splits} --data-root {params.root}"
+        " --encoder {input.encoder} --attacker {input.attacker} --clean-accuracy {params.clean}"
+        " --dpadapter {params.dpadapter} --delta {params.delta} --seed {params.seed} --out-utility {output.utility}"
+        " --out-release {output.release} --out-results {output.results} --out-history {output.history}"
+        " --device {params.device} --threads {threads} 2> {log}"
+
+
+def training_time_release(method):
+    branch = release_method(method).head  # the branch that trains it: dpcl | dpadapter
+    return f"{RESULTS}/{{dataset}}/{branch}/{method}.pt"
+
+
+rule attack_training_time:
+    """The paper's membership inference, non-adaptive and adaptive, against every training-time
+    release, on the `attack` rule's evaluation records."""
+    wildcard_constraints:
+        dataset=one_of(DATASETS),
+    input:
+        script=script("attack_training_time.py"),
+        splits=f"{RESULTS}/{{dataset}}/splits.json",
+        attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
+        releases=[training_time_release(m) for m in TRAINING_TIME],
+    output:
+        expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{method}}.csv", method=TRAINING_TIME),
+    params:
+        fpr=" ".join(map(str, config["attack"]["lira"]["fpr"])),
+        bootstrap=config["attack"]["lira"]["bootstrap"],
+        seed=stage_seed("attack"),  # the attack rule's: the same evaluation records
+        root=config["data_root"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/attack_training_time.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/attack_training_time.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_memory("attack_training_time"),
+        runtime=job_runtime("attack_training_time"),
+    conda:
+        ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --splits {input.splits} --data-root {params.root}"
+        " --attacker {input.attacker} --releases {input.releases} --fpr {params.fpr}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} 2> {log}"
+
+
+rule training_time_report:
+    """Fig. fig_training_time_dp and the DPAdapter and DPCL accounting tables."""
+    input:
+        script=script("training_time_report.py"),
+        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
+        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
+        splits=expand(f"{RESULTS}/{{dataset}}/splits.json", dataset=DATASETS),
+        dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
+        accounting=expand(f"{RESULTS}/{{dataset}}/dpcl/accounting.csv", dataset=DATASETS if DPCL_METHODS else []),
+    output:
+        png=report(
+            f"{RESULTS}/figures/fig_training_time_dp.png",
+            caption="../report/fig_training_time_dp.rst",
+            category="Figures",
+        ),
+        pdf=f"{RESULTS}/figures/fig_training_time_dp.pdf",
+        dpadapter=[f"{RESULTS}/tables/dpadapter.{ext}" for ext in ("csv", "md")] if DPADAPTER_METHODS else [],
+        accounting=[f"{RESULTS}/tables/dpcl_accounting.{ext}" for ext in ("csv", "md")] if DPCL_METHODS else [],
+    params:
+        delta=config["protect"]["delta"],
+    log:
+        f"{RESULTS}/logs/training_time_report.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python {input.script} --utility {input.utility} --mia {input.mia} --splits {input.splits}"
+        " --dpadapter {input.dpadapter} --accounting {input.accounting} --delta {params.delta}"
+        " --figure {output.png} {output.pdf} --dpadapter-table {output.dpadapter}"
+        " --accounting-table {output.accounting} 2> {log}"

@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""Rule `attack_training_time`: the paper's membership inference against the training-time
+releases (DPCL, DPAdapter), non-adaptive and adaptive, with the rows of the `attack` rule.
+
+A training-time release is a whole network, so the attacks read its posteriors (release file of
+privssl.training_time) instead of a head on the public features. Non-adaptive: the attack fitted
+on the clean shadow head (rule `shadow`). Adaptive: refitted on the attacker's shadow network,
+trained by the same algorithm at the same ε on the attacker's own records, one fit per release.
+The evaluation set is the `attack` rule's: the same balanced members and non-members."""
+
+import argparse
+
+import pandas as pd
+import torch
+
+from privssl.artefacts import TRAINING_RELEASE, load_tensor_file
+from privssl.io import atomic_write_csv, script_logger
+from privssl.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
+from privssl.mia_stats import membership_metrics
+from privssl.training_time import load_private_sets
+
+
+def attack_release(release: dict, sets, attacker: dict, args) -> pd.DataFrame:
+    members, nonmembers, is_member = balanced_evaluation(len(sets.labels["finetune"]), len(sets.labels["nonmember"]),
+                                                         args.seed)
+    y = torch.cat([sets.labels["finetune"][members], sets.labels["nonmember"][nonmembers]])
+    probs = torch.cat([release["finetune"][:, :, members], release["nonmember"][:, :, nonmembers]], dim=2)
+    n_eps, repeats = probs.shape[:2]
+    probs, shadow = probs.flatten(0, 1), release["shadow_pairs"].flatten(0, 1)  # (E·R, ·, C), ε-major
+    pair_labels = sets.labels["shadow_pairs"]
+    adaptive = fit_attacks(shadow, pair_labels, attacker["pair_is_member"], AttackSpec(**attacker["spec"]),
+                           attacker["seed"])
+    rows = []
+    for is_adaptive, fitted in ((False, [clean_attacks(attacker)] * len(probs)), (True, adaptive)):
+        for h, attacks in enumerate(fitted):
+            for attack, scores in attack_scores(attacks, probs[h], y).items():
+                rows.append({"dataset": args.dataset, "mechanism": release["method"],
+                             "eps": float(release["eps"][h // repeats]), "repeat": h % repeats, "attack": attack,
+                             "adaptive": is_adaptive,
+                             **membership_metrics(scores.numpy(), is_member, attacks.thresholds[attack],
+                                                  tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed)})
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--splits", required=True)
+    parser.add_argument("--data-root", required=True)
+    parser.add_argument("--attacker", required=True, help="output of the shadow rule")
+    parser.add_argument("--releases", required=True, nargs="+", help="training-time release files")
+    parser.add_argument("--fpr", nargs="+", type=float, default=[0.01], help="FPR levels of the TPR columns")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="resamples of the AUC interval")
+    parser.add_argument("--seed", type=int, default=0, help="the attack rule's seed: the same evaluation records")
+    parser.add_argument("--out", required=True, nargs="+", help="one CSV per release file")
+    args = parser.parse_args()
+    log = script_logger("attack_training_time")
+    if len(args.out) != len(args.releases):
+        parser.error(f"--out needs one path per release file ({len(args.releases)}), got {len(args.out)}")
+    bad = [f for f in args.fpr if not 0 < f < 1]
+    if bad or args.bootstrap < 1:
+        parser.error(f"--fpr levels must lie in (0, 1) and --bootstrap be >= 1, got {args.fpr}, {args.bootstrap}")
+    sets = load_private_sets(args.splits, args.data_root, args.attacker)
+    attacker = sets.attacker
+    sizes = {"|d|": len(sets.labels["finetune"]), "|nonmember|": len(sets.labels["nonmember"]),
+             "|test|": len(sets.labels["test"]), "K": len(sets.labels["shadow_pairs"])}
+    releases = [load_tensor_file(path, TRAINING_RELEASE, sizes) for path in args.releases]  # all checked first
+    for release, out in zip(releases, args.out):
+        frame = attack_release(release, sets, attacker, args)
+        log.info("%s: shadow_mlp accuracy by (adaptive, eps) %s", release["method"],
+                 frame[frame.attack == "shadow_mlp"].groupby(["adaptive", "eps"]).accuracy.mean().round(4).to_dict())
+        atomic_write_csv(frame, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+#!/usr/bin/env python
+"""Rule `dpadapter_train`: DPAdapter (seed 002) against standard pre-training and vanilla SAM.
+
+Each pre-training (standard; vanilla SAM and DPAdapter at every radius ρ) trains the public SimCLR
+encoder and a classifier on the public labelled split, from one seeded initialisation and one
+batch order;
+its accuracy and robust accuracy (Gaussian noise on every weight) are measured on the test split.
+Each pre-trained network is then fine-tuned on the private set d by DP-SGD (privssl.private_sgd)
+at every target ε, σ calibrated by the RDP accountant for sampling without replacement. The
+DPAdapter network at `release_radius` is the release of method `dpadapter`: its posteriors go to
+the attack rule, beside the attacker's adaptive shadow fine-tuned the same way on its shadow
+records. σ of every (ε, role) is calibrated before any training."""
+
+import argparse
+import time
+
+import pandas as pd
+import torch
+
+from privssl.cli import device_argument, json_object, positive_float
+from privssl.dpadapter import downstream_model, pretrain_classifier
+from privssl.dpcl_accounting import calibrate, epsilon
+from privssl.dpcl_spec import fine_tune_phases
+from privssl.encoders import load_encoder, split_for_training, unit_float
+from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.private_sgd import REPLACE_ONE_FACTOR, PrivateSGDSpec, predict_proba, train_private_classifier
+from privssl.sam import SAMSpec, robust_accuracy
+from privssl.training_time import EVALUATED, draw_seed, load_private_sets, release_record, utility_rows
+
+METHOD = "dpadapter"
+ROLES = ("target", "shadow")
+
+
+def accuracy(model, images: torch.Tensor, labels: torch.Tensor) -> float:
+    return (predict_proba(model, images, unit_float).argmax(1) == labels).double().mean().item()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--splits", required=True)
+    parser.add_argument("--data-root", required=True)
+    parser.add_argument("--encoder", required=True, help="the public SimCLR encoder (.pt) pre-training starts from")
+    parser.add_argument("--attacker", required=True, help="the shadow rule's attacker file: its shadow records")
+    parser.add_argument("--clean-accuracy", required=True, type=float, help="test accuracy of the clean release")
+    parser.add_argument("--dpadapter", required=True, type=json_object, help="the config section `dpadapter`")
+    parser.add_argument("--delta", required=True, type=positive_float)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-utility", required=True)
+    parser.add_argument("--out-release", required=True)
+    parser.add_argument("--out-results", required=True)
+    parser.add_argument("--out-history", required=True)
+    parser.add_argument("--threads", type=int, default=None)
+    device_argument(parser)
+    args = parser.parse_args()
+    log = script_logger("dpadapter_train")
+    section = args.dpadapter
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    sets = load_private_sets(args.splits, args.data_root, args.attacker)
+    trained_on = {"target": "finetune", "shadow": "shadow_inside"}
+    sam_spec = SAMSpec.from_config(section["pretrain"], prefix="dpadapter.pretrain")
+    sam_spec.check_data_size(len(sets.labels["pretrain"]), prefix="dpadapter.pretrain")
+    fine_tune = PrivateSGDSpec.from_config(section["fine_tune"], "dpadapter.fine_tune")
+    if section["release_radius"] not in section["radii"]:
+        parser.error(f"dpadapter.release_radius = {section['release_radius']} is not among dpadapter.radii "
+                     f"{section['radii']}")
+
+    # ---- σ of every (ε, role) before any training: an unreachable ε fails here
+    sigma, spent = {}, {}
+    for e, eps in enumerate(section["eps"]):
+        for role in ROLES:
+            n = len(sets.labels[trained_on[role]])
+            sigma[e, role] = calibrate(eps, args.delta, fine_tune_phases(section, n)).scale
+            spent[e, role] = epsilon(fine_tune_phases(section, n, sigma[e, role]), args.delta)
+            log.info("ε target %g %s (n = %d): σ = %.4g, accountant ε = %.4g", eps, role, n, sigma[e, role],
+                     spent[e, role])
+
+    public = load_encoder(args.encoder, device)
+    pretrainings = [("standard", 0.0)] + [(kind, rho) for kind in ("sam", "dpadapter") for rho in section["radii"]]
+    history, results, runs = [], [], []
+    probs = {name: [] for name in (*EVALUATED, "shadow_pairs")}
+    n_classes, robust = sets.n_classes, section["robust"]
+    for kind, rho in pretrainings:
+        start = time.monotonic()
+        # one initialisation and batch order for every kind: they differ only in the perturbation
+        pretrained, rows = pretrain_classifier(kind, rho, sam_spec, sets.images["pretrain"], sets.labels["pretrain"],
+                                               n_classes, public, draw_seed(args.seed, 0))
+        pretrained.to(device)
+        history += [{"dataset": args.dataset, "pretraining": kind, "rho": rho, **row} for row in rows]
+        test_images, test_labels = sets.images["test"], sets.labels["test"]
+        pre_accuracy = accuracy(pretrained, test_images, test_labels)
+        pre_robust, _ = robust_accuracy(pretrained, unit_float(test_images).to(device), test_labels.to(device),
+                                        robust["noise"], robust["draws"], torch.Generator().manual_seed(args.seed))
+        log.info("%s ρ = %g pre-trained in %.1f s: accuracy %.4f, robust accuracy %.4f", kind, rho,
+                 time.monotonic() - start, pre_accuracy, pre_robust)
+        released = kind == METHOD and rho == section["release_radius"]
+        for e, eps in enumerate(section["eps"]):
+            for repeat in range(section["repeats"]):
+                for r, role in enumerate(ROLES if released else ROLES[:1]):
+                    data = trained_on[role]
+                    generator = torch.Generator().manual_seed(draw_seed(args.seed, 1, e, repeat, r))
+                    model = downstream_model(pretrained, n_classes, draw_seed(args.seed, 2, e, repeat, r))
+                    trunk, top = split_for_training(model.encoder, section["trainable"])
+                    with torch.no_grad():  # the frozen trunk's output is fixed: computed once
+                        inputs = trunk(unit_float(sets.images[data]).to(device))
+                    train_private_classifier(torch.nn.Sequential(top, model.classifier), inputs, sets.labels[data],
+                                             fine_tune, sigma[e, role], generator)
+                    if role == "shadow":
+                        probs["shadow_pairs"].append(predict_proba(model, sets.images["shadow_pairs"], unit_float))
+                        continue
+                    down_accuracy = accuracy(model, test_images, test_labels)
+                    down_robust, _ = robust_accuracy(model, unit_float(test_images).to(device), test_labels.to(device),
+                                                     robust["noise"], robust["draws"],
+                                                     torch.Generator().manual_seed(args.seed))
+                    results.append({"dataset": args.dataset, "pretraining": kind, "rho": rho, "eps": eps,
+                                    "repeat": repeat, "accuracy": down_accuracy, "n_test": len(test_labels),
+                                    "robust_accuracy": down_robust, "pretrain_accuracy": pre_accuracy,
+                                    "pretrain_robust_accuracy": pre_robust, "robust_noise": robust["noise"],
+                                    "noise_multiplier": sigma[e, role], "eps_spent": spent[e, role]})
+                    if released:
+                        for name in EVALUATED:
+                            probs[name].append(predict_proba(model, sets.images[name], unit_float))
+                        n = len(sets.labels[data])
+                        runs.append({"eps": eps, "repeat": repeat, "accuracy": down_accuracy,
+                                     "noise_multiplier": sigma[e, role],
+                                     "sensitivity": REPLACE_ONE_FACTOR * fine_tune.clip_norm,
+                                     "sensitivity_statement": f"gradient Δ = {REPLACE_ONE_FACTOR * fine_tune.clip_norm:g} "
+                                                              f"(2C, per-example C = {fine_tune.clip_norm:g})",
+                                     "mechanisms": "the fine-tuning gradient", "sample_rate": fine_tune.batch_size / n,
+                                     "steps": fine_tune.steps(n), "eps_spent": spent[e, role]})
+            log.info("%s ρ = %g ε = %g: downstream accuracy %s", kind, rho, eps,
+                     [round(row["accuracy"], 4) for row in results[-section["repeats"]:]])
+    atomic_torch_save(release_record(METHOD, list(section["eps"]), section["repeats"], n_classes, probs),
+                      args.out_release)
+    atomic_write_csv(utility_rows(args.dataset, METHOD, runs, args.delta, args.clean_accuracy), args.out_utility)
+    atomic_write_csv(pd.DataFrame(results), args.out_results)
+    atomic_write_csv(pd.DataFrame(history), args.out_history)
+
+
+if __name__ == "__main__":
+    main()

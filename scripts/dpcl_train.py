@@ -1,0 +1,171 @@
+#!/usr/bin/env python
+"""Rule `dpcl_train`: DPCL releases (seed 004). For every variant (naive DP-SGD, DPCL) and every
+target ε: the public SimCLR encoder is fine-tuned contrastively on the private set d by DP-SGD
+(privssl.dpcl), then a linear head is trained on its features of d by DP-SGD (privssl.private_sgd);
+one noise multiplier σ for every mechanism, calibrated so that the RDP accountant for sampling
+without replacement gives (ε, δ) for the whole release (encoder and head). The attacker's
+adaptive shadow is trained the same way, at the same ε, on its own shadow records.
+
+σ for every (variant, ε, role) is calibrated before any training; an ε the accountant cannot
+reach stops the job with nothing written."""
+
+import argparse
+import time
+
+import pandas as pd
+import torch
+from torch import nn
+
+from privssl.cli import device_argument, json_object, positive_float
+from privssl.dpcl import DPCLSpec, knn_accuracy, train_dpcl
+from privssl.dpcl_accounting import calibrate, epsilon
+from privssl.dpcl_spec import (dpcl_phases, gradient_sensitivity, mean_sensitivity, mechanisms,
+                               similarity_sensitivity, SSE_SENSITIVITY)
+from privssl.encoders import encode, load_encoder, projection_head, split_for_training, unit_float
+from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.private_sgd import PrivateSGDSpec, predict_proba, train_private_classifier
+from privssl.simclr import SimCLRSpec
+from privssl.release_methods import DPCL_METHOD_OF_VARIANT, release_method
+from privssl.training_time import EVALUATED, draw_seed, load_private_sets, release_record, utility_rows
+
+ROLES = ("target", "shadow")  # trained on d / on the attacker's shadow records
+
+
+def sensitivity_statement(section: dict, variant: str) -> str:
+    """The sensitivities behind the claim, in the paper's words."""
+    enc, head = section["encoder"], section["head"]
+    parts = [f"gradient Δ = {gradient_sensitivity(variant, enc['batch_size'], enc['clip_norm']):g} "
+             f"({'4|B|C' if variant == 'naive' else '4C, heuristic'}, per-view C = {enc['clip_norm']:g})"]
+    if variant == "dpcl" and section["objective"] == "simclr":
+        parts.append(f"similarity matrix Δ_S = {similarity_sensitivity(2 * enc['batch_size']):.4g} (4√(2|B|−1))")
+    if variant == "dpcl" and section["objective"] == "barlow_twins":
+        parts.append(f"means Δ = {mean_sensitivity(enc['batch_size']):.4g} (2/N), SSEs Δ = {SSE_SENSITIVITY:g}")
+    parts.append(f"head gradient Δ = {2 * head['clip_norm']:g} (2C)")
+    return ", ".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--splits", required=True)
+    parser.add_argument("--data-root", required=True)
+    parser.add_argument("--encoder", required=True, help="the public SimCLR encoder (.pt)")
+    parser.add_argument("--attacker", required=True, help="the shadow rule's attacker file: its shadow records")
+    parser.add_argument("--clean-accuracy", required=True, type=float, help="test accuracy of the clean release")
+    parser.add_argument("--dpcl", required=True, type=json_object, help="the config section `dpcl`")
+    parser.add_argument("--simclr", required=True, type=json_object, help="the config section `simclr` (augmentation)")
+    parser.add_argument("--delta", required=True, type=positive_float)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-utility", required=True, nargs="+", help="one CSV per variant, in the section's order")
+    parser.add_argument("--out-releases", required=True, nargs="+", help="one release file per variant")
+    parser.add_argument("--out-history", required=True)
+    parser.add_argument("--out-accounting", required=True)
+    parser.add_argument("--threads", type=int, default=None)
+    device_argument(parser)
+    args = parser.parse_args()
+    log = script_logger("dpcl_train")
+    section = args.dpcl
+    variants = section["variants"]
+    if not len(args.out_utility) == len(args.out_releases) == len(variants):
+        parser.error(f"--out-utility and --out-releases need one path per variant ({len(variants)})")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    sets = load_private_sets(args.splits, args.data_root, args.attacker)
+    trained_on = {"target": "finetune", "shadow": "shadow_inside"}
+    head_spec = PrivateSGDSpec.from_config(section["head"], "dpcl.head")
+    augmentation = SimCLRSpec.from_config(args.simclr).augmentation
+    width = args.simclr.get("width", 128)
+
+    # ---- σ of every (variant, ε, role) before any training: an unreachable ε fails here
+    targets = section["eps"] if section["eps"] is not None else [None]
+    sigma, spent = {}, {}
+    for variant in variants:
+        for e, eps in enumerate(targets):
+            for role in ROLES:
+                n = len(sets.labels[trained_on[role]])
+                if eps is None:
+                    sigma[variant, e, role] = section["noise_multiplier"]
+                else:
+                    sigma[variant, e, role] = calibrate(eps, args.delta, dpcl_phases(section, variant, n)).scale
+                spent[variant, e, role] = epsilon(dpcl_phases(section, variant, n, sigma[variant, e, role]), args.delta)
+                log.info("%s ε target %s %s (n = %d): σ = %.4g, accountant ε = %.4g", variant, eps, role, n,
+                         sigma[variant, e, role], spent[variant, e, role])
+
+    history, accounting = [], []
+    for v, variant in enumerate(variants):
+        spec = DPCLSpec(objective=section["objective"], variant=variant, temperature=section["temperature"],
+                        barlow_lambda=section["barlow_lambda"],
+                        **{k: section["encoder"][k] for k in ("epochs", "batch_size", "clip_norm", "lr", "momentum")},
+                        weight_decay=section["encoder"].get("weight_decay", 0.0))
+        method = DPCL_METHOD_OF_VARIANT[variant]
+        runs, probs = [], {"finetune": [], "nonmember": [], "test": [], "shadow_pairs": []}
+        for e, eps in enumerate(targets):
+            for repeat in range(section["repeats"]):
+                for r, role in enumerate(ROLES):
+                    start = time.monotonic()
+                    data = trained_on[role]
+                    images, labels = sets.images[data], sets.labels[data]
+                    noise = sigma[variant, e, role]
+                    generator = torch.Generator().manual_seed(draw_seed(args.seed, v, e, repeat, r))
+                    torch.manual_seed(draw_seed(args.seed, v, e, repeat, r, 1))  # projector and head initialisation
+                    encoder = load_encoder(args.encoder, device)
+                    trunk, top = split_for_training(encoder, section["trainable"])
+                    model = nn.Sequential(top, projection_head(encoder.out_dim, width)).to(device)
+
+                    def on_epoch(epoch: int) -> dict:
+                        if role == "shadow":
+                            return {}
+                        train = encode(encoder, images, device)
+                        test = encode(encoder, sets.images["test"], device)
+                        n = len(labels)
+                        return {"knn_accuracy": knn_accuracy(train, labels, test, sets.labels["test"], section["knn_k"]),
+                                "eps_spent": epsilon(dpcl_phases(section, variant, n, noise, encoder_epochs=epoch),
+                                                     args.delta)}
+
+                    rows = train_dpcl(trunk, model, images, spec, noise, augmentation, generator, on_epoch)
+                    features = encode(encoder, images, device)
+                    head = nn.Linear(encoder.out_dim, sets.n_classes).to(device)
+                    train_private_classifier(head, features, labels, head_spec, noise, generator)
+                    release = nn.Sequential(encoder, head)
+                    queried = EVALUATED if role == "target" else ("shadow_pairs",)
+                    for name in queried:
+                        probs[name].append(predict_proba(release, sets.images[name], unit_float))
+                    log.info("%s ε %s repeat %d %s: σ = %.4g, %.1f s", variant, eps, repeat, role, noise,
+                             time.monotonic() - start)
+                    if role == "shadow":
+                        continue
+                    history += [{"dataset": args.dataset, "method": method, "objective": section["objective"],
+                                 "eps": eps if eps is not None else spent[variant, e, role], "repeat": repeat, **row}
+                                for row in rows]
+                    accuracy = (probs["test"][-1].argmax(1) == sets.labels["test"]).double().mean().item()
+                    runs.append({"eps": eps if eps is not None else spent[variant, e, role], "repeat": repeat,
+                                 "accuracy": accuracy, "noise_multiplier": noise,
+                                 "sensitivity": gradient_sensitivity(variant, spec.batch_size, spec.clip_norm),
+                                 "sensitivity_statement": sensitivity_statement(section, variant),
+                                 "mechanisms": ", ".join(mechanisms(spec.objective, variant)) + " and the head's gradient",
+                                 "sample_rate": spec.batch_size / len(labels),
+                                 "steps": sum(p.steps for p in dpcl_phases(section, variant, len(labels))),
+                                 "eps_spent": spent[variant, e, role]})
+            for role in ROLES:
+                n = len(sets.labels[trained_on[role]])
+                phases = dpcl_phases(section, variant, n, sigma[variant, e, role])
+                accounting.append({"dataset": args.dataset, "method": method, "objective": section["objective"],
+                                   "variant": variant, "role": role, "n": n, "eps_target": eps,
+                                   "delta": args.delta, "noise_multiplier": sigma[variant, e, role],
+                                   "mechanisms": ", ".join(mechanisms(spec.objective, variant)),
+                                   "encoder_batch": phases[0].batch_size, "encoder_steps": phases[0].steps,
+                                   "head_batch": phases[1].batch_size, "head_steps": phases[1].steps,
+                                   "sensitivities": sensitivity_statement(section, variant),
+                                   "eps_accountant": spent[variant, e, role],
+                                   "guarantee_kind": release_method(method).dp_kind})
+        eps_axis = [run["eps"] for run in runs[::section["repeats"]]]
+        atomic_torch_save(release_record(method, eps_axis, section["repeats"], sets.n_classes, probs),
+                          args.out_releases[v])
+        atomic_write_csv(utility_rows(args.dataset, method, runs, args.delta, args.clean_accuracy), args.out_utility[v])
+    atomic_write_csv(pd.DataFrame(history), args.out_history)
+    atomic_write_csv(pd.DataFrame(accounting), args.out_accounting)
+
+
+if __name__ == "__main__":
+    main()
