@@ -14,7 +14,7 @@ from torch import nn
 
 from privssl import dpadapter
 from privssl.data import load_pool
-from privssl.dpadapter import Classifier, downstream_model, pretrain_classifier, pretraining_spec
+from privssl.dpadapter import PRETRAININGS, Classifier, downstream_model, pretrain_classifier, pretraining_spec
 from privssl.encoders import ConvEncoder
 from privssl.sam import SAMSpec, train_sam
 
@@ -113,7 +113,7 @@ def test_every_kind_starts_from_the_same_seeded_classification_layer_and_batches
 @pytest.mark.parametrize("two_batch", [True, False])
 def test_standard_pretraining_is_plain_minibatch_sgd_and_train_sam_at_rho_zero(digits, two_batch):
     """Warm-up and SAM epochs at ρ = 0 are SGD steps on the update batches of each epoch's
-    permutation; in two-batch mode each SAM step also draws (and ignores) a perturbation batch."""
+    permutation; each SAM step also draws (and at ρ = 0 ignores) a perturbation batch, in both modes."""
     images, labels = digits
     spec = replace(SPEC, two_batch=two_batch, epochs=2, warmup_epochs=1)
     public = encoder()
@@ -130,7 +130,7 @@ def test_standard_pretraining_is_plain_minibatch_sgd_and_train_sam_at_rho_zero(d
         order = torch.randperm(n, generator=g)
         for start in range(0, n, spec.update_batch):
             idx = order[start:start + spec.update_batch]
-            if epoch >= spec.warmup_epochs and two_batch:
+            if epoch >= spec.warmup_epochs:
                 torch.randperm(n, generator=g)  # the perturbation batch, unused at ρ = 0
             optimiser.zero_grad()
             F.cross_entropy(reference(images[idx]), labels[idx]).backward()
@@ -179,3 +179,17 @@ def test_downstream_model_is_a_copy_with_a_fresh_seeded_classification_layer(dig
             p.add_(1.0)
     assert_states_equal(state(pretrained), before)
     assert pretrained.classifier.out_features == 10
+
+
+def test_every_kind_trains_on_the_same_update_batches():
+    """At ρ = 0 the three kinds are plain SGD: they must be the same network after several SAM
+    epochs, so the draws of B_p must not shift vanilla SAM's update batches."""
+    torch.manual_seed(0)
+    encoder = ConvEncoder(1, 8, 8)
+    x = torch.rand(48, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    y = torch.randint(0, 3, (48,), generator=torch.Generator().manual_seed(2))
+    spec = SAMSpec(perturb_batch=32, update_batch=16, two_batch=True, epochs=3, warmup_epochs=1)
+    models = [pretrain_classifier(kind, 0.0, spec, x, y, 3, encoder, seed=5)[0] for kind in PRETRAININGS]
+    for other in models[1:]:
+        for a, b in zip(models[0].parameters(), other.parameters()):
+            assert torch.equal(a, b)

@@ -251,8 +251,10 @@ def test_naive_bound_4BC_holds_for_clipped_per_view_pieces_when_one_image_is_rep
             assert diff > 0  # the replacement changes the sum: the bound is checked on a real change
 
 
-@pytest.mark.parametrize("objective, b, variant, sigma", [("simclr", 8, "naive", 0.0), ("barlow_twins", 2, "naive", 0.0),
-                                                     ("simclr", 8, "dpcl", 1.0), ("barlow_twins", 4, "dpcl", 1.0)])
+@pytest.mark.parametrize("objective, b, variant, sigma", [("simclr", 8, "naive", 0.0),
+                                                     ("barlow_twins", 2, "naive", 0.0),
+                                                     ("simclr", 8, "dpcl", 1.0),
+                                                     ("barlow_twins", 4, "dpcl", 1.0)])
 def test_dpcl_heuristic_4C_is_exceeded_by_the_pieces_of_a_tiny_linear_model(objective, b, variant, sigma):
     """With every piece clipped (C below every norm), the unchanged examples' pieces turn when one
     example is replaced: ‖Σ clip(g) − Σ clip(g')‖ exceeds 4C for some of a few seeds (but never

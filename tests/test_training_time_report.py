@@ -10,6 +10,7 @@ import math
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
@@ -82,6 +83,8 @@ VALUES = {
     ("digits", 10.0): (0.70, {0.05: 0.80, 0.5: 0.60}, {0.05: 0.70, 0.5: 0.90}),
     # ε = 100: everything within the noise
     ("digits", 100.0): (0.75, {0.05: 0.755, 0.5: 0.75}, {0.05: 0.76, 0.5: 0.745}),
+    # ε = 1000: DPAdapter's mean outside SAM's interval, but the intervals overlap
+    ("digits", 1000.0): (0.70, {0.05: 0.70, 0.5: 0.70}, {0.05: 0.72, 0.5: 0.68}),
     ("cifar10", 1.0): (0.30, {0.05: 0.40, 0.5: 0.40}, {0.05: 0.50, 0.5: 0.50}),
 }
 
@@ -142,6 +145,8 @@ def test_dpadapter_verdicts_shown_contradicted_and_not_resolved(table):
     assert got[("digits", 10.0, 0.05)][:2] == ("<", ">") and got[("digits", 10.0, 0.05)][2] == "contradicted"
     assert got[("digits", 10.0, 0.5)][:2] == (">", "<") and got[("digits", 10.0, 0.5)][2] == "contradicted"
     assert got[("digits", 100.0, 0.05)][2].startswith("not resolved")
+    for rho in RADII:
+        assert got[("digits", 1000.0, rho)][:2] == ("≈", "≈")
     assert got[("cifar10", 1.0, 0.5)][2] == "shown"
 
 
@@ -152,7 +157,8 @@ def test_dpadapter_markdown_has_every_row_the_verdicts_and_the_papers_table1(tab
         assert (f"| {r.dataset} | {r.eps:g} | {r.pretraining} | {r.rho:g} | {r.accuracy:.3f} "
                 f"[{r.accuracy_lo:.3f}, {r.accuracy_hi:.3f}] ({r.decisions}) | {r.robust_accuracy:.3f} ") in text
     for r in verdicts.itertuples(index=False):
-        assert f"| {r.dataset} | {r.eps:g} | {r.rho:g} | {r.dpadapter_vs_sam} | {r.sam_vs_standard} | {r.claim} |" in text
+        assert (f"| {r.dataset} | {r.eps:g} | {r.rho:g} | {r.dpadapter_vs_sam} | {r.sam_vs_standard} "
+                f"| {r.claim} |") in text
     for number in ("0.5677", "0.7292", "0.5961", "0.7625", "0.6142", "0.7709"):
         assert number in text
     assert "std 0.05 on every weight" in text
@@ -178,8 +184,8 @@ def test_accounting_markdown_lists_our_rows_and_the_paper_settings():
          "noise_multiplier": 0.75, "mechanisms": "gradient", "encoder_steps": 6, "encoder_batch": 50,
          "head_steps": 60, "head_batch": 50, "eps_accountant": 123.4, "guarantee_kind": "approx_dp",
          "sensitivities": "gradient 4|B|C"}])
-    paper = pd.DataFrame([{"objective": "simclr", "variant": "dpcl", "epochs": 200, "eps_at_paper_multipliers": 123456.7,
-                           "noise_multipliers": "0.41; 0.41"}])
+    paper = pd.DataFrame([{"objective": "simclr", "variant": "dpcl", "epochs": 200,
+                           "eps_at_paper_multipliers": 123456.7, "noise_multipliers": "0.41; 0.41"}])
     text = accounting_markdown(ours, paper)
     assert ("| digits | dpcl | target | 150 | 10 | 1.235 | gradient, similarity | 6 (50) | 60 (50) | 9.991 "
             "| heuristic_dp | gradient 4C; similarity 4√(2∣B∣ − 1) |") in text
@@ -235,7 +241,7 @@ def method_lines(ax) -> dict[str, object]:
 def test_figure_has_two_rows_per_dataset_and_a_line_per_shown_method(frames):
     utility, mia = frames
     fig = figure(utility, mia, N_TEST)
-    assert isinstance(Figure, type) and isinstance(fig, Figure)
+    assert isinstance(fig, Figure)
     assert len(fig.axes) == 2 * len(N_TEST)
     assert all(ax.get_subplotspec().get_gridspec().get_geometry() == (2, 2) for ax in fig.axes)
     shown = set(POST_HOC) | set(TRAINING_TIME_METHODS)
@@ -248,7 +254,7 @@ def test_figure_has_two_rows_per_dataset_and_a_line_per_shown_method(frames):
         assert set(method_lines(top)) == expected and set(method_lines(bottom)) == expected
         for gid, line in method_lines(top).items():
             assert line.get_linestyle() == KIND_LINESTYLE[gid.split(":")[1]]
-    matplotlib.pyplot.close(fig)
+    plt.close(fig)
 
 
 def test_figure_draws_pooled_test_and_adaptive_mia_accuracies_and_dash_dots_dpcl(frames):
@@ -272,4 +278,4 @@ def test_figure_draws_pooled_test_and_adaptive_mia_accuracies_and_dash_dots_dpcl
         assert top["dpcl:heuristic_dp"].get_linestyle() == "-."
         assert bottom["dpcl:heuristic_dp"].get_linestyle() == "-."
         assert all(line.get_linestyle() != "-." for gid, line in top.items() if not gid.startswith("dpcl:"))
-    matplotlib.pyplot.close(fig)
+    plt.close(fig)

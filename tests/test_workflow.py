@@ -657,7 +657,17 @@ def bad_config(name: str) -> dict:
     return config
 
 
-@pytest.mark.parametrize("name", list(BAD_CONFIGS))
+# Snakemake itself on one bad config per check of validate_config (schema, required keys, YAML
+# typing, split sizes, cross-field checks, batches, data presence, the contrastive and
+# training-time branches): what this test adds to the in-process test below is that the Snakefile
+# validates before building the DAG and writes nothing, the same for every bad key of one check.
+FAIL_FAST = ["negative_eps", "missing_head", "delta_read_as_text", "oversized_split", "gamma_not_above_rho",
+             "pool_below_2d", "head_batch_above_finetune", "no_dataset_at_all", "unknown_graph", "cifar_without_data",
+             "cora_without_data", "contrastive_parts_too_large", "dpcl_eps_and_noise_multiplier", "dpcl_batch_above_d",
+             "dpadapter_perturb_batch_above_public"]
+
+
+@pytest.mark.parametrize("name", FAIL_FAST)
 def test_bad_config_fails_fast_and_writes_nothing(tmp_path, name):
     configfile = write_config(bad_config(name), tmp_path / f"{name}.yaml")
     workdir = tmp_path / "run"

@@ -171,11 +171,10 @@ def train_sam(model: nn.Module, loss_fn, x: Tensor, y: Tensor, spec: SAMSpec,
                 optimizer.step()
                 losses.append(loss.item())
                 continue
-            if spec.two_batch:
-                pidx = torch.randperm(n, generator=generator)[:spec.perturb_batch].to(x.device)
-                perturb = (x[pidx], y[pidx])
-            else:
-                perturb = update
+            # B_p is drawn in both settings, so that vanilla SAM's update batches are the same
+            # draws as DPAdapter's and standard training's: the kinds differ only in the perturbation
+            pidx = torch.randperm(n, generator=generator)[:spec.perturb_batch].to(x.device)
+            perturb = (x[pidx], y[pidx]) if spec.two_batch else update
             out = sam_step(model, loss_fn, perturb, update, spec.rho, optimizer)
             losses.append(out["update_loss"])
             perturbed.append(out["perturbed_loss"])
