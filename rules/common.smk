@@ -148,3 +148,15 @@ def release_args(wildcards, input):
 def transfer_pairs():
     """Every (target, shadow) pair of distinct graphs, for Attack-1, 4, 5, 7."""
     return [(t, s) for t in GRAPHS for s in GRAPHS if s != t]
+
+
+def clean_accuracy(wildcards, input):
+    """Test accuracy of the clean release (the non-private head A_S), the utility loss's reference."""
+    with open(input.metrics) as handle:
+        return json.load(handle)["test_accuracy"]
+
+
+def training_time_release(method):
+    """The release file of a training-time method, in the folder of the branch that trains it."""
+    branch = release_method(method).head  # dpcl | dpadapter
+    return f"{RESULTS}/{{dataset}}/{branch}/{method}.pt"

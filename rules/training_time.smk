@@ -2,12 +2,6 @@
 # released through the same utility rows and membership attacks as the post-hoc methods.
 
 
-def clean_accuracy(wildcards, input):
-    """Test accuracy of the clean release (the non-private head A_S), the utility loss's reference."""
-    with open(input.metrics) as handle:
-        return json.load(handle)["test_accuracy"]
-
-
 rule dpcl_train:
     """DPCL (naive DP-SGD and the noisy connection point) of the public encoder on d, a DP head on
     top; the attacker's adaptive shadow trained the same way on its own records."""
@@ -91,11 +85,6 @@ rule dpadapter_train:
         " --dpadapter {params.dpadapter} --delta {params.delta} --seed {params.seed} --out-utility {output.utility}"
         " --out-release {output.release} --out-results {output.results} --out-history {output.history}"
         " --device {params.device} --threads {threads} 2> {log}"
-
-
-def training_time_release(method):
-    branch = release_method(method).head  # the branch that trains it: dpcl | dpadapter
-    return f"{RESULTS}/{{dataset}}/{branch}/{method}.pt"
 
 
 rule attack_training_time:

@@ -118,6 +118,7 @@ def main() -> None:
                                     "repeat": repeat, "accuracy": down_accuracy, "n_test": len(test_labels),
                                     "robust_accuracy": down_robust, "pretrain_accuracy": pre_accuracy,
                                     "pretrain_robust_accuracy": pre_robust, "robust_noise": robust["noise"],
+                                    "robust_draws": robust["draws"],
                                     "noise_multiplier": sigma[e, role], "eps_spent": spent[e, role]})
                     if released:
                         for name in EVALUATED:

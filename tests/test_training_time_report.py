@@ -59,7 +59,7 @@ def dpadapter_results(accuracy: dict, n_test: int = 2000, repeats: int = 2) -> p
             rows.append({"dataset": dataset, "pretraining": kind, "rho": rho, "eps": eps, "repeat": repeat,
                          "accuracy": acc + repeat / n_test, "n_test": n_test,
                          "robust_accuracy": acc - 0.1 + 0.01 * repeat, "pretrain_accuracy": acc + 0.05,
-                         "pretrain_robust_accuracy": acc - 0.02, "robust_noise": 0.05,
+                         "pretrain_robust_accuracy": acc - 0.02, "robust_noise": 0.05, "robust_draws": 10,
                          "noise_multiplier": 10.0 / eps, "eps_spent": 0.999 * eps})
     frame = pd.DataFrame(rows)
     return frame.sample(frac=1.0, random_state=0).reset_index(drop=True)  # the table must not rely on row order
@@ -114,6 +114,12 @@ def test_dpadapter_table_pools_repeats_one_row_per_setting_in_the_papers_order(t
         assert row.robust_accuracy == pytest.approx(draws.robust_accuracy.mean(), rel=1e-14)
         assert row.pretrain_accuracy == draws.pretrain_accuracy.iloc[0]
         assert row.pretrain_robust_accuracy == draws.pretrain_robust_accuracy.iloc[0]
+        # robust intervals: test records × noise draws (× repeats downstream) as decisions
+        k_robust = int(round((draws.robust_accuracy * 2000 * 10).sum()))
+        assert (row.robust_lo, row.robust_hi) == pytest.approx(clopper_pearson(k_robust, 2 * 2000 * 10), rel=1e-12)
+        k_pre = int(round(draws.pretrain_robust_accuracy.iloc[0] * 2000 * 10))
+        assert (row.pretrain_robust_lo, row.pretrain_robust_hi) == pytest.approx(clopper_pearson(k_pre, 2000 * 10),
+                                                                                 rel=1e-12)
         assert row.noise_multiplier == pytest.approx(10.0 / row.eps) and row.robust_noise == 0.05
 
 
