@@ -54,6 +54,8 @@ def main() -> None:
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("dpadapter_train")
+    if not 0 < args.clean_accuracy <= 1:
+        parser.error(f"--clean-accuracy {args.clean_accuracy} is not allowed; allowed: (0, 1], the clean head's accuracy")
     section = args.dpadapter
     if args.threads:
         torch.set_num_threads(args.threads)

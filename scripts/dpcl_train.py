@@ -64,6 +64,8 @@ def main() -> None:
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("dpcl_train")
+    if not 0 < args.clean_accuracy <= 1:
+        parser.error(f"--clean-accuracy {args.clean_accuracy} is not allowed; allowed: (0, 1], the clean head's accuracy")
     section = args.dpcl
     variants = section["variants"]
     if not len(args.out_utility) == len(args.out_releases) == len(variants):

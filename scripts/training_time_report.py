@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from privssl.artefacts import MIA, UTILITY, load_csv_files, load_image_splits, read_table
+from privssl.artefacts import (DPADAPTER_RESULTS, DPCL_ACCOUNTING, MIA, UTILITY, load_csv_files, load_image_splits)
 from privssl.dpcl_accounting import paper_settings_rows
 from privssl.io import atomic_write_bytes, atomic_write_csv
 from privssl.plotting import save_figure
@@ -44,11 +44,11 @@ def main() -> None:
         n_test[splits["dataset"]] = len(splits["splits"]["test"])
     save_figure(figure(utility, mia, n_test), args.figure)
     if args.dpadapter:
-        table = dpadapter_table(pd.concat([read_table(p) for p in args.dpadapter], ignore_index=True))
+        table = dpadapter_table(load_csv_files(args.dpadapter, DPADAPTER_RESULTS))
         atomic_write_csv(table, args.dpadapter_table[0])
         write_markdown(dpadapter_markdown(table, dpadapter_verdicts(table)), args.dpadapter_table[1])
     if args.accounting:
-        ours = pd.concat([read_table(p) for p in args.accounting], ignore_index=True)
+        ours = load_csv_files(args.accounting, DPCL_ACCOUNTING)
         paper = pd.DataFrame(paper_settings_rows(delta=args.delta))
         atomic_write_csv(pd.concat([ours.assign(source="this run"), paper.assign(source="paper settings")],
                                    ignore_index=True), args.accounting_table[0])

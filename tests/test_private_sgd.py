@@ -129,7 +129,7 @@ def test_every_update_has_norm_at_most_lr_times_clip_norm(monkeypatch):
     x, y = blobs()
     model = make_model()
     lr, clip_norm = 0.5, 1e-3
-    updates, unclipped = [], []
+    updates = []
     original = private_sgd.apply_noisy_gradient
 
     def recording(model_, gradient, scale, optimiser):

@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from privssl import calibration
-from privssl.release_methods import (GUARANTEE_KINDS, KIND_LINESTYLE, METHODS, OUTPUT_PERTURBATION_METHODS, PROTECT_METHODS, REGISTRY,
-                                     dpsgd_guarantee, output_perturbation_guarantee, release_method)
+from privssl.release_methods import (GUARANTEE_KINDS, KIND_LINESTYLE, OUTPUT_PERTURBATION_METHODS, PROTECT_METHODS,
+                                     REGISTRY, dpsgd_guarantee, output_perturbation_guarantee, release_method)
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 POPULATION = {"sampling": "population", "delta1": 2.0, "delta2": 0.5, "m": 150, "k": 149, "gamma": 0.2}

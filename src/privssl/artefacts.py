@@ -471,6 +471,19 @@ AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("met
          "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
          "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "eps_lower_bound": Num(0), "n": COUNT,
          "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",))}
+# training-time branch: dpadapter_train's results, dpcl_train's accounting (read by its report)
+DPADAPTER_RESULTS = {"dataset": Text(), "pretraining": Text(("standard", "sam", "dpadapter")), "rho": Num(0),
+                     "eps": POSITIVE, "repeat": COUNT, "accuracy": PROBABILITY, "n_test": Num(1, integer=True),
+                     "robust_accuracy": PROBABILITY, "pretrain_accuracy": PROBABILITY,
+                     "pretrain_robust_accuracy": PROBABILITY, "robust_noise": POSITIVE,
+                     "robust_draws": Num(1, integer=True), "noise_multiplier": POSITIVE, "eps_spent": Num(0),
+                     "grid": (("dataset", "pretraining", "rho"), ("eps", "repeat"))}
+DPCL_ACCOUNTING = {"dataset": Text(), "method": Text(TRAINING_TIME_METHODS), "variant": Text(("naive", "dpcl")),
+                   "role": Text(("target", "shadow")), "n": Num(1, integer=True), "delta": Num(0, 1, low_open=True,
+                                                                                             high_open=True),
+                   "noise_multiplier": POSITIVE, "mechanisms": Text(), "encoder_steps": COUNT, "head_steps": COUNT,
+                   "encoder_batch": Num(1, integer=True), "head_batch": Num(1, integer=True),
+                   "eps_accountant": Num(0), "guarantee_kind": Text(GUARANTEE_KINDS), "sensitivities": Text()}
 # contrastive_attack rule (thesis Ch. 4): membership rows have no baseline, attribute rows no AUC or TPR
 _MEMBERSHIP_ONLY = Num(0, 1, nan_where=("inference", "attribute"))
 CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "talos")),

@@ -18,6 +18,7 @@ import torch
 
 from privssl.artefacts import load_attacker, load_image_splits
 from privssl.data import load_pool
+from privssl.protection import utility_loss
 from privssl.release_methods import training_time_guarantee
 
 EVALUATED = ("finetune", "nonmember", "test")  # the splits a release is queried on
@@ -71,7 +72,7 @@ def utility_rows(dataset: str, method: str, runs: list[dict], delta: float, clea
                      "repeat": run["repeat"], "noise_scale": run["noise_multiplier"], "sensitivity_norm": "l2",
                      "sensitivity": run["sensitivity"], "guarantee_kind": claim.kind, "guarantee": claim.statement,
                      "clean_accuracy": clean_accuracy, "accuracy": run["accuracy"],
-                     "utility_loss": 1.0 - run["accuracy"] / clean_accuracy,
+                     "utility_loss": float(utility_loss(torch.tensor(run["accuracy"]), clean_accuracy)),
                      "noise_multiplier": run["noise_multiplier"], "sample_rate": run["sample_rate"],
                      "steps": run["steps"], "eps_spent": run["eps_spent"]})
     return pd.DataFrame(rows)
