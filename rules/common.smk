@@ -59,7 +59,7 @@ def contrastive_section(*keys):
 
 def stage_seed(stage):
     """A seed per stage, derived from the config seed, so stages draw independent randomness;
-    one per release method of the registry."""
+    one per post-hoc release method of the registry (the training-time branches have theirs at the end)."""
     stages = (
         ["splits", "pretrain", "sensitivity", "shadow", "attack", "link_target", "link_protect"]
         + [f"protect_{m}" for m in PROTECT_METHODS]
