@@ -427,6 +427,35 @@ def test_contrastive_branch_outputs(tiny_run):
         assert f"| digits | {claim} |" in table
 
 
+def test_training_time_branches(tiny_run):
+    """Both branches end to end: DPCL's per-epoch history and accounting, DPAdapter's three
+    pre-trainings, and each release's claim within its budget, of the kind its sensitivity allows."""
+    dpcl, dpadapter = tiny_run.expected["dpcl"], tiny_run.expected["dpadapter"]
+    methods = [DPCL_METHOD_OF_VARIANT[v] for v in dpcl["variants"]]
+    history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpcl/history.csv"))
+    assert len(history) == len(methods) * len(dpcl["eps"]) * dpcl["repeats"] * dpcl["encoder"]["epochs"]
+    assert set(history.method) == set(methods) and (history.objective == dpcl["objective"]).all()
+    assert history.knn_accuracy.between(0, 1).all() and history.clipped_fraction.between(0, 1).all()
+    assert (history.eps_spent <= history.eps).all()  # the encoder's share of the release's budget
+    accounting = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpcl/accounting.csv"))
+    assert (accounting.eps_accountant <= accounting.eps_target * (1 + 1e-9)).all()
+    assert (accounting.eps_accountant >= accounting.eps_target * (1 - 2e-3)).all()
+    assert set(accounting.role) == {"target", "shadow"}
+    utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    kinds = utility.groupby("mechanism").guarantee_kind.unique().map(tuple).to_dict()
+    assert kinds["dpcl_naive"] == kinds["dpadapter"] == ("approx_dp",) and kinds["dpcl"] == ("heuristic_dp",)
+    trained = utility[utility.mechanism.isin([*methods, "dpadapter"])]
+    assert (trained.eps_spent <= trained.eps * (1 + 1e-9)).all()
+    assert trained.guarantee.str.contains("substitution of one record").all()
+    results = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpadapter/results.csv"))
+    assert set(zip(results.pretraining, results.rho)) == {("standard", 0.0)} | {
+        (kind, float(rho)) for kind in ("sam", "dpadapter") for rho in dpadapter["radii"]}
+    assert len(results) == (1 + 2 * len(dpadapter["radii"])) * len(dpadapter["eps"]) * dpadapter["repeats"]
+    table = tiny_run.path(f"{RESULTS}/tables/dpadapter.md").read_text()
+    assert "DPAdapter ≥ vanilla SAM ≥ standard" in table and "| digits |" in table
+    assert "paper settings" in set(pd.read_csv(tiny_run.path(f"{RESULTS}/tables/dpcl_accounting.csv")).source)
+
+
 def test_sensitivity_and_table1(tiny_run):
     record = json.loads(tiny_run.path(f"{RESULTS}/digits/sensitivity.json").read_text())
     sens = tiny_run.expected["sensitivity"]
