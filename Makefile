@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CORES ?= 2
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: run test dry-run report lint benchmark clean test-cluster
+.PHONY: run test dry-run report lint benchmark clean test-cluster rulegraph docs
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "privssl needs Python >= 3.11 \
@@ -27,12 +27,25 @@ dry-run: $(STAMP)
 report: $(STAMP)
 	snakemake --report results/report.html
 
+# One worker per core, a test module per worker, the whole-DAG module first (tests/conftest.py).
 test: $(STAMP)
-	python -m pytest
+	python -m pytest -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=20
 
 lint: $(STAMP)
 	snakemake --lint
 	snakefmt --check .
+	lint-imports
+
+# docs/results.md: the default run's digest of results (every figure beside its file and column).
+docs: $(STAMP)
+	snakemake --cores $(CORES) --rerun-incomplete results/digest.md
+	cp results/digest.md docs/results.md
+
+# docs/rulegraph.svg: the DAG's rules (`snakemake --rulegraph`) drawn by Graphviz's dot
+# (Debian package graphviz); rerun after adding or renaming a rule.
+rulegraph: $(STAMP)
+	snakemake --rulegraph --quiet all | dot -Tsvg > docs/rulegraph.svg.tmp
+	mv docs/rulegraph.svg.tmp docs/rulegraph.svg
 
 # The workflow through a single-node SLURM cluster that tests/cluster/start.sh installs and
 # starts (root and apt-get needed); stopped again whatever the outcome. A few minutes.

@@ -5,7 +5,7 @@ The `lira_heads` rule trains N shadow + T target heads by A_S, each on its own |
 the candidate pool, as one batched computation (`adaptive.train_clean_heads`: chunks of heads
 through `heads.train_heads_on_sets`). The baseline is the direct implementation: one
 `train_head` call per head. Then the attack itself is timed: LiRA online scores of every target
-on every candidate (`lira.lira_scores`) and the metrics with intervals (`mia_stats`).
+on every candidate (`lira.lira_scores`) and the metrics with intervals (`privssl.attacks.statistics`).
 
 Scales:
 - default: the default config's head (config.yaml), |d| = 150, a pool of 2|d| = 300 (d and the
@@ -39,11 +39,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from sensitivity import digits_standin, synthetic, timed, timed_alternating  # noqa: E402
 
-from privssl.adaptive import train_clean_heads  # noqa: E402
-from privssl.heads import HeadSpec, flatten, head_logits, parameter_shapes, train_head, unflatten  # noqa: E402
+from privssl.attacks.adaptive import train_clean_heads  # noqa: E402
+from privssl.attacks.lira import draw_training_sets, lira_scores, logit_confidence, membership  # noqa: E402
+from privssl.attacks.statistics import membership_metrics  # noqa: E402
 from privssl.io import pick_device  # noqa: E402
-from privssl.lira import draw_training_sets, lira_scores, logit_confidence, membership  # noqa: E402
-from privssl.mia_stats import membership_metrics  # noqa: E402
+from privssl.training.heads import HeadSpec, flatten, head_logits, parameter_shapes, train_head, unflatten  # noqa: E402
 
 
 def default_pool(n_d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, int, str]:

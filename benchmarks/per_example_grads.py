@@ -7,7 +7,7 @@ A batch of B images gives 2B views (the config's augmentation); each view's grad
 of its projection with the NT-Xent cotangent dL/dz_b of the whole batch (the config's
 temperature and negatives), the per-view piece that DPCL clips.
 
-- vectorised: `privssl.per_example.per_example_vjp` (torch.func vmap over grad), --chunk-size
+- vectorised: `privssl.training.per_example.per_example_vjp` (torch.func vmap over grad), --chunk-size
   rows at a time (default: all);
 - loop: one forward and `torch.autograd.grad` per view, the direct implementation.
 
@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from sensitivity import timed_alternating  # noqa: E402
 
 from privssl.io import pick_device  # noqa: E402
-from privssl.per_example import per_example_vjp  # noqa: E402
-from privssl.simclr import SimCLR, SimCLRSpec, nt_xent  # noqa: E402
+from privssl.training.per_example import per_example_vjp  # noqa: E402
+from privssl.training.simclr import SimCLR, SimCLRSpec, nt_xent  # noqa: E402
 
 SHAPES = {"digits": (1, 8), "cifar": (3, 32)}  # (channels, side)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark: the batched sensitivity samplers against sequential loops of 2m trainings.
 
-Two samplers of src/privssl/sensitivity.py, each timed batched (as the workflow runs it) and as
+Two samplers of src/privssl/release/sensitivity.py, each timed batched (as the workflow runs it) and as
 a plain loop of one `train_head` call per head, the way a direct implementation would:
 
 - population (the workflow's default): Rubinstein & Aldà's sampler, m pairs of data sets of size
@@ -60,17 +60,16 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from privssl.heads import DTYPE, HeadSpec, flatten, train_head  # noqa: E402
 from privssl.io import pick_device  # noqa: E402
-from privssl.random_dp import order_statistic_index  # noqa: E402
-from privssl.sensitivity import (  # noqa: E402
+from privssl.release.random_dp import order_statistic_index  # noqa: E402
+from privssl.release.sensitivity import (  # noqa: E402
     leave_one_out_masks,
     pair_distances,
     population_pairs,
     population_sensitivity,
     sample_pairs,
 )
-
+from privssl.training.heads import DTYPE, HeadSpec, flatten, train_head  # noqa: E402
 
 # ---------------------------------------------------------------- FLOP count
 

@@ -1,13 +1,13 @@
 import json
 import shlex
 
-from privssl.release_methods import DPCL_METHOD_OF_VARIANT, PROTECT_METHODS, output_perturbation_methods, release_method
+from privssl.release.methods import DPCL_METHOD_OF_VARIANT, PROTECT_METHODS, output_perturbation_methods, release_method
 
 DATASETS = list(config["datasets"])  # image datasets
 GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... attack rules, own data and encoder
 # image datasets of the contrastive-privacy branch (thesis Ch. 4); the section is optional (graph-only configs)
 CONTRASTIVE = list(config.get("contrastive", {}).get("datasets", {}))
-MECHANISMS = config["protect"]["mechanisms"]  # release methods of the registry (src/privssl/release_methods.py)
+MECHANISMS = config["protect"]["mechanisms"]  # release methods of the registry (src/privssl/release/methods.py)
 OUTPUT_PERTURBATION = output_perturbation_methods(MECHANISMS)  # noise on a trained head: rule `protect`
 # Conda envs, relative to this file: the image track's and the graph track's (PyG).
 ENV = "../envs/privssl.yaml"
@@ -124,7 +124,26 @@ def final_outputs():
             f"{RESULTS}/figures/graph_protection.png",
             f"{RESULTS}/figures/graph_protection.pdf",
         ]
+    if DATASETS or GRAPHS:
+        outputs.append(f"{RESULTS}/digest.md")
     return outputs
+
+
+def digest_tables():
+    """(section, title, path) of every Markdown table of the run that the digest includes whole."""
+    tables = []
+    if DATASETS:
+        tables += [("image", "Sensitivity (Table 1)", f"{RESULTS}/tables/table1.md")]
+        tables += [("image", "Table 2", f"{RESULTS}/tables/table2.md")]
+    if CONTRASTIVE:
+        tables.append(("branches", "Contrastive privacy", f"{RESULTS}/tables/contrastive.md"))
+    if DPCL_METHODS:
+        tables.append(("branches", "DPCL accounting", f"{RESULTS}/tables/dpcl_accounting.md"))
+    if DPADAPTER_METHODS:
+        tables.append(("branches", "DPAdapter", f"{RESULTS}/tables/dpadapter.md"))
+    if GRAPHS:
+        tables.append(("graphs", "Link stealing", f"{RESULTS}/tables/link_stealing.md"))
+    return tables
 
 
 def lira_head_kind(method):

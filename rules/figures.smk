@@ -96,3 +96,32 @@ rule contrastive_report:
         "python {input.script} --metrics {input.metrics} --thesis {input.thesis}"
         " --fig-privacy {output.privacy_png} {output.privacy_pdf} --fig-lambda {output.lambda_png} {output.lambda_pdf}"
         " --csv {output.csv} --md {output.md} 2> {log}"
+
+
+rule digest:
+    """The run's headline figures in one page, each beside the file and column it comes from;
+    docs/results.md is the default run's digest (`make docs`)."""
+    input:
+        script=script("results_digest.py"),
+        metrics=expand(f"{RESULTS}/{{dataset}}/finetune/metrics.json", dataset=DATASETS),
+        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
+        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
+        lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
+        audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
+        link_protection=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=GRAPHS),
+        tables=[path for _, _, path in digest_tables()],
+    output:
+        f"{RESULTS}/digest.md",
+    params:
+        datasets=" ".join(DATASETS),
+        graphs=" ".join(GRAPHS),
+        tables=" ".join(f"--table {s} {shlex.quote(title)} {path}" for s, title, path in digest_tables()),
+    log:
+        f"{RESULTS}/logs/digest.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python {input.script} --datasets {params.datasets} --metrics {input.metrics} --utility {input.utility}"
+        " --mia {input.mia} --lira {input.lira} --audit {input.audit} --graphs {params.graphs}"
+        " --link-protection {input.link_protection} {params.tables} --out {output} 2> {log}"

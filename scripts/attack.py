@@ -15,17 +15,17 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.artefacts import HEAD, features, load_attacker, load_release, load_tensor_file
-from privssl.certified import CertifiedSpec
+from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
+from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
+from privssl.attacks.statistics import membership_metrics
 from privssl.cli import json_object, target_arguments, targets_and_outputs
-from privssl.dpsgd_spec import DPSGDSpec
-from privssl.heads import HeadSpec, predict_proba, unflatten
 from privssl.io import atomic_write_csv, script_logger
-from privssl.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
-from privssl.mia_stats import membership_metrics
-from privssl.protection import head_inputs, released_heads
-from privssl.release_methods import release_method
+from privssl.release.certified import CertifiedSpec
+from privssl.release.dpsgd_spec import DPSGDSpec
+from privssl.release.methods import release_method
+from privssl.release.protection import head_inputs, released_heads
+from privssl.training.heads import HeadSpec, predict_proba, unflatten
 
 
 def released_shadows(method: str, attacker: dict, protected: dict, feats: dict, args) -> tuple[torch.Tensor, dict]:
@@ -69,28 +69,26 @@ def main() -> None:
     feats = load_tensor_file(args.features, features("finetune", "nonmember", "shadow"))
     head = load_tensor_file(args.head, HEAD)
     attacker = load_attacker(args.attacker, len(feats["shadow_labels"]))
-    for protected, _ in targets:  # every release file checked before any work
-        if protected is not None:
-            load_release(protected)
-    for protected, out in targets:
+    # every release file checked before any work
+    loaded = [None if protected is None else load_release(protected) for protected, _ in targets]
+    for protected, (_, out) in zip(loaded, targets):
         atomic_write_csv(attack_target(protected, feats, head, attacker, args, log), out)
 
 
-def attack_target(protected_path: str | None, feats: dict, head: dict, attacker: dict, args, log) -> pd.DataFrame:
-    """Every attack, non-adaptive and adaptive, on the clean head (`protected_path` None) or on
-    every release in the file."""
+def attack_target(protected: dict | None, feats: dict, head: dict, attacker: dict, args, log) -> pd.DataFrame:
+    """Every attack, non-adaptive and adaptive, on the clean head (`protected` None) or on every
+    release of a protect rule's file."""
     members, nonmembers, is_member = balanced_evaluation(len(feats["finetune_labels"]), len(feats["nonmember_labels"]),
                                                          args.seed)
     x = torch.cat([feats["finetune"][members], feats["nonmember"][nonmembers]])
     y = torch.cat([feats["finetune_labels"][members], feats["nonmember_labels"][nonmembers]])
 
-    releases = released_heads(head, protected_path)
+    releases = released_heads(head, protected)
     queries = head_inputs(x, releases.clip_norm)
     probs = predict_proba(unflatten(releases.flat, releases.shapes), queries)  # (H, 2n, C)
     # The clean head has no mechanism to adapt to: its one attack counts as the adaptive one.
-    fitted = {protected_path is None: [clean_attacks(attacker)] * len(releases.eps)}
-    if protected_path is not None:  # the adaptive attacker: one fit per ε on its released shadow
-        protected = load_release(protected_path)
+    fitted = {protected is None: [clean_attacks(attacker)] * len(releases.eps)}
+    if protected is not None:  # the adaptive attacker: one fit per ε on its released shadow
         shadows, shapes = released_shadows(releases.method, attacker, protected, feats, args)
         pairs, pair_labels = feats["shadow"][attacker["pairs"]], feats["shadow_labels"][attacker["pairs"]]
         shadow_probs = predict_proba(unflatten(shadows, shapes), head_inputs(pairs, releases.clip_norm))

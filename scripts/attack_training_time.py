@@ -3,7 +3,7 @@
 releases (DPCL, DPAdapter), non-adaptive and adaptive, with the rows of the `attack` rule.
 
 A training-time release is a whole network, so the attacks read its posteriors (release file of
-privssl.training_time) instead of a head on the public features. Non-adaptive: the attack fitted
+privssl.release.training_time) instead of a head on the public features. Non-adaptive: the attack fitted
 on the clean shadow head (rule `shadow`). Adaptive: refitted on the attacker's shadow network,
 trained by the same algorithm at the same ε on the attacker's own records, one fit per release.
 The evaluation set is the `attack` rule's: the same balanced members and non-members."""
@@ -13,11 +13,10 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import TRAINING_RELEASE, load_tensor_file
+from privssl.artefacts import TRAINING_RELEASE, load_private_sets, load_tensor_file
+from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
+from privssl.attacks.statistics import membership_metrics
 from privssl.io import atomic_write_csv, script_logger
-from privssl.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
-from privssl.mia_stats import membership_metrics
-from privssl.training_time import load_private_sets
 
 
 def attack_release(release: dict, sets, attacker: dict, args) -> pd.DataFrame:

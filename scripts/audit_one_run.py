@@ -3,7 +3,7 @@
 every release method at every ε, and of the clean head (`none`), in one job (each method's work
 is a few trainings; one process spares the interpreter start-up per method).
 
-For each canary kind, one training set of |d| records with m canary slots (privssl.canaries) is
+For each canary kind, one training set of |d| records with m canary slots (privssl.audit.canaries) is
 trained by the method's algorithm and released by the method at each ε — one run per ε. The
 auditor scores every canary by its white-box loss log p(label) under the released head (the
 release *is* the parameter vector), guesses "in" on its k highest and "out" on its k lowest
@@ -15,20 +15,20 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from privssl.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.artefacts import FEATURES, UTILITY, load_csv_file, load_release, load_tensor_file
-from privssl.audit_bounds import one_run_epsilon_lower_bound, one_run_guesses
-from privssl.canaries import CANARY_KINDS, canary_design
-from privssl.certified import CertifiedSpec
+from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
+from privssl.attacks.lira import candidate_pool
+from privssl.attacks.mia import metric_scores
+from privssl.audit.bounds import one_run_epsilon_lower_bound, one_run_guesses
+from privssl.audit.canaries import CANARY_KINDS, canary_design
 from privssl.cli import json_object
-from privssl.dpsgd_spec import DPSGDSpec
-from privssl.heads import HeadSpec, head_logits, parameter_shapes, unflatten
+from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import atomic_write_csv, script_logger
-from privssl.lira import candidate_pool
-from privssl.mia import metric_scores
-from privssl.protection import head_inputs
-from privssl.release_methods import METHODS, release_method, substitution_claim
-from privssl.splits import LABELLED_SPLITS
+from privssl.release.certified import CertifiedSpec
+from privssl.release.dpsgd_spec import DPSGDSpec
+from privssl.release.methods import METHODS, release_method, substitution_claim
+from privssl.release.protection import head_inputs
+from privssl.training.heads import HeadSpec, head_logits, parameter_shapes, unflatten
 
 
 def released_heads(method: str, design, release: dict | None, n_classes: int, args) -> torch.Tensor:

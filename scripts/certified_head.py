@@ -9,11 +9,11 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from privssl.artefacts import features, load_tensor_file
-from privssl.certified import CertifiedSpec, ConvergenceError, certified_sensitivity, fit_certified_head
 from privssl.cli import device_argument, json_object
-from privssl.heads import DTYPE, HeadSpec, accuracy, parameter_shapes
 from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
-from privssl.protection import head_inputs
+from privssl.release.certified import CertifiedSpec, ConvergenceError, certified_sensitivity, fit_certified_head
+from privssl.release.protection import head_inputs
+from privssl.training.heads import DTYPE, HeadSpec, accuracy, parameter_shapes
 
 
 def main() -> None:

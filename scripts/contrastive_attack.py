@@ -9,12 +9,12 @@ import pandas as pd
 import torch
 
 from privssl.artefacts import load_contrastive_models, load_contrastive_splits
+from privssl.attacks.contrastive_privacy import AttackSettings, Split, evaluate, pair_models
 from privssl.cli import device_argument, json_object
-from privssl.contrastive_privacy import AttackSettings, Split, evaluate, pair_models
-from privssl.contrastive_targets import load_models
-from privssl.data import load_pool
-from privssl.encoders import unit_float
+from privssl.data.images import load_pool
 from privssl.io import atomic_write_csv, pick_device, script_logger
+from privssl.training.contrastive_targets import load_models
+from privssl.training.encoders import unit_float
 
 
 def main() -> None:

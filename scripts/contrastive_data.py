@@ -9,17 +9,17 @@ import argparse
 import numpy as np
 
 from privssl.artefacts import load_image_splits
-from privssl.data import load_pool
+from privssl.data.images import load_pool
+from privssl.data.label_maps import cifar100_superclasses, label_map, task_labels
+from privssl.data.splits import make_contrastive_splits
 from privssl.io import atomic_write_json, script_logger
-from privssl.label_maps import cifar100_superclasses, label_map, task_labels
-from privssl.splits import make_contrastive_splits
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--splits", required=True, help="the image track's splits.json (its `pretrain` is excluded)")
     parser.add_argument("--data-root", required=True)
-    parser.add_argument("--task", required=True, help="label map of the dataset (privssl.label_maps)")
+    parser.add_argument("--task", required=True, help="label map of the dataset (privssl.data.label_maps)")
     parser.add_argument("--part", type=int, required=True, help="size of each of the four equal parts")
     parser.add_argument("--aux", type=int, required=True, help="size of the auxiliary set")
     parser.add_argument("--seed", type=int, required=True)

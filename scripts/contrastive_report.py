@@ -6,11 +6,11 @@ against its adversarial factor λ (PNG and PDF each)."""
 
 import argparse
 
-from privssl.artefacts import CONTRASTIVE, load_csv_file, load_csv_files
-from privssl.contrastive_plots import privacy_figure, talos_lambda_figure
-from privssl.contrastive_report import THESIS, claims_table, markdown
+from privssl.artefacts import CONTRASTIVE, THESIS_CLAIMS, load_csv_file, load_csv_files
 from privssl.io import atomic_path, atomic_write_csv
-from privssl.plotting import save_figure
+from privssl.reports.contrastive_plots import privacy_figure, talos_lambda_figure
+from privssl.reports.contrastive_report import claims_table, markdown
+from privssl.reports.plotting import save_figure
 
 
 def main() -> None:
@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--md", required=True)
     args = parser.parse_args()
     metrics = load_csv_files(args.metrics, CONTRASTIVE)
-    table = claims_table(metrics, load_csv_file(args.thesis, THESIS))
+    table = claims_table(metrics, load_csv_file(args.thesis, THESIS_CLAIMS))
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:
         tmp.write_text(markdown(table))

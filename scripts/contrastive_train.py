@@ -13,10 +13,10 @@ import torch
 
 from privssl.artefacts import ENCODER, load_contrastive_splits, load_tensor_file
 from privssl.cli import device_argument, json_object
-from privssl.contrastive_targets import TargetSpec, train_targets
-from privssl.data import load_pool
+from privssl.data.images import load_pool
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
-from privssl.simclr import SimCLRSpec
+from privssl.training.contrastive_targets import TargetSpec, train_targets
+from privssl.training.simclr import SimCLRSpec
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ Each pre-training (standard; vanilla SAM and DPAdapter at every radius ρ) train
 encoder and a classifier on the public labelled split, from one seeded initialisation and one
 batch order;
 its accuracy and robust accuracy (Gaussian noise on every weight) are measured on the test split.
-Each pre-trained network is then fine-tuned on the private set d by DP-SGD (privssl.private_sgd)
+Each pre-trained network is then fine-tuned on the private set d by DP-SGD (privssl.training.private_sgd)
 at every target ε, σ calibrated by the RDP accountant for sampling without replacement. The
 DPAdapter network at `release_radius` is the release of method `dpadapter`: its posteriors go to
 the attack rule, beside the attacker's adaptive shadow fine-tuned the same way on its shadow
@@ -17,15 +17,16 @@ import time
 import pandas as pd
 import torch
 
+from privssl.accounting.dpcl import calibrate, epsilon
+from privssl.accounting.dpcl_spec import fine_tune_phases
+from privssl.artefacts import load_encoder, load_private_sets
 from privssl.cli import device_argument, json_object, positive_float
-from privssl.dpadapter import downstream_model, pretrain_classifier
-from privssl.dpcl_accounting import calibrate, epsilon
-from privssl.dpcl_spec import fine_tune_phases
-from privssl.encoders import load_encoder, split_for_training, unit_float
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
-from privssl.private_sgd import REPLACE_ONE_FACTOR, PrivateSGDSpec, predict_proba, train_private_classifier
-from privssl.sam import SAMSpec, robust_accuracy
-from privssl.training_time import EVALUATED, draw_seed, load_private_sets, release_record, utility_rows
+from privssl.release.training_time import EVALUATED, draw_seed, release_record, utility_rows
+from privssl.training.dpadapter import downstream_model, pretrain_classifier
+from privssl.training.encoders import split_for_training, unit_float
+from privssl.training.private_sgd import REPLACE_ONE_FACTOR, PrivateSGDSpec, predict_proba, train_private_classifier
+from privssl.training.sam import SAMSpec, robust_accuracy
 
 METHOD = "dpadapter"
 ROLES = ("target", "shadow")

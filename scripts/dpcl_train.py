@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Rule `dpcl_train`: DPCL releases (seed 004). For every variant (naive DP-SGD, DPCL) and every
 target ε: the public SimCLR encoder is fine-tuned contrastively on the private set d by DP-SGD
-(privssl.dpcl), then a linear head is trained on its features of d by DP-SGD (privssl.private_sgd);
+(privssl.training.dpcl), then a linear head is trained on its features of d by DP-SGD (privssl.training.private_sgd);
 one noise multiplier σ for every mechanism, calibrated so that the RDP accountant for sampling
 without replacement gives (ε, δ) for the whole release (encoder and head). The attacker's
 adaptive shadow is trained the same way, at the same ε, on its own shadow records.
@@ -16,17 +16,24 @@ import pandas as pd
 import torch
 from torch import nn
 
+from privssl.accounting.dpcl import calibrate, epsilon
+from privssl.accounting.dpcl_spec import (
+    SSE_SENSITIVITY,
+    dpcl_phases,
+    gradient_sensitivity,
+    mean_sensitivity,
+    mechanisms,
+    similarity_sensitivity,
+)
+from privssl.artefacts import load_encoder, load_private_sets
 from privssl.cli import device_argument, json_object, positive_float
-from privssl.dpcl import DPCLSpec, knn_accuracy, train_dpcl
-from privssl.dpcl_accounting import calibrate, epsilon
-from privssl.dpcl_spec import (dpcl_phases, gradient_sensitivity, mean_sensitivity, mechanisms,
-                               similarity_sensitivity, SSE_SENSITIVITY)
-from privssl.encoders import encode, load_encoder, projection_head, split_for_training, unit_float
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
-from privssl.private_sgd import PrivateSGDSpec, predict_proba, train_private_classifier
-from privssl.simclr import SimCLRSpec
-from privssl.release_methods import DPCL_METHOD_OF_VARIANT, release_method
-from privssl.training_time import EVALUATED, draw_seed, load_private_sets, release_record, utility_rows
+from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
+from privssl.release.training_time import EVALUATED, draw_seed, release_record, utility_rows
+from privssl.training.dpcl import DPCLSpec, knn_accuracy, train_dpcl
+from privssl.training.encoders import encode, projection_head, split_for_training, unit_float
+from privssl.training.private_sgd import PrivateSGDSpec, predict_proba, train_private_classifier
+from privssl.training.simclr import SimCLRSpec
 
 ROLES = ("target", "shadow")  # trained on d / on the attacker's shadow records
 

@@ -6,12 +6,12 @@ import argparse
 
 import torch
 
-from privssl.artefacts import load_image_splits
+from privssl.artefacts import load_encoder, load_image_splits
 from privssl.cli import device_argument
-from privssl.data import load_pool
-from privssl.splits import LABELLED_SPLITS
-from privssl.encoders import encode, load_encoder
+from privssl.data.images import load_pool
+from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import atomic_torch_save, pick_device, script_logger
+from privssl.training.encoders import encode
 
 
 def main() -> None:

@@ -8,8 +8,8 @@ import torch
 
 from privssl.artefacts import features, load_tensor_file
 from privssl.cli import device_argument, json_object
-from privssl.heads import HeadSpec, accuracy, parameter_shapes, train_head
 from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
+from privssl.training.heads import HeadSpec, accuracy, parameter_shapes, train_head
 
 
 def main() -> None:

@@ -15,9 +15,9 @@ from privssl.artefacts import EMBEDDINGS, GRAPH, HEAD, load_release, load_tensor
 from privssl.cli import json_object, target_arguments, targets_and_outputs
 from privssl.graphs.link_attacks import AttackMLPSpec, Observation, attack_0, attack_3
 from privssl.graphs.link_pairs import attack_dataset
-from privssl.heads import predict_proba, unflatten
 from privssl.io import atomic_write_csv, script_logger
-from privssl.protection import head_inputs, released_heads
+from privssl.release.protection import head_inputs, released_heads
+from privssl.training.heads import predict_proba, unflatten
 
 
 def main() -> None:
@@ -39,11 +39,10 @@ def main() -> None:
     nodes = load_tensor_file(args.embeddings, EMBEDDINGS, {"N": len(graph["x"])})  # one row per node
     head = load_tensor_file(args.head, HEAD)
     pairs = attack_dataset(graph["edge_index"], len(graph["x"]), args.seed)
-    for protected, _ in targets:  # every release file checked before any work
-        if protected is not None:
-            load_release(protected)
-    for protected, out in targets:
-        releases = released_heads(head, protected)
+    # every release file checked before any work
+    loaded = [None if protected is None else load_release(protected) for protected, _ in targets]
+    for release, (_, out) in zip(loaded, targets):
+        releases = released_heads(head, release)
         atomic_write_csv(attack_releases(releases, nodes, pairs, args, log), out)
 
 

@@ -7,7 +7,7 @@ import argparse
 from privssl.artefacts import LINK_ROWS, load_csv_files
 from privssl.graphs.link_report import headline, markdown, summarise
 from privssl.io import atomic_path, atomic_write_csv
-from privssl.plotting import link_stealing_figure, save_figure
+from privssl.reports.plotting import link_stealing_figure, save_figure
 
 
 def main() -> None:

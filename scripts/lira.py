@@ -16,18 +16,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.adaptive import dpsgd_releases, perturb
 from privssl.artefacts import FEATURES, UTILITY, load_csv_file, load_lira_heads, load_release, load_tensor_file
-from privssl.audit_bounds import epsilon_lower_bound_split
+from privssl.attacks.adaptive import dpsgd_releases, perturb
+from privssl.attacks.lira import candidate_pool, lira_scores, logit_confidence, membership
+from privssl.attacks.mia import METRIC_ATTACKS, best_threshold, metric_scores
+from privssl.attacks.statistics import membership_metrics, roc
+from privssl.audit.bounds import epsilon_lower_bound_split
 from privssl.cli import json_object
-from privssl.dpsgd_spec import DPSGDSpec
-from privssl.heads import HeadSpec, head_logits, unflatten
 from privssl.io import atomic_write_csv, script_logger
-from privssl.lira import candidate_pool, lira_scores, logit_confidence, membership
-from privssl.mia import METRIC_ATTACKS, best_threshold, metric_scores
-from privssl.mia_stats import membership_metrics, roc
-from privssl.protection import head_inputs
-from privssl.release_methods import METHODS, release_method, substitution_claim
+from privssl.release.dpsgd_spec import DPSGDSpec
+from privssl.release.methods import METHODS, release_method, substitution_claim
+from privssl.release.protection import head_inputs
+from privssl.training.heads import HeadSpec, head_logits, unflatten
 
 LIRA_ATTACKS = {"lira_online": ("online", "per_example"), "lira_offline": ("offline", "per_example"),
                 "lira_online_global": ("online", "global"), "lira_offline_global": ("offline", "global")}

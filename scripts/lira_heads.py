@@ -13,14 +13,14 @@ import time
 
 import torch
 
-from privssl.adaptive import train_clean_heads
 from privssl.artefacts import FEATURES, load_tensor_file
-from privssl.certified import CertifiedSpec
+from privssl.attacks.adaptive import train_clean_heads
+from privssl.attacks.lira import candidate_pool, draw_training_sets
 from privssl.cli import json_object
-from privssl.heads import HeadSpec, parameter_shapes
+from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import atomic_torch_save, script_logger
-from privssl.lira import candidate_pool, draw_training_sets
-from privssl.splits import LABELLED_SPLITS
+from privssl.release.certified import CertifiedSpec
+from privssl.training.heads import HeadSpec, parameter_shapes
 
 
 def main() -> None:

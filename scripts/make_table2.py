@@ -7,7 +7,7 @@ import argparse
 
 from privssl.artefacts import MIA, UTILITY, load_csv_files
 from privssl.io import atomic_path, atomic_write_csv
-from privssl.release_table import markdown, table2
+from privssl.reports.release_table import markdown, table2
 
 
 def main() -> None:

@@ -5,8 +5,8 @@ Fig. 5 (claimed ε against the audited lower bound) from lira.csv, roc.csv.gz an
 import argparse
 
 from privssl.artefacts import AUDIT, LIRA, ROC, load_csv_files
-from privssl.audit_plots import figure4, figure5
-from privssl.plotting import save_figure
+from privssl.reports.audit_plots import figure4, figure5
+from privssl.reports.plotting import save_figure
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ loss) and Fig. 3 (test accuracy vs ε, the privacy-utility frontier) from the ut
 import argparse
 
 from privssl.artefacts import MIA, UTILITY, load_csv_files
-from privssl.plotting import figure1, figure2, figure3, save_figure
+from privssl.reports.plotting import figure1, figure2, figure3, save_figure
 
 
 def main() -> None:

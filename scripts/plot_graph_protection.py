@@ -5,7 +5,7 @@ self-supervised GNN's protected heads (PNG and PDF), from CSV only."""
 import argparse
 
 from privssl.artefacts import LINK_PROTECTION, MIA, UTILITY, load_csv_files
-from privssl.plotting import graph_protection_figure, save_figure
+from privssl.reports.plotting import graph_protection_figure, save_figure
 
 
 def main() -> None:

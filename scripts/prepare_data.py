@@ -5,8 +5,8 @@ pretrain / finetune / nonmember / shadow / test. Writes one JSON file of index s
 import argparse
 
 from privssl.cli import json_object
-from privssl.data import load_pool
-from privssl.splits import DATASETS, SPLITS, check_split_sizes, make_splits
+from privssl.data.images import load_pool
+from privssl.data.splits import DATASETS, SPLITS, check_split_sizes, make_splits
 from privssl.io import atomic_write_json, script_logger
 
 

@@ -10,9 +10,9 @@ import torch
 
 from privssl.artefacts import load_image_splits
 from privssl.cli import device_argument, json_object
-from privssl.data import load_pool
+from privssl.data.images import load_pool
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
-from privssl.simclr import SimCLRSpec, pretrain
+from privssl.training.simclr import SimCLRSpec, pretrain
 
 
 def main() -> None:

@@ -14,10 +14,10 @@ import torch
 
 from privssl.artefacts import HEAD, features, load_sensitivity, load_tensor_file
 from privssl.cli import device_argument, positive_float
-from privssl.heads import accuracy, flatten, unflatten
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
-from privssl.protection import head_inputs, protected_heads, utility_loss
-from privssl.release_methods import OUTPUT_PERTURBATION_METHODS
+from privssl.release.methods import OUTPUT_PERTURBATION_METHODS
+from privssl.release.protection import head_inputs, protected_heads, utility_loss
+from privssl.training.heads import accuracy, flatten, unflatten
 
 
 def main() -> None:

@@ -15,14 +15,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from privssl.accounting.dpsgd import SEARCH_SECONDS, calibrate_grid
 from privssl.artefacts import HEAD, features, load_tensor_file
 from privssl.cli import device_argument, json_object, positive_float
-from privssl.dpsgd import DPSGDSpec, sampling_plan, train_dpsgd_head
-from privssl.dpsgd_accounting import SEARCH_SECONDS, calibrate_grid
-from privssl.heads import DTYPE, HeadSpec, accuracy, parameter_shapes, unflatten
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
-from privssl.protection import utility_loss
-from privssl.release_methods import dpsgd_guarantee
+from privssl.release.dpsgd import DPSGDSpec, sampling_plan, train_dpsgd_head
+from privssl.release.methods import dpsgd_guarantee
+from privssl.release.protection import utility_loss
+from privssl.training.heads import DTYPE, HeadSpec, accuracy, parameter_shapes, unflatten
 
 FEATURE_KEYS = ("finetune", "finetune_labels", "test", "test_labels", "n_classes")
 

@@ -13,9 +13,9 @@ import torch
 
 from privssl.artefacts import features, load_tensor_file
 from privssl.cli import device_argument, json_object
-from privssl.heads import HeadSpec
 from privssl.io import atomic_write_json, pick_device, script_logger
-from privssl.sensitivity import SAMPLINGS, order_statistic_index, paper_sensitivity, population_sensitivity
+from privssl.release.sensitivity import SAMPLINGS, order_statistic_index, paper_sensitivity, population_sensitivity
+from privssl.training.heads import HeadSpec
 
 
 def main() -> None:

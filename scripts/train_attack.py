@@ -9,10 +9,10 @@ import argparse
 import torch
 
 from privssl.artefacts import features, load_tensor_file
+from privssl.attacks.mia import AttackSpec, attack_scores, evaluate, fit_attacks
 from privssl.cli import json_object
-from privssl.heads import HeadSpec, flatten, parameter_shapes, predict_proba, train_head
 from privssl.io import atomic_torch_save, script_logger
-from privssl.mia import AttackSpec, attack_scores, evaluate, fit_attacks
+from privssl.training.heads import HeadSpec, flatten, parameter_shapes, predict_proba, train_head
 
 
 def main() -> None:

@@ -9,12 +9,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from privssl.artefacts import (DPADAPTER_RESULTS, DPCL_ACCOUNTING, MIA, UTILITY, load_csv_files, load_image_splits)
-from privssl.dpcl_accounting import paper_settings_rows
+from privssl.accounting.dpcl import paper_settings_rows
+from privssl.artefacts import DPADAPTER_RESULTS, DPCL_ACCOUNTING, MIA, UTILITY, load_csv_files, load_image_splits
 from privssl.io import atomic_write_bytes, atomic_write_csv
-from privssl.plotting import save_figure
-from privssl.training_time_report import (accounting_markdown, dpadapter_markdown, dpadapter_table, dpadapter_verdicts,
-                                          figure)
+from privssl.reports.plotting import save_figure
+from privssl.reports.training_time_report import (
+    accounting_markdown,
+    dpadapter_markdown,
+    dpadapter_table,
+    dpadapter_verdicts,
+    figure,
+)
 
 
 def write_markdown(text: str, path: str) -> None:

@@ -19,11 +19,11 @@ import torch
 
 from privssl import artefacts
 from privssl.artefacts import ArtefactError
-from privssl.certified import CertifiedSpec, certified_sensitivity
-from privssl.heads import HeadSpec
+from privssl.data.splits import LABELLED_SPLITS, SPLITS
 from privssl.io import atomic_write_csv
-from privssl.sensitivity import paper_sensitivity, population_sensitivity
-from privssl.splits import LABELLED_SPLITS, SPLITS
+from privssl.release.certified import CertifiedSpec, certified_sensitivity
+from privssl.release.sensitivity import paper_sensitivity, population_sensitivity
+from privssl.training.heads import HeadSpec
 
 REPO = Path(__file__).resolve().parents[1]
 SHAPES = {"weight": (4, 3), "bias": (3,)}  # a linear head: 4 features, 3 classes, 15 parameters
@@ -67,7 +67,7 @@ def release(method: str = "laplace") -> dict:
 # --------------------------------------------------------------------------------- sensitivity records
 
 @pytest.fixture(scope="module")
-def sampled_records(one_thread) -> dict:
+def sampled_records() -> dict:
     """Records as the sensitivity rule writes them (both samplers, on 24 random records)."""
     generator = torch.Generator().manual_seed(1)
     x, y = torch.randn(24, 4, generator=generator, dtype=torch.float64), torch.arange(24) % 3

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from privssl.attribute_inference import (AttributeAttackSpec, attribute_accuracy, majority_baseline,
-                                         train_attribute_attack)
-from privssl.mia_stats import clopper_pearson
-
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
+from privssl.attacks.attribute_inference import (
+    AttributeAttackSpec,
+    attribute_accuracy,
+    majority_baseline,
+    train_attribute_attack,
+)
+from privssl.attacks.statistics import clopper_pearson
 
 FAST = AttributeAttackSpec(epochs=20)
 

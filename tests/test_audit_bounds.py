@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from privssl.audit_bounds import (epsilon_lower_bound, epsilon_lower_bound_at, epsilon_lower_bound_split,
-                                  one_run_epsilon_lower_bound, one_run_guesses, one_run_p_value)
+from privssl.audit.bounds import (
+    epsilon_lower_bound,
+    epsilon_lower_bound_at,
+    epsilon_lower_bound_split,
+    one_run_epsilon_lower_bound,
+    one_run_guesses,
+    one_run_p_value,
+)
 
 DELTA = 1e-5
 

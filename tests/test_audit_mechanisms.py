@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from privssl.adaptive import perturb, train_clean_heads
-from privssl.audit_bounds import epsilon_lower_bound_split, one_run_epsilon_lower_bound, one_run_guesses
-from privssl.canaries import canary_design
-from privssl.certified import CertifiedSpec, certified_sensitivity
-from privssl.protection import calibrate
+from privssl.attacks.adaptive import perturb, train_clean_heads
+from privssl.audit.bounds import epsilon_lower_bound_split, one_run_epsilon_lower_bound, one_run_guesses
+from privssl.audit.canaries import canary_design
+from privssl.release.certified import CertifiedSpec, certified_sensitivity
+from privssl.release.protection import calibrate
 
 SPEC = CertifiedSpec(clip_norm=1.0, l2=0.5, tolerance=1e-8)
 EPS, DELTA = 1.0, 1e-5
@@ -56,7 +56,7 @@ def test_the_audit_clears_correct_noise_on_a_convex_head():
 
 
 def test_one_run_audit_catches_noise_100x_too_small():
-    """One training with 200 canary slots (privssl.canaries) on records that each have a feature
+    """One training with 200 canary slots (privssl.audit.canaries) on records that each have a feature
     of their own (one-hot rows), so every canary is a strong one and the test needs no shadows."""
     pool, canaries, size = 600, 200, 250
     labels = torch.randint(0, 3, (pool,), generator=torch.Generator().manual_seed(0))

@@ -16,27 +16,22 @@ import torch
 import torch.nn.functional as F
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
-from threadpoolctl import threadpool_limits
 
-from privssl.certified import (CertifiedSpec, ConvergenceError, certified_sensitivity, fit_certified_head,
-                               train_certified_head)
-from privssl.heads import flatten, head_logits
-from privssl.mechanisms import standard_noise
-from privssl.protection import head_inputs
-
-pytestmark = pytest.mark.usefixtures("one_thread", "one_blas_thread")
+from privssl.release.certified import (
+    CertifiedSpec,
+    ConvergenceError,
+    certified_sensitivity,
+    fit_certified_head,
+    train_certified_head,
+)
+from privssl.release.mechanisms import standard_noise
+from privssl.release.protection import head_inputs
+from privssl.training.heads import flatten, head_logits
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "certified_head.py"
 RECORD_KEYS = {"sampling", "sensitivity_kind", "delta2", "delta1", "lipschitz", "clip_norm", "l2", "tolerance",
                "finetune_size", "adjacency", "statement"}
-
-
-@pytest.fixture(scope="module", autouse=False)
-def one_blas_thread():
-    """The solver's BLAS calls on 18-parameter problems: spare BLAS threads only spin (20× slower)."""
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 def synthetic(n, generator, n_features=5, n_classes=3, scale=2.0):

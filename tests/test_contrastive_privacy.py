@@ -9,17 +9,22 @@ import pytest
 import torch
 
 from privssl.artefacts import CONTRASTIVE, ArtefactError, load_contrastive_models, load_csv_file
-from privssl.attribute_inference import AttributeAttackSpec
-from privssl.contrastive_privacy import AttackSettings, Split, evaluate, nn_inputs, pair_models
-from privssl.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS
-from privssl.contrastive_targets import (TargetModel, TargetSpec, TrainingSpec, classification_layer, load_models,
-                                         train_supervised)
-from privssl.encoders import build_encoder
+from privssl.attacks.attribute_inference import AttributeAttackSpec
+from privssl.attacks.contrastive_privacy import AttackSettings, Split, evaluate, nn_inputs, pair_models
+from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS
+from privssl.attacks.mia import AttackSpec
 from privssl.io import atomic_torch_save, atomic_write_csv
-from privssl.mia import AttackSpec
+from privssl.training.contrastive_targets import (
+    TargetModel,
+    TargetSpec,
+    TrainingSpec,
+    classification_layer,
+    load_models,
+    train_supervised,
+)
+from privssl.training.encoders import build_encoder
 
 CPU = torch.device("cpu")
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def random_images(n, seed):
@@ -157,8 +162,8 @@ def test_a_corrupted_model_file_is_refused_naming_the_field(tmp_path, changes, f
 
 
 def test_a_restarted_training_reuses_every_finished_model(tmp_path):
-    from privssl.simclr import Augmentation, SimCLRSpec
-    from privssl.contrastive_targets import train_targets
+    from privssl.training.contrastive_targets import train_targets
+    from privssl.training.simclr import Augmentation, SimCLRSpec
 
     images, task = random_images(24, 3)
     attribute = torch.randint(0, 3, (24,), generator=torch.Generator().manual_seed(0))

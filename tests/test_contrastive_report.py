@@ -17,23 +17,22 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from privssl.artefacts import CONTRASTIVE, load_csv_file, load_csv_files  # noqa: E402
-from privssl.contrastive_plots import privacy_figure, talos_lambda_figure  # noqa: E402
-from privssl.contrastive_report import (  # noqa: E402
+from privssl.artefacts import CONTRASTIVE, THESIS_CLAIMS, load_csv_file, load_csv_files  # noqa: E402
+from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS  # noqa: E402
+from privssl.attacks.statistics import clopper_pearson  # noqa: E402
+from privssl.reports.contrastive_plots import privacy_figure, talos_lambda_figure  # noqa: E402
+from privssl.reports.contrastive_report import (  # noqa: E402
     CLAIM_COLUMNS,
     CONTRADICTED,
     NO_DIFFERENCE,
     OVERLAP,
     REPRODUCED,
-    THESIS,
     claims_table,
     directional_verdict,
     markdown,
     no_cost_verdict,
     pool,
 )
-from privssl.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS  # noqa: E402
-from privssl.mia_stats import clopper_pearson  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 THESIS_CSV = ROOT / "resources" / "thesis_contrastive.csv"
@@ -110,7 +109,7 @@ def metrics(csv_paths) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def thesis() -> pd.DataFrame:
-    return load_csv_file(THESIS_CSV, THESIS)
+    return load_csv_file(THESIS_CSV, THESIS_CLAIMS)
 
 
 @pytest.fixture(scope="module")

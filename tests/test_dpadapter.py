@@ -1,4 +1,4 @@
-"""DPAdapter's pre-training kinds and downstream model (privssl.dpadapter): the SAM settings of
+"""DPAdapter's pre-training kinds and downstream model (privssl.training.dpadapter): the SAM settings of
 each kind, pre-training from a copy of the public encoder with a seeded classification layer,
 standard pre-training against plain minibatch SGD, and the downstream copy."""
 
@@ -12,13 +12,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privssl import dpadapter
-from privssl.data import load_pool
-from privssl.dpadapter import PRETRAININGS, Classifier, downstream_model, pretrain_classifier, pretraining_spec
-from privssl.encoders import ConvEncoder
-from privssl.sam import SAMSpec, train_sam
-
-pytestmark = pytest.mark.usefixtures("one_thread")
+from privssl.data.images import load_pool
+from privssl.training import dpadapter
+from privssl.training.dpadapter import PRETRAININGS, Classifier, downstream_model, pretrain_classifier, pretraining_spec
+from privssl.training.encoders import ConvEncoder
+from privssl.training.sam import SAMSpec, train_sam
 
 SPEC = SAMSpec(rho=0.5, perturb_batch=32, update_batch=16, two_batch=True, epochs=1, warmup_epochs=1, lr=0.05,
                momentum=0.9, weight_decay=5e-4)

@@ -1,4 +1,4 @@
-"""DPCL (privssl.dpcl, privssl.dpcl_spec): the connection points' sensitivities (the paper's
+"""DPCL (privssl.training.dpcl, privssl.accounting.dpcl_spec): the connection points' sensitivities (the paper's
 Theorems 1-3) on random and adversarial batches, the per-view gradient bounds by brute force
 (the naive 4|B|C holds, DPCL's heuristic 4C can be exceeded), the losses against independent
 NumPy computations, the cotangents against autograd, one training step against plain SGD, and
@@ -16,14 +16,20 @@ import torch.nn.functional as F
 from sklearn.neighbors import KNeighborsClassifier
 from torch import nn
 
-from privssl import dpcl_spec
-from privssl.dpcl import (STD_FLOOR, DPCLSpec, barlow_twins_loss, batch_statistics, cotangents, knn_accuracy,
-                          simclr_loss, train_dpcl)
-from privssl.encoders import ConvEncoder, projection_head, split_for_training
-from privssl.per_example import clip_and_sum, flat_norms, per_example_vjp
-from privssl.simclr import Augmentation
-
-pytestmark = pytest.mark.usefixtures("one_thread")
+from privssl.accounting import dpcl_spec
+from privssl.training.dpcl import (
+    STD_FLOOR,
+    DPCLSpec,
+    barlow_twins_loss,
+    batch_statistics,
+    cotangents,
+    knn_accuracy,
+    simclr_loss,
+    train_dpcl,
+)
+from privssl.training.encoders import ConvEncoder, projection_head, split_for_training
+from privssl.training.per_example import clip_and_sum, flat_norms, per_example_vjp
+from privssl.training.simclr import Augmentation
 
 
 def unit_rows(n: int, k: int, generator: torch.Generator) -> torch.Tensor:
@@ -456,7 +462,8 @@ def test_naive_training_without_noise_or_clipping_is_plain_sgd_on_the_batch_loss
     for a, b in zip(model.parameters(), reference.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-10)
     assert [row["epoch"] for row in history] == [1, 2]
-    assert [row["loss"] for row in history] == pytest.approx([np.mean(losses[:3]), np.mean(losses[3:])], rel=1e-10)
+    # rel 1e-9: Barlow Twins' loss sums terms of order 1e3, in another order on the two paths
+    assert [row["loss"] for row in history] == pytest.approx([np.mean(losses[:3]), np.mean(losses[3:])], rel=1e-9)
     assert all(row["clipped_fraction"] == 0 for row in history)
 
 

@@ -1,4 +1,4 @@
-"""DPCL accounting (privssl.dpcl_accounting): ε of without-replacement sampled Gaussian phases
+"""DPCL accounting (privssl.accounting.dpcl): ε of without-replacement sampled Gaussian phases
 against Google's dp_accounting driven by hand, the effective noise multiplier, amplification,
 the common-scale calibration, Phase validation and the paper's CIFAR-10 settings."""
 
@@ -11,8 +11,8 @@ import pytest
 from dp_accounting import ComposedDpEvent, GaussianDpEvent, SampledWithoutReplacementDpEvent, SelfComposedDpEvent
 from dp_accounting.rdp import RdpAccountant, compute_epsilon
 
-from privssl.dpcl_accounting import PAPER, Phase, calibrate, effective_noise_multiplier, epsilon, paper_settings_rows
-from privssl.rdp import RDP_ORDERS, UnreachableEpsilon
+from privssl.accounting.dpcl import PAPER, Phase, calibrate, effective_noise_multiplier, epsilon, paper_settings_rows
+from privssl.accounting.rdp import RDP_ORDERS, UnreachableEpsilon
 
 DELTA = 1e-5
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
@@ -161,3 +161,169 @@ def test_paper_dpcl_sigmas_reach_1000_when_each_mechanism_is_amplified_alone():
             for s, count in Counter(sigmas.values()).items()])
         steps = math.ceil(epochs * 50_000 / 128)
         assert direct_epsilon([SelfComposedDpEvent(separate, steps)]) == pytest.approx(1000.0, rel=2e-3)
+
+
+# ----------------------------------------------------------------------------------------------
+# Independent references for the per-step RDP of the without-replacement subsampled Gaussian
+# (replace-one adjacency), in high precision with mpmath at integer orders α = 2 … 32.
+#
+# Convention, as the code's (privssl.accounting.dpcl docstring): a noise multiplier σ is the noise
+# std over the query's *replace-one* L2 sensitivity, so the base Gaussian on the batch has RDP
+# ε(α) = α / (2σ²) under replace-one (the q = 1 case of the code: test_full_batch_... above). In
+# units of a per-record clip norm C, a clipped sum has replace-one sensitivity 2C and RDP 2α/s²
+# at std s·C; that is the same formula at σ = s / 2, so the references below take ε(j) = j/(2σ²).
+#
+# (upper) Wang, Balle & Kasiviswanathan 2019 (AISTATS; arXiv:1808.00087), Theorem 9: for integer
+# α ≥ 2, a mechanism M with replace-one RDP ε(·) on subsamples of size m = γn, run on a uniform
+# size-m subset drawn without replacement, has replace-one RDP at most
+#   1/(α-1) · log(1 + γ² C(α,2) min{4(e^{ε(2)} - 1), e^{ε(2)} min{2, (e^{ε(∞)} - 1)²}}
+#                   + Σ_{j=3..α} γ^j C(α,j) e^{(j-1)ε(j)} min{2, (e^{ε(∞)} - 1)^j}),
+# and the Gaussian has ε(∞) = ∞, so each min{2, ·} is 2. dp_accounting implements the
+# Gaussian-specific strengthening (their Thm. 27: each j ≥ 3 term is the min of Theorem 9's and a
+# forward-difference term), so the library may be *below* Theorem 9 but never above it; at α = 2
+# there is only the j = 2 term, which the two theorems share, so there they must agree exactly.
+#
+# (lower) Any valid RDP bound is ≥ the Rényi divergence of one concrete pair of neighbouring
+# inputs. With a scalar query f ∈ [0, 1] (replace-one sensitivity 1), D holding one record with
+# f = 1 among records with f = 0 and D' replacing it by a record with f = 0, the released sum is
+# P = (1-γ) N(0, σ²) + γ N(1, σ²) on D (the record is in the batch with probability γ = m/n) and
+# Q = N(0, σ²) on D'. For integer α (Mironov, Talwar & Zhang 2019, §3.3, binomial expansion):
+#   D_α(P || Q) = 1/(α-1) · log Σ_{k=0..α} C(α,k) (1-γ)^{α-k} γ^k e^{(k²-k)/(2σ²)}.
+
+import mpmath  # noqa: E402
+
+from privssl.accounting.dpcl import dp_event  # noqa: E402
+
+WOR_ORDERS = list(range(2, 33))
+# (n, batch size, σ): small q = 1/6000 … 1/2, σ from 0.5 to 5
+WOR_CASES = [(60_000, 10, 0.5), (50_000, 128, 5.0), (1000, 10, 1.0), (500, 50, 2.0), (1000, 500, 0.7)]
+
+
+def wbk_theorem9_rdp(q: float, sigma: float, alpha: int) -> mpmath.mpf:
+    """Theorem 9 of Wang, Balle & Kasiviswanathan (2019) for the Gaussian (ε(∞) = ∞), 50 digits."""
+    with mpmath.workdps(50):
+        q, s2 = mpmath.mpf(q), mpmath.mpf(sigma) ** 2
+
+        def base(j):  # replace-one RDP of the Gaussian at noise multiplier σ
+            return mpmath.mpf(j) / (2 * s2)
+
+        total = 1 + q ** 2 * mpmath.binomial(alpha, 2) * min(4 * mpmath.expm1(base(2)), 2 * mpmath.exp(base(2)))
+        for j in range(3, alpha + 1):
+            total += q ** j * mpmath.binomial(alpha, j) * 2 * mpmath.exp((j - 1) * base(j))
+        return mpmath.log(total) / (alpha - 1)
+
+
+def mixture_renyi_divergence(q: float, sigma: float, alpha: int) -> mpmath.mpf:
+    """D_α((1-q) N(0, σ²) + q N(1, σ²) || N(0, σ²)) at integer α, exactly (50 digits)."""
+    with mpmath.workdps(50):
+        q, s2 = mpmath.mpf(q), mpmath.mpf(sigma) ** 2
+        total = mpmath.fsum(mpmath.binomial(alpha, k) * (1 - q) ** (alpha - k) * q ** k
+                            * mpmath.exp(mpmath.mpf(k * k - k) / (2 * s2)) for k in range(alpha + 1))
+        return mpmath.log(total) / (alpha - 1)
+
+
+def code_step_rdp(n: int, batch_size: int, sigma: float) -> np.ndarray:
+    """The RDP at WOR_ORDERS of one step of the event the code builds (dpcl.dp_event), read from
+    dp_accounting's RdpAccountant through its public `rdp` property (orders passed explicitly)."""
+    accountant = RdpAccountant(orders=WOR_ORDERS, neighboring_relation=REPLACE_ONE)
+    accountant.compose(dp_event([Phase(n, batch_size, 1, (sigma,))]))
+    return accountant.rdp
+
+
+@pytest.mark.parametrize("n, batch_size, sigma", WOR_CASES)
+def test_step_rdp_equals_wang_balle_kasiviswanathan_at_order_2_and_never_exceeds_theorem_9(n, batch_size, sigma):
+    """Upper reference: WBK19 Theorem 9 (ε(∞)-free Gaussian form), 50-digit mpmath.
+
+    α = 2: the bound is one term, shared by Thm. 9 and the Gaussian Thm. 27, so equality to
+    double rounding (rel 1e-12). α ≥ 3: the library (Thm. 27) is ≤ Theorem 9 (same slack)."""
+    q = batch_size / n
+    ours = code_step_rdp(n, batch_size, sigma)
+    reference = np.array([float(wbk_theorem9_rdp(q, sigma, a)) for a in WOR_ORDERS])
+    assert ours[0] == pytest.approx(reference[0], rel=1e-12)
+    assert np.all(ours <= reference * (1 + 1e-12)), np.c_[WOR_ORDERS, ours, reference][ours > reference * (1 + 1e-12)]
+
+
+@pytest.mark.parametrize("n, batch_size, sigma", WOR_CASES)
+def test_step_rdp_is_at_least_the_exact_divergence_of_a_neighbouring_pair(n, batch_size, sigma):
+    """Lower reference: the exact D_α of the neighbouring pair in the comment above (any valid
+    replace-one RDP bound must be ≥ it), 50-digit mpmath."""
+    q = batch_size / n
+    ours = code_step_rdp(n, batch_size, sigma)
+    exact = np.array([float(mixture_renyi_divergence(q, sigma, a)) for a in WOR_ORDERS])
+    assert np.all(ours >= exact), np.c_[WOR_ORDERS, ours, exact][ours < exact]
+
+
+def _pair_delta(q, sigma, eps) -> mpmath.mpf:
+    """Exact hockey-stick δ(ε) = max(H_{e^ε}(P||Q), H_{e^ε}(Q||P)) of the pair above (P the
+    mixture, Q = N(0, σ²)). The privacy loss L(x) = log(1 - q + q e^{(2x-1)/(2σ²)}) increases in
+    x, so each divergence is a difference of normal tails at the x where L = ±ε."""
+    with mpmath.workdps(50):
+        q, sigma, eps = mpmath.mpf(q), mpmath.mpf(sigma), mpmath.mpf(eps)
+
+        def mix_cdf(x):
+            return (1 - q) * mpmath.ncdf(x / sigma) + q * mpmath.ncdf((x - 1) / sigma)
+
+        x1 = sigma ** 2 * mpmath.log((mpmath.exp(eps) - 1 + q) / q) + mpmath.mpf(1) / 2  # L(x1) = ε
+        remove = (1 - mix_cdf(x1)) - mpmath.exp(eps) * (1 - mpmath.ncdf(x1 / sigma))
+        add = mpmath.mpf(0)
+        if mpmath.exp(-eps) > 1 - q:  # L = -ε is reachable
+            x2 = sigma ** 2 * mpmath.log((mpmath.exp(-eps) - 1 + q) / q) + mpmath.mpf(1) / 2
+            add = mpmath.ncdf(x2 / sigma) - mpmath.exp(eps) * mix_cdf(x2)
+        return max(remove, add)
+
+
+@pytest.mark.parametrize("n, batch_size, sigma", [(1000, 500, 0.7), (100, 20, 0.5), (1000, 10, 1.0)])
+def test_one_step_epsilon_is_sound_for_the_exact_privacy_profile_of_a_neighbouring_pair(n, batch_size, sigma):
+    """The (ε, δ) the code reports for one step must hold for every neighbouring pair, so the
+    pair above must have δ_pair(ε_code) ≤ δ (its exact hockey-stick divergence, mpmath): a check
+    of the RDP → (ε, δ) conversion (Canonne, Kamath & Steinke 2020, Prop. 12) independent of RDP."""
+    eps = epsilon([Phase(n, batch_size, 1, (sigma,))], DELTA)
+    assert _pair_delta(batch_size / n, sigma, eps) <= DELTA
+
+
+def _sum_statistic_epsilon_lower_bound(q, sigma, steps, delta) -> float:
+    """An ε below the true ε(δ) of `steps` compositions of the pair above: the record is in each
+    step's batch independently with probability q, so on D the steps' outputs are i.i.d. P and on
+    D' i.i.d. Q. Their sum S is a post-processing (data processing: its hockey-stick divergence
+    is a lower bound), with S ~ Σ_k Bin(steps, q)(k) N(k, steps σ²) on D and N(0, steps σ²) on D'.
+    Its privacy loss log Σ_k w_k e^{(2ks - k²)/(2 steps σ²)} increases in s, so δ_S(ε) is a
+    difference of normal tails at the s where the loss is ε; bisection on ε keeps an ε with
+    δ_S(ε) > δ, which the true ε(δ) therefore exceeds."""
+    with mpmath.workdps(30):
+        q, eps_tol = mpmath.mpf(q), mpmath.mpf(10) ** -4
+        weights = [mpmath.binomial(steps, k) * q ** k * (1 - q) ** (steps - k) for k in range(steps + 1)]
+        ks = [k for k in range(steps + 1) if weights[k] > mpmath.mpf(10) ** -40]  # the rest: < 1e-37 in all
+        var = steps * mpmath.mpf(sigma) ** 2
+        sd = mpmath.sqrt(var)
+
+        def loss(s):
+            return mpmath.log(mpmath.fsum(weights[k] * mpmath.exp((2 * k * s - k * k) / (2 * var)) for k in ks))
+
+        def delta_s(eps):
+            lo, hi = -10 * sd, 10 * sd + steps
+            s = mpmath.findroot(lambda x: loss(x) - eps, (lo, hi), solver="anderson")
+            return (mpmath.fsum(weights[k] * mpmath.ncdf((k - s) / sd) for k in ks)
+                    - mpmath.exp(eps) * mpmath.ncdf(-s / sd))
+
+        low, high = mpmath.mpf(0), mpmath.mpf(1)
+        while delta_s(high) > delta:
+            low, high = high, 2 * high
+        while high - low > eps_tol:
+            mid = (low + high) / 2
+            low, high = (mid, high) if delta_s(mid) > delta else (low, mid)
+        return float(low)
+
+
+def test_composed_epsilon_lies_between_a_sum_statistic_lower_bound_and_theorem_9_converted_by_hand():
+    """T steps compose additively in RDP (Mironov 2017, Prop. 1); converting T · Theorem 9 at
+    α = 2 … 32 with ε = r + log(1 - 1/α) - (log δ + log α)/(α - 1) (Canonne, Kamath & Steinke
+    2020, Prop. 12; valid for any RDP upper bound) gives an ε that the code, which minimises over
+    a superset of orders an RDP ≤ Theorem 9, may not exceed. From below, no valid accountant
+    may report less than the exact ε of the sum-statistic lower bound (function above)."""
+    n, batch_size, sigma, steps = 1000, 10, 1.0, 300
+    q = batch_size / n
+    with mpmath.workdps(50):
+        by_hand = min(steps * wbk_theorem9_rdp(q, sigma, a) + mpmath.log(1 - mpmath.mpf(1) / a)
+                      - (mpmath.log(DELTA) + mpmath.log(a)) / (a - 1) for a in WOR_ORDERS)
+    ours = epsilon([Phase(n, batch_size, steps, (sigma,))], DELTA)
+    assert _sum_statistic_epsilon_lower_bound(q, sigma, steps, DELTA) <= ours <= float(by_hand) * (1 + 1e-12)

@@ -1,4 +1,4 @@
-"""The DP-SGD head (privssl.dpsgd, scripts/protect_dpsgd.py): its accounting against Google's
+"""The DP-SGD head (privssl.release.dpsgd, scripts/protect_dpsgd.py): its accounting against Google's
 dp_accounting, the σ calibration, the module against heads.py, seeding, unreachable ε, spec
 validation and the script end to end."""
 
@@ -16,12 +16,18 @@ import torch
 from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
 from dp_accounting.rdp import RdpAccountant
 
-from privssl.dpsgd import DPSGDSpec, sampling_plan, train_dpsgd_head
-from privssl.dpsgd_accounting import UnreachableEpsilon, accountant_epsilon, calibrate_grid, noise_multiplier
-from privssl.heads import (HeadSpec, accuracy, flatten, init_heads, parameter_shapes, predict_proba, train_head,
-                           unflatten)
-
-pytestmark = pytest.mark.usefixtures("one_thread")
+from privssl.accounting.dpsgd import UnreachableEpsilon, accountant_epsilon, calibrate_grid, noise_multiplier
+from privssl.release.dpsgd import DPSGDSpec, sampling_plan, train_dpsgd_head
+from privssl.training.heads import (
+    HeadSpec,
+    accuracy,
+    flatten,
+    init_heads,
+    parameter_shapes,
+    predict_proba,
+    train_head,
+    unflatten,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DELTA = 1e-5

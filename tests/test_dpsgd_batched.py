@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 from opacus import PrivacyEngine
 
-from privssl.dpsgd import DPSGDSpec, HeadModule, sampling_plan
-from privssl.dpsgd_batched import clipped_gradient_sum, train_dpsgd_heads
-from privssl.heads import DTYPE, HeadSpec, flatten, init_heads
+from privssl.release.dpsgd import DPSGDSpec, HeadModule, sampling_plan
+from privssl.release.dpsgd_batched import clipped_gradient_sum, train_dpsgd_heads
+from privssl.training.heads import DTYPE, HeadSpec, flatten, init_heads
 
 
 def _data(n=24, f=6, c=3, seed=0):

@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 REPO = Path(__file__).resolve().parents[1]
 ENVS = {"ENV": REPO / "envs" / "privssl.yaml", "GRAPH_ENV": REPO / "envs" / "graph.yaml"}
 # Needed by Snakemake or the tests, not by any rule's script: only in requirements.txt.
-WORKFLOW_ONLY = {"snakemake", "snakemake-executor-plugin-slurm", "snakefmt", "pytest"}
+WORKFLOW_ONLY = {"snakemake", "snakemake-executor-plugin-slurm", "snakefmt", "pytest", "pytest-xdist", "import-linter"}
 
 
 def canonical(name: str) -> str:

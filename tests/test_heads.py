@@ -7,15 +7,23 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from privssl.heads import (DTYPE, HeadSpec, flatten, init_heads, parameter_shapes, train_head, train_heads,
-                           train_heads_on_sets, unflatten)
+from privssl.training.heads import (
+    DTYPE,
+    HeadSpec,
+    flatten,
+    init_heads,
+    parameter_shapes,
+    train_head,
+    train_heads,
+    train_heads_on_sets,
+    unflatten,
+)
 
 N, IN_DIM, N_CLASSES = 40, 6, 3
 SPECS = [HeadSpec(architecture=a, optimizer=o, hidden=8, epochs=15, lr=0.05, momentum=0.5, weight_decay=1e-3)
          for a in ("linear", "mlp") for o in ("adam", "sgd")]
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def make_data(seed=0):

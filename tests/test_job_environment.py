@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_workflow import REPO, output_of, tiny_config, write_config
 
 pytestmark = pytest.mark.workflow

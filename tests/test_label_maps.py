@@ -5,8 +5,13 @@ import pickle
 import numpy as np
 import pytest
 
-from privssl.label_maps import LABEL_MAPS, check_partition, cifar100_superclasses, label_map, task_labels
-from privssl.splits import CONTRASTIVE_SPLITS, check_contrastive_sizes, contrastive_capacity, make_contrastive_splits
+from privssl.data.label_maps import LABEL_MAPS, check_partition, cifar100_superclasses, label_map, task_labels
+from privssl.data.splits import (
+    CONTRASTIVE_SPLITS,
+    check_contrastive_sizes,
+    contrastive_capacity,
+    make_contrastive_splits,
+)
 
 
 @pytest.mark.parametrize("dataset, name", [(d, n) for d, maps in LABEL_MAPS.items() for n, m in maps.items()

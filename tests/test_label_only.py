@@ -9,10 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privssl.label_only import augmentation_scores, boundary_distance_scores, translations
-from privssl.mia_stats import auc
-
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
+from privssl.attacks.label_only import augmentation_scores, boundary_distance_scores, translations
+from privssl.attacks.statistics import auc
 
 
 def shifted(image: torch.Tensor, dx: int, dy: int) -> torch.Tensor:

@@ -12,9 +12,20 @@ from sklearn.cluster import KMeans
 from torch_geometric.utils import stochastic_blockmodel_graph, to_undirected
 
 from privssl.graphs.gcn import GCNSpec, labelled_nodes, train_gcn, train_reference_mlp
-from privssl.graphs.link_attacks import (ATTACK_2_INFORMATION, AttackMLPSpec, Observation, attack_0, attack_2,
-                                         attack_3, best_rows, supervised_attacks, train_attack_mlps,
-                                         transfer_attacks, two_means, unsupervised_attacks)
+from privssl.graphs.link_attacks import (
+    ATTACK_2_INFORMATION,
+    AttackMLPSpec,
+    Observation,
+    attack_0,
+    attack_2,
+    attack_3,
+    best_rows,
+    supervised_attacks,
+    train_attack_mlps,
+    transfer_attacks,
+    two_means,
+    unsupervised_attacks,
+)
 from privssl.graphs.link_features import DISTANCES
 from privssl.graphs.link_pairs import attack_dataset
 
@@ -22,7 +33,6 @@ CORA = Path(__file__).resolve().parents[2] / "shared/data/planetoid/Cora/raw"
 ROW_KEYS = {"attack", "feature_set", "distance", "release", "auc", "precision", "recall", "f1"}
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def noisy_posteriors(classes, n_classes, noise, generator):
@@ -62,7 +72,9 @@ def check_rows(rows, n_rows):
     assert len(rows) == n_rows
     for row in rows:
         assert set(row) == ROW_KEYS
-        assert 0.0 <= row["auc"] <= 1.0
+        # F1 is the harmonic mean of the row's own precision and recall (0 when both are 0)
+        p, r = row["precision"], row["recall"]
+        assert row["f1"] == pytest.approx(2 * p * r / (p + r) if p + r > 0 else 0.0, abs=1e-12)
 
 
 # --- K-means -------------------------------------------------------------------------------

@@ -6,8 +6,17 @@ import torch
 from scipy import stats
 from scipy.spatial import distance as sd
 
-from privssl.graphs.link_features import (ATTACK_FEATURES, BLOCKS, DISTANCES, OPERATIONS, entropy, feature_block,
-                                          feature_matrix, pair_distances, pair_operations)
+from privssl.graphs.link_features import (
+    ATTACK_FEATURES,
+    BLOCKS,
+    DISTANCES,
+    OPERATIONS,
+    entropy,
+    feature_block,
+    feature_matrix,
+    pair_distances,
+    pair_operations,
+)
 
 SCIPY = {"cosine": sd.cosine, "euclidean": sd.euclidean, "correlation": sd.correlation, "chebyshev": sd.chebyshev,
          "braycurtis": sd.braycurtis, "manhattan": sd.cityblock, "canberra": sd.canberra,

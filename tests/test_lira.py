@@ -6,11 +6,11 @@ import pytest
 import torch
 from scipy import stats
 
-from privssl.adaptive import train_clean_heads
-from privssl.heads import HeadSpec, flatten, head_logits, train_head, unflatten
-from privssl.lira import draw_training_sets, lira_scores, logit_confidence, membership
-from privssl.mia import AttackSpec, attack_mlp_scores, train_attack_mlp, attack_inputs
-from privssl.mia_stats import bootstrap_auc, tpr_at_fpr
+from privssl.attacks.adaptive import train_clean_heads
+from privssl.attacks.lira import draw_training_sets, lira_scores, logit_confidence, membership
+from privssl.attacks.mia import AttackSpec, attack_inputs, attack_mlp_scores, train_attack_mlp
+from privssl.attacks.statistics import bootstrap_auc, tpr_at_fpr
+from privssl.training.heads import HeadSpec, flatten, head_logits, train_head, unflatten
 
 OVERFIT = HeadSpec(architecture="mlp", hidden=64, epochs=300, lr=0.01, init_seed=0)
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 from scipy import stats
 
-from privssl.calibration import analytic_gaussian_sigma, check_budget
-from privssl.mechanisms import NOISE_FAMILIES, logistic_log_density, standard_noise
-from privssl.protection import calibrate
+from privssl.release.calibration import analytic_gaussian_sigma, check_budget
+from privssl.release.mechanisms import NOISE_FAMILIES, logistic_log_density, standard_noise
+from privssl.release.protection import calibrate
 
 N_SAMPLES = 20_000
 REFERENCE = {"logistic": stats.logistic, "laplace": stats.laplace, "gaussian": stats.norm}

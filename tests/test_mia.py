@@ -7,16 +7,34 @@ import torch.nn.functional as F
 from scipy import special, stats
 from sklearn.metrics import roc_auc_score
 
-from privssl.heads import DTYPE, HeadSpec, accuracy, flatten, parameter_shapes, predict_proba, train_head, unflatten
-from privssl.mia import (AttackSpec, attack_inputs, attack_mlp, attack_mlp_scores, best_threshold, evaluate,
-                         metric_scores, tpr_at_fpr, train_attack_mlp, train_attack_mlps)
-from privssl.protection import protected_heads
+from privssl.attacks.mia import (
+    AttackSpec,
+    attack_inputs,
+    attack_mlp,
+    attack_mlp_scores,
+    best_threshold,
+    evaluate,
+    metric_scores,
+    tpr_at_fpr,
+    train_attack_mlp,
+    train_attack_mlps,
+)
+from privssl.release.protection import protected_heads
+from privssl.training.heads import (
+    DTYPE,
+    HeadSpec,
+    accuracy,
+    flatten,
+    parameter_shapes,
+    predict_proba,
+    train_head,
+    unflatten,
+)
 
 N_CLASSES, DIM, N = 10, 32, 100
 VICTIM_SPEC = HeadSpec(architecture="mlp", hidden=128, epochs=300, lr=1e-2)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def test_metric_scores_formulas():

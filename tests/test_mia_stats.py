@@ -7,8 +7,19 @@ import pytest
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from privssl.mia_stats import (accuracy_interval, auc, bootstrap_auc, clopper_pearson, clopper_pearson_upper,
-                               finite_scores, fpr_label, membership_metrics, roc, threshold_counts, tpr_at_fpr)
+from privssl.attacks.statistics import (
+    accuracy_interval,
+    auc,
+    bootstrap_auc,
+    clopper_pearson,
+    clopper_pearson_upper,
+    finite_scores,
+    fpr_label,
+    membership_metrics,
+    roc,
+    threshold_counts,
+    tpr_at_fpr,
+)
 
 
 @pytest.mark.parametrize("k, n", [(0, 10), (3, 10), (10, 10), (1, 1), (0, 1), (57, 200)])
@@ -117,7 +128,7 @@ def test_bootstrap_auc_interval_shrinks_with_more_data_and_is_reproducible():
 def test_bootstrap_auc_chunks_give_the_same_answer(monkeypatch):
     scores, member = tied_scores(100, 2)
     whole = bootstrap_auc(scores, member, n_boot=50)
-    monkeypatch.setattr("privssl.mia_stats._MAX_BOOT_ELEMENTS", 700)  # 7 resamples per chunk
+    monkeypatch.setattr("privssl.attacks.statistics._MAX_BOOT_ELEMENTS", 700)  # 7 resamples per chunk
     assert bootstrap_auc(scores, member, n_boot=50) == whole
 
 
@@ -158,3 +169,73 @@ def test_bad_bootstrap_parameters():
         bootstrap_auc(scores, member, n_boot=0)
     with pytest.raises(ValueError, match="confidence"):
         bootstrap_auc(scores, member, confidence=1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Clopper–Pearson against its definition (Clopper & Pearson 1934), without the beta quantiles the
+# code calls: the interval for k successes in n is {p : P(X ≥ k; p) > α/2 and P(X ≤ k; p) > α/2},
+# X ~ Bin(n, p). Its coverage at a true rate p is exactly Σ_{k : lo(k) ≤ p ≤ hi(k)} P(X = k; p).
+
+COVERAGE_RATES = (0.01, 0.2, 0.5, 0.93)
+COVERAGE_SIZES = (20, 150, 1000)
+
+
+def exact_coverage(p: float, n: int, confidence: float = 0.95) -> float:
+    """P(lo(X) ≤ p ≤ hi(X)) for X ~ Bin(n, p), by summing the binomial pmf (no simulation)."""
+    ks = np.arange(n + 1)
+    lo, hi = clopper_pearson(ks, n, confidence)
+    return float(stats.binom.pmf(ks[(lo <= p) & (p <= hi)], n, p).sum())
+
+
+@pytest.mark.parametrize("n", COVERAGE_SIZES)
+@pytest.mark.parametrize("p", COVERAGE_RATES)
+def test_clopper_pearson_exact_coverage_is_at_least_95_percent(p, n):
+    assert exact_coverage(p, n) >= 0.95 - 1e-12
+
+
+@pytest.mark.parametrize("n", COVERAGE_SIZES)
+def test_clopper_pearson_never_undercovers_on_either_side_over_a_fine_grid_of_rates(n):
+    """Exactness per side: P(p < lo(X)) ≤ α/2 and P(p > hi(X)) ≤ α/2 at every p (exact sums)."""
+    ks = np.arange(n + 1)
+    lo, hi = clopper_pearson(ks, n)
+    ps = np.linspace(0.0005, 0.9995, 1999)[:, None]
+    pmf = stats.binom.pmf(ks[None, :], n, ps)
+    assert (pmf * (lo[None, :] > ps)).sum(1).max() <= 0.025 + 1e-12
+    assert (pmf * (hi[None, :] < ps)).sum(1).max() <= 0.025 + 1e-12
+
+
+@pytest.mark.parametrize("n", COVERAGE_SIZES)
+def test_clopper_pearson_ends_are_the_binomial_tail_inversions(n):
+    """Not wider than exact: at p = lo(k) the upper tail P(X ≥ k) is exactly α/2, at p = hi(k)
+    the lower tail P(X ≤ k) is exactly α/2 (scipy's binomial sf/cdf, not the beta quantile);
+    lo(0) = 0 and hi(n) = 1. An interval returning [0, 1] or a 99 % interval fails here."""
+    ks = np.arange(n + 1)
+    lo, hi = clopper_pearson(ks, n)
+    assert lo[0] == 0.0 and hi[-1] == 1.0
+    np.testing.assert_allclose(stats.binom.sf(ks[1:] - 1, n, lo[1:]), 0.025, rtol=1e-8)
+    np.testing.assert_allclose(stats.binom.cdf(ks[:-1], n, hi[:-1]), 0.025, rtol=1e-8)
+    upper = clopper_pearson_upper(ks[:-1], n, 0.9)  # one-sided: the whole 10 % on the upper end
+    np.testing.assert_allclose(stats.binom.cdf(ks[:-1], n, upper), 0.1, rtol=1e-8)
+
+
+def test_clopper_pearson_is_not_much_more_conservative_than_its_level_for_large_n():
+    """CP's excess coverage comes from discreteness and shrinks with n: averaged over p ∈ (0.05,
+    0.95) it is ≈ 0.9545 at n = 1000 and ≈ 0.961 at n = 150 (exact sums). Bounds 0.96 / 0.97
+    fail for [0, 1] (coverage 1) or for a 97 % interval presented as 95 %."""
+    rates = np.linspace(0.05, 0.95, 181)
+    assert np.mean([exact_coverage(p, 1000) for p in rates]) <= 0.96
+    assert np.mean([exact_coverage(p, 150) for p in rates]) <= 0.97
+
+
+@pytest.mark.parametrize("p, n", [(0.2, 150), (0.93, 1000), (0.01, 20)])
+def test_clopper_pearson_simulated_coverage_agrees_with_the_exact_sum(p, n):
+    """20 000 draws k ~ Bin(n, p) (seeded), the vectorised interval for all at once: the share
+    holding p is within 4 standard errors of the exact coverage, and ≥ 95 % less those 4 SE."""
+    draws = 20_000
+    k = np.random.default_rng(12345).binomial(n, p, size=draws)
+    lo, hi = clopper_pearson(k, n)
+    simulated = np.mean((lo <= p) & (p <= hi))
+    exact = exact_coverage(p, n)
+    se = np.sqrt(exact * (1 - exact) / draws)
+    assert abs(simulated - exact) <= 4 * se
+    assert simulated >= 0.95 - 4 * np.sqrt(0.95 * 0.05 / draws)

@@ -8,16 +8,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privssl.encoders import ConvEncoder, projection_head
-from privssl.per_example import (
+from privssl.training.encoders import ConvEncoder, projection_head
+from privssl.training.per_example import (
     clip_and_sum,
     flat_norms,
     gaussian_noise_like,
     per_example_loss_grads,
     per_example_vjp,
 )
-
-pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _encoder(seed=0):

@@ -14,9 +14,9 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from privssl.plotting import figure1, figure2, figure3, graph_protection_figure, kind_runs, save_figure  # noqa: E402
-from privssl.release_methods import KIND_LINESTYLE  # noqa: E402
-from privssl.release_table import TABLE2_COLUMNS, markdown, nearest_eps, table2  # noqa: E402
+from privssl.release.methods import KIND_LINESTYLE  # noqa: E402
+from privssl.reports.plotting import figure1, figure2, figure3, graph_protection_figure, kind_runs, save_figure  # noqa: E402
+from privssl.reports.release_table import TABLE2_COLUMNS, markdown, nearest_eps, table2  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = [0.1, 0.3, 1.0, 3.0, 10.0]

@@ -1,4 +1,4 @@
-"""DP-SGD with fixed-size batches sampled without replacement (privssl.private_sgd): the spec's
+"""DP-SGD with fixed-size batches sampled without replacement (privssl.training.private_sgd): the spec's
 validation, the sampler, and the trainer against plain minibatch SGD on the same batches, the
 clipping bound on every update, and learning a separable problem."""
 
@@ -14,10 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privssl import private_sgd
-from privssl.private_sgd import PrivateSGDSpec, predict_proba, sample_batch, train_private_classifier
-
-pytestmark = pytest.mark.usefixtures("one_thread")
+from privssl.training import private_sgd
+from privssl.training.private_sgd import PrivateSGDSpec, predict_proba, sample_batch, train_private_classifier
 
 
 def make_model(seed: int = 0) -> nn.Module:

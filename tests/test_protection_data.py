@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from privssl.data import load_pool
-from privssl.mechanisms import standard_noise
-from privssl.protection import calibrate, head_inputs, protected_heads, released_heads, utility_loss
-from privssl.release_methods import OUTPUT_PERTURBATION_METHODS, REGISTRY
-from privssl.splits import DATASETS, SPLITS, check_split_sizes, make_splits
+from privssl.artefacts import load_release
+from privssl.data.images import load_pool
+from privssl.data.splits import DATASETS, SPLITS, check_split_sizes, make_splits
+from privssl.release.mechanisms import standard_noise
+from privssl.release.methods import OUTPUT_PERTURBATION_METHODS, REGISTRY
+from privssl.release.protection import calibrate, head_inputs, protected_heads, released_heads, utility_loss
 
 DIGITS_SIZES = {"pretrain": 700, "finetune": 300, "nonmember": 200, "shadow": 300, "test": 197, "reference": 100}
 SENSITIVITY = {"sampling": "population", "delta1": 0.3, "delta2": 0.05, "gamma": 0.2, "k": 9, "m": 10}
@@ -103,6 +104,6 @@ def test_released_heads_take_shapes_and_clipping_from_the_protect_file(tmp_path)
     flat = torch.arange(2 * 4 * 9, dtype=torch.float64).reshape(2, 4, 9)
     torch.save({"method": "certified_pure", "flat": flat, "eps": torch.tensor([1.0, 10.0]), "shapes": shapes,
                 "noise_scale": torch.tensor([3.0, 0.3]), "clip_norm": 2.0}, tmp_path / "p.pt")
-    releases = released_heads({"params": {}, "shapes": {}}, str(tmp_path / "p.pt"))
+    releases = released_heads({"params": {}, "shapes": {}}, load_release(tmp_path / "p.pt"))
     assert (releases.method, releases.eps, releases.repeats, releases.clip_norm) == ("certified_pure", [1.0, 10.0], 4, 2.0)
     assert releases.shapes == shapes and torch.equal(releases.flat[5], flat[1, 1])

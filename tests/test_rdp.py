@@ -1,6 +1,6 @@
-"""The closed-form reachability check (privssl.rdp.reachable_by_bound) against Google's
+"""The closed-form reachability check (privssl.accounting.rdp.reachable_by_bound) against Google's
 dp_accounting — the unsampled Gaussian's RDP conversion and the without-replacement accountant
-of privssl.dpcl_accounting — and the config check of the training-time branches
+of privssl.accounting.dpcl — and the config check of the training-time branches
 (privssl.config.check_training_time) that uses it."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import pytest
 import yaml
 from dp_accounting.rdp import compute_epsilon
 
-import privssl.dpcl_accounting
-import privssl.rdp
+import privssl.accounting.dpcl
+import privssl.accounting.rdp
+from privssl.accounting.dpcl import epsilon
+from privssl.accounting.dpcl_spec import dpcl_phases
+from privssl.accounting.rdp import MAX_MULTIPLIER, RDP_ORDERS, Phase, reachable_by_bound
 from privssl.config import ConfigError, check_training_time
-from privssl.dpcl_accounting import epsilon
-from privssl.dpcl_spec import dpcl_phases
-from privssl.rdp import MAX_MULTIPLIER, RDP_ORDERS, Phase, reachable_by_bound
 
 DELTA = 1e-5
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,11 +116,11 @@ def test_the_shipped_config_passes(config):
 
 def test_an_unreachable_dpcl_eps_is_refused_naming_the_key(config, monkeypatch):
     """At a largest multiplier of 1 every ε below the accountant's ε at σ = 1 is unreachable, and
-    only those are named; check_training_time reads MAX_MULTIPLIER from privssl.rdp at call time,
+    only those are named; check_training_time reads MAX_MULTIPLIER from privssl.accounting.rdp at call time,
     the accountant's fallback `reachable` has its default bound at import, so both are patched."""
-    monkeypatch.setattr(privssl.rdp, "MAX_MULTIPLIER", 1.0)
-    original = privssl.dpcl_accounting.reachable
-    monkeypatch.setattr(privssl.dpcl_accounting, "reachable",
+    monkeypatch.setattr(privssl.accounting.rdp, "MAX_MULTIPLIER", 1.0)
+    original = privssl.accounting.dpcl.reachable
+    monkeypatch.setattr(privssl.accounting.dpcl, "reachable",
                         lambda eps, delta, phases, max_multiplier=None: original(eps, delta, phases, 1.0))
     config["dpcl"]["variants"] = ["dpcl"]
     del config["dpadapter"]
@@ -135,9 +135,9 @@ def test_an_unreachable_dpcl_eps_is_refused_naming_the_key(config, monkeypatch):
 
 
 def test_an_unreachable_dpadapter_eps_is_refused_naming_the_key(config, monkeypatch):
-    monkeypatch.setattr(privssl.rdp, "MAX_MULTIPLIER", 1e-3)
-    original = privssl.dpcl_accounting.reachable
-    monkeypatch.setattr(privssl.dpcl_accounting, "reachable",
+    monkeypatch.setattr(privssl.accounting.rdp, "MAX_MULTIPLIER", 1e-3)
+    original = privssl.accounting.dpcl.reachable
+    monkeypatch.setattr(privssl.accounting.dpcl, "reachable",
                         lambda eps, delta, phases, max_multiplier=None: original(eps, delta, phases, 1e-3))
     del config["dpcl"]
     with pytest.raises(ConfigError, match=r"config key 'dpadapter\.eps': ε = 1, 10, 100, 1000 cannot be reached"):

@@ -6,9 +6,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from privssl import calibration
-from privssl.release_methods import (GUARANTEE_KINDS, KIND_LINESTYLE, OUTPUT_PERTURBATION_METHODS, PROTECT_METHODS,
-                                     REGISTRY, dpsgd_guarantee, output_perturbation_guarantee, release_method)
+from privssl.release import calibration
+from privssl.release.methods import (
+    GUARANTEE_KINDS,
+    KIND_LINESTYLE,
+    OUTPUT_PERTURBATION_METHODS,
+    PROTECT_METHODS,
+    REGISTRY,
+    dpsgd_guarantee,
+    output_perturbation_guarantee,
+    release_method,
+)
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 POPULATION = {"sampling": "population", "delta1": 2.0, "delta2": 0.5, "m": 150, "k": 149, "gamma": 0.2}
@@ -19,7 +27,7 @@ CERTIFIED = {"sampling": "certified", "delta1": None, "delta2": 0.5}
 def test_schema_enum_is_the_registry():
     schema = yaml.safe_load(SCHEMA.read_text())
     enum = schema["properties"]["protect"]["properties"]["mechanisms"]["items"]["enum"]
-    assert enum == list(PROTECT_METHODS), "schemas/config.schema.yaml and src/privssl/release_methods.py disagree"
+    assert enum == list(PROTECT_METHODS), "schemas/config.schema.yaml and src/privssl/release/methods.py disagree"
 
 
 def test_every_entry_is_complete():

@@ -20,7 +20,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from privssl.io import atomic_path, atomic_torch_save, atomic_write_csv, atomic_write_json  # noqa: E402
-from privssl.plotting import save_figure  # noqa: E402
+from privssl.reports.plotting import save_figure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("state.pt", "roc.csv.gz", "table.csv", "splits.json", "figure.pdf", "figure.png")

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from privssl import sam
-from privssl.sam import SAMSpec, robust_accuracy, sam_step, train_sam
+from privssl.training import sam
+from privssl.training.sam import SAMSpec, robust_accuracy, sam_step, train_sam
 
 LOSS = nn.CrossEntropyLoss()
 

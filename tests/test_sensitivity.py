@@ -12,10 +12,15 @@ import numpy as np
 import pytest
 import torch
 
-from privssl.heads import DTYPE, HeadSpec, train_head
-from privssl.random_dp import minimum_pairs, order_statistic_index
-from privssl.sensitivity import (pair_distances, paper_sensitivity, population_pairs, population_sensitivity,
-                                 sample_pairs)
+from privssl.release.random_dp import minimum_pairs, order_statistic_index
+from privssl.release.sensitivity import (
+    pair_distances,
+    paper_sensitivity,
+    population_pairs,
+    population_sensitivity,
+    sample_pairs,
+)
+from privssl.training.heads import DTYPE, HeadSpec, train_head
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,7 +28,6 @@ N, IN_DIM, N_CLASSES = 30, 5, 3
 SPEC = HeadSpec(hidden=6, epochs=15, lr=0.05)  # full batch: masking equals deleting the record
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def make_data():

@@ -7,15 +7,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from privssl.data import load_pool
-from privssl.encoders import build_encoder
-from privssl.simclr import Augmentation, SimCLRSpec, nt_xent, pretrain
+from privssl.data.images import load_pool
+from privssl.training.encoders import build_encoder
+from privssl.training.simclr import Augmentation, SimCLRSpec, nt_xent, pretrain
 
 CPU = torch.device("cpu")
 GENTLE = Augmentation(min_area=0.5, brightness=0.3, jitter=0.1, horizontal_flip=False)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def cos(a, b):

@@ -6,11 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from privssl.simclr import Augmentation, SimCLRSpec, pretrain
-from privssl.talos import TalosAdversary, TalosSpec, adversarial_classifier, reverse_gradient
+from privssl.training.simclr import Augmentation, SimCLRSpec, pretrain
+from privssl.training.talos import TalosAdversary, TalosSpec, adversarial_classifier, reverse_gradient
 
 CPU = torch.device("cpu")
-pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 SPEC = SimCLRSpec(encoder="convnet", width=16, epochs=3, batch_size=32, temperature=0.1, lr=1e-3,
                   augmentation=Augmentation(min_area=0.5, brightness=0.3, jitter=0.1, horizontal_flip=False))
 

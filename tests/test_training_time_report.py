@@ -1,4 +1,4 @@
-"""The training-time report (privssl.training_time_report) from small synthetic frames: pooled
+"""The training-time report (privssl.reports.training_time_report) from small synthetic frames: pooled
 accuracies and their Clopper–Pearson intervals against SciPy, the DPAdapter table's rows and
 order, the verdicts on the paper's ordering in all three cases, the Markdown tables, and the
 figure's panels and lines."""
@@ -17,10 +17,18 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from privssl.mia_stats import accuracy_interval  # noqa: E402
-from privssl.release_methods import KIND_LINESTYLE, TRAINING_TIME_METHODS  # noqa: E402
-from privssl.training_time_report import (PAPER_TABLE1, POST_HOC, accounting_markdown, dpadapter_markdown,  # noqa: E402
-                                          dpadapter_table, dpadapter_verdicts, figure, pooled_test_accuracy)
+from privssl.attacks.statistics import accuracy_interval  # noqa: E402
+from privssl.release.methods import KIND_LINESTYLE, TRAINING_TIME_METHODS  # noqa: E402
+from privssl.reports.training_time_report import (  # noqa: E402
+    PAPER_TABLE1,
+    POST_HOC,
+    accounting_markdown,
+    dpadapter_markdown,
+    dpadapter_table,
+    dpadapter_verdicts,
+    figure,
+    pooled_test_accuracy,
+)
 
 
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:

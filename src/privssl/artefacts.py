@@ -31,9 +31,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from privssl.attacks.contrastive_spec import CLAIMS
+from privssl.data.images import load_pool
+from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
-from privssl.release_methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
-from privssl.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SPLITS
+from privssl.release.methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
+from privssl.release.training_time import EVALUATED, PrivateSets
+from privssl.training.encoders import ENCODERS, build_encoder
 
 
 class ArtefactError(ValueError):
@@ -406,12 +410,14 @@ def features(*splits: str) -> dict:
 
 
 FEATURES = features(*LABELLED_SPLITS)  # every split; the graph track's NODE_SPLITS are the same names
+# finetune/metrics.json: the released head's accuracy on d and on the test split
+HEAD_METRICS = {"train_accuracy": PROBABILITY, "test_accuracy": PROBABILITY, "finetune_size": Num(1, integer=True)}
 HEAD = {"n_classes": Num(2, integer=True), "shapes": Shapes(), "params": Params(), "clip_norm": OPTIONAL_CLIP}
 RELEASE = {"method": Text(METHODS), "shapes": Shapes(), "eps": Tensor(("E",), values=POSITIVE),
            # σ, b or θ at a finite ε of a positive sensitivity: never 0 (0 would release the head as it is)
            "noise_scale": Tensor(("E",), values=POSITIVE), "flat": Tensor(("E", "draws", "P")),
            "clip_norm": OPTIONAL_CLIP}
-# a training-time release (privssl.training_time): posteriors (ε, repeat, records, classes) of the
+# a training-time release (privssl.release.training_time): posteriors (ε, repeat, records, classes) of the
 # released network on each queried split, and of the attacker's shadow network on its pairs
 TRAINING_RELEASE = {"method": Text(TRAINING_TIME_METHODS), "eps": Tensor(("E",), values=POSITIVE),
                     "repeats": Num(1, integer=True), "n_classes": Num(2, integer=True),
@@ -429,7 +435,7 @@ ATTACKER = {"in_dim": Num(2, integer=True), "spec": Each(POSITIVE), "mlp": Each(
             "pair_is_member": Tensor(("K",), values=Num(0, 1, integer=True)), "seed": COUNT,
             "thresholds": Each(Num(finite=False))}  # a threshold may be ±inf (always / never "member")
 # the encoder names are encoders.ENCODERS, not imported: encoders imports this module
-ENCODER = {"encoder": Text(("convnet", "resnet18")), "width": Num(1, integer=True),
+ENCODER = {"encoder": Text(ENCODERS), "width": Num(1, integer=True),
            "in_channels": Num(1, integer=True), "image_size": Num(1, integer=True),
            "state": Each(Tensor(None, "number"))}  # a state dict may hold integer buffers (batch-norm counts)
 GRAPH = {"name": Text(), "n_classes": Num(2, integer=True), "x": Tensor(("N", "features")),
@@ -606,7 +612,7 @@ def load_contrastive_splits(path) -> dict:
 
 
 CONTRASTIVE_MODELS = {"role": Text(("target", "shadow")), "dataset": Text(tuple(DATASETS)),
-                      "encoder": Text(("convnet", "resnet18")), "width": Num(1, integer=True),
+                      "encoder": Text(ENCODERS), "width": Num(1, integer=True),
                       "in_channels": Num(1, integer=True), "image_size": Num(1, integer=True),
                       "n_task": Num(2, integer=True)}
 # λ is None for a supervised model; the layer maps the encoder's output (F) to the task's classes
@@ -629,3 +635,30 @@ def load_contrastive_models(path) -> dict:
                  "None for supervised models, a number >= 0 otherwise")
         check_fields(path, model.get("layer"), CONTRASTIVE_LAYER, {"n_task": bundle["n_task"]}, f"models[{i}].layer.")
     return bundle
+
+
+def load_encoder(path, device: torch.device) -> torch.nn.Module:
+    """Rebuild the encoder saved by scripts/pretrain.py."""
+    saved = load_tensor_file(path, ENCODER)
+    encoder = build_encoder(saved["encoder"], saved["in_channels"], saved["image_size"], saved["width"])
+    encoder.load_state_dict(saved["state"])
+    return encoder.to(device)
+
+
+def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> PrivateSets:
+    """What a training-time release trains on and is queried on: the images and labels of d, of
+    the evaluated splits and of the attacker's shadow records (those `inside` its shadow model and
+    its balanced pairs), from the splits file, the data set and the shadow rule's attacker file."""
+    splits = load_image_splits(splits_path)
+    pool = load_pool(splits["dataset"], data_root)
+    index = {name: torch.tensor(splits["splits"][name], dtype=torch.long) for name in (*EVALUATED, "shadow", "pretrain")}
+    attacker = load_attacker(attacker_path, len(index["shadow"]))
+    index["shadow_inside"] = index["shadow"][attacker["inside"].long()]
+    index["shadow_pairs"] = index["shadow"][attacker["pairs"].long()]
+    del index["shadow"]
+    return PrivateSets({k: pool.images[v] for k, v in index.items()}, {k: pool.labels[v] for k, v in index.items()},
+                       pool.n_classes, attacker)
+
+
+# resources/thesis_contrastive.csv: the thesis's statement and quoted values of each contrastive claim
+THESIS_CLAIMS = {"claim": Text(CLAIMS), "statement": Text(), "quoted_values": Text(), "source": Text()}

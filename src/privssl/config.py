@@ -15,10 +15,10 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from privssl.data.label_maps import label_map
+from privssl.data.splits import check_contrastive_sizes, check_split_sizes
 from privssl.graphs.splits import check_node_split_sizes
-from privssl.label_maps import label_map
-from privssl.random_dp import order_statistic_index
-from privssl.splits import check_contrastive_sizes, check_split_sizes
+from privssl.release.random_dp import order_statistic_index
 
 
 class ConfigError(ValueError):
@@ -195,8 +195,8 @@ def check_training_time(config: dict) -> None:
     if not config["datasets"]:
         raise ConfigError(f"config key '{sections[0]}': the branch needs an image dataset (allowed: with at least "
                           f"one entry in 'datasets', or without the section)")
-    from privssl.dpcl_spec import dpcl_phases, fine_tune_phases
-    from privssl.rdp import MAX_MULTIPLIER, reachable_by_bound
+    from privssl.accounting.dpcl_spec import dpcl_phases, fine_tune_phases
+    from privssl.accounting.rdp import MAX_MULTIPLIER, reachable_by_bound
 
     delta = config["protect"]["delta"]
     private_sizes = sorted({size for entry in config["datasets"].values()
@@ -229,7 +229,7 @@ def check_training_time(config: dict) -> None:
                                   f"smallest private set: d or the attacker's shadow half)") from err
             unreachable = [eps for eps in targets if not reachable_by_bound(eps, delta, phases, MAX_MULTIPLIER)]
             if unreachable:  # not certain by the closed form: the accountant itself decides (dp_accounting's import)
-                from privssl.dpcl_accounting import reachable
+                from privssl.accounting.dpcl import reachable
 
                 unreachable = [eps for eps in unreachable if not reachable(eps, delta, phases)]
             if unreachable:

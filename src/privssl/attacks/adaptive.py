@@ -1,0 +1,74 @@
+"""The attacker's heads released the victim's way: adaptive attacks.
+
+The mechanism is public, and so is its calibration (the noise scale of every ε is in the
+release file), so an attacker who trains shadow heads can release them through the same
+mechanism at the same ε and learn what a *released* member looks like. A non-adaptive attacker
+fits its attack on clean shadow heads and is then surprised by the noise; keeping both shows how
+much of a "defence" is only the attacker's mismatch.
+
+- output perturbation: the clean heads plus the method's unit noise times the victim's scale
+  at each ε (`protect` rule, key `noise_scale`), one fresh draw per head;
+- DP-SGD: every head trained privately with the victim's noise multiplier at each ε
+  (`dpsgd_batched`, the same algorithm as the victim's Opacus training).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from privssl.release.certified import CertifiedSpec, fit_certified_head
+from privssl.release.dpsgd_batched import train_dpsgd_heads
+from privssl.release.dpsgd_spec import DPSGDSpec
+from privssl.release.mechanisms import standard_noise
+from privssl.release.methods import release_method
+from privssl.training.heads import DTYPE, HeadSpec, flatten, train_heads_on_sets
+
+CHUNK_ELEMENTS = 2 ** 22  # float64 elements of one chunk's gathered features (32 MiB)
+MAX_CHUNK = 256
+
+
+def heads_per_chunk(set_size: int, width: int) -> int:
+    """Heads trained together: as many as keep chunk × |d| × width within CHUNK_ELEMENTS. Small
+    heads gain from batching (per-step overhead shared); large ones do not, and a chunk that
+    outgrows the caches is slower than a loop (benchmarks/lira.py --paper)."""
+    return max(1, min(MAX_CHUNK, CHUNK_ELEMENTS // (set_size * width)))
+
+
+def train_clean_heads(head: str, features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor,
+                      n_classes: int, head_spec: HeadSpec | None = None,
+                      certified_spec: CertifiedSpec | None = None) -> torch.Tensor:
+    """Flat heads (B, P) trained by the victim's algorithm for `head` ("finetune": A_S, batched;
+    "certified": the certified learner, one convex solve per set) on rows features[sets[b]]."""
+    if head == "finetune":
+        chunk = heads_per_chunk(sets.shape[1], max(features.shape[1], head_spec.hidden))
+        parts = [flatten(train_heads_on_sets(head_spec, features, labels, sets[i:i + chunk], n_classes))
+                 for i in range(0, sets.shape[0], chunk)]
+        return torch.cat(parts)
+    if head == "certified":
+        return torch.cat([flatten(fit_certified_head(features[s], labels[s], n_classes, certified_spec).params)
+                          for s in sets])
+    raise ValueError(f"no clean head of kind {head!r}; allowed: finetune, certified")
+
+
+def perturb(clean: torch.Tensor, method: str, noise_scales: torch.Tensor, seed: int) -> torch.Tensor:
+    """(E, B, P): every clean head (B, P) released by output-perturbation `method` at each of the
+    E noise scales, a fresh unit-noise draw per (ε, head)."""
+    family = release_method(method).noise
+    generator = torch.Generator().manual_seed(seed)
+    scales = torch.as_tensor(noise_scales, dtype=DTYPE)
+    noise = standard_noise(family, (len(scales) * clean.shape[0], clean.shape[1]), generator, dtype=DTYPE)
+    return clean.to(DTYPE)[None] + scales[:, None, None] * noise.reshape(len(scales), *clean.shape)
+
+
+def dpsgd_releases(features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor, n_classes: int,
+                   head_spec: HeadSpec, spec: DPSGDSpec, noise_multipliers: torch.Tensor,
+                   seed: int) -> torch.Tensor:
+    """(E, B, P): a DP-SGD head per (noise multiplier, set), trained in chunks of heads."""
+    n_sets = sets.shape[0]
+    all_sets = sets.repeat(len(noise_multipliers), 1)
+    sigma = torch.as_tensor(noise_multipliers, dtype=DTYPE).repeat_interleave(n_sets)
+    chunk = heads_per_chunk(sets.shape[1], max(features.shape[1], head_spec.hidden))
+    parts = [flatten(train_dpsgd_heads(features, labels, all_sets[i:i + chunk], n_classes, head_spec, spec,
+                                       sigma[i:i + chunk], seed + i))
+             for i in range(0, len(all_sets), chunk)]
+    return torch.cat(parts).reshape(len(noise_multipliers), n_sets, -1)

@@ -1,0 +1,149 @@
+"""The attacks of thesis Ch. 4 against every target model, with their intervals: the protocol.
+
+Every target model is paired with the shadow model trained the same way (same kind, λ and
+repeat) on the attacker's data: the shadow's 'in' records are its training set, its 'out'
+records the attacker's held-out part (thesis §4.2.3: four equal disjoint parts). Each attack is
+fitted on the shadow and applied to the target's members (its training set) and non-members
+(its test set), balanced; for Talos the shadow is itself a Talos model at the same λ, so every
+membership attack is adaptive (thesis §4.4.2). Attribute inference trains on the target's own
+embeddings of the auxiliary set, so it is adaptive too.
+
+- `nn`: attack MLP on the two largest posteriors (sorted) and whether the prediction is right;
+- `correctness`, `confidence`, `entropy`, `modified_entropy`: Song & Mittal's metrics, with
+  thresholds fitted on the shadow (privssl.attacks.mia);
+- `label_only_augmentation`, `label_only_boundary`: Choquette-Choo et al. (privssl.attacks.label_only),
+  thresholds fitted on the shadow;
+- `attribute_mlp`: embedding → attribute (privssl.attacks.attribute_inference), evaluated on the
+  members' embeddings beside the majority-class baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from privssl.attacks.attribute_inference import (
+    AttributeAttackSpec,
+    attribute_accuracy,
+    majority_baseline,
+    train_attribute_attack,
+)
+from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, METRIC_ATTACKS, NN_ATTACK
+from privssl.attacks.label_only import augmentation_scores, boundary_distance_scores
+from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
+from privssl.attacks.statistics import accuracy_interval, membership_metrics
+from privssl.training.contrastive_targets import TargetModel
+
+
+@dataclass(frozen=True)
+class AttackSettings:
+    nn: AttackSpec
+    attribute: AttributeAttackSpec
+    translation: int  # label-only augmentation: shifts of up to this many pixels
+    directions: int  # label-only boundary distance: random directions per record
+    steps: int  # ... and bisection steps per direction
+    fpr: tuple[float, ...]  # TPR reported at these false-positive rates
+    bootstrap: int  # resamples of the AUC interval
+
+    @classmethod
+    def from_config(cls, cfg: dict, fpr, bootstrap: int) -> "AttackSettings":
+        label_only = cfg["label_only"]
+        return cls(AttackSpec.from_config(cfg["membership"]), AttributeAttackSpec.from_config(cfg["attribute"]),
+                   label_only["translation"], label_only["directions"], label_only["steps"], tuple(fpr), bootstrap)
+
+
+@dataclass
+class Split:
+    """Images of one split with their task label and sensitive attribute."""
+
+    images: torch.Tensor
+    task: torch.Tensor
+    attribute: torch.Tensor
+
+
+def nn_inputs(probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The thesis's NN-attack input (§4.2.2): the two largest posteriors in descending order and
+    an indicator of a correct prediction; (..., N, 3)."""
+    top2 = probs.topk(2, dim=-1).values
+    correct = (probs.argmax(-1) == labels).to(probs.dtype).unsqueeze(-1)
+    return torch.cat([top2, correct], -1).float()
+
+
+def _key(model: TargetModel) -> tuple:
+    return model.kind, model.lam, model.repeat
+
+
+def pair_models(targets: list[TargetModel], shadows: list[TargetModel]) -> list[tuple[TargetModel, TargetModel]]:
+    """Each target with the shadow trained its way; both lists must hold the same models."""
+    by_key = {_key(s): s for s in shadows}
+    if sorted(map(str, by_key)) != sorted(str(_key(t)) for t in targets):
+        raise ValueError(f"targets {[_key(t) for t in targets]} and shadows {list(by_key)} differ: every target "
+                         f"needs the shadow of its kind, lambda and repeat")
+    return [(t, by_key[_key(t)]) for t in targets]
+
+
+def _model_row(dataset: str, target: TargetModel, test: Split) -> dict:
+    correct = int((target.predict_labels(test.images) == test.task).sum())
+    accuracy, lo, hi = accuracy_interval(correct, len(test.task))
+    return {"dataset": dataset, "target": target.kind, "lambda": np.nan if target.lam is None else target.lam,
+            "repeat": target.repeat, "task_accuracy": accuracy, "task_accuracy_lo": lo, "task_accuracy_hi": hi,
+            "n_test": len(test.task)}
+
+
+def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: dict[str, Split], n_attributes: int,
+             settings: AttackSettings, seed: int, log: Callable[[str], None] = print) -> list[dict]:
+    """One row per (target model, attack): membership attacks and attribute inference. `data`:
+    the splits target_train (members), target_test, shadow_train, shadow_test and aux."""
+    members, nonmembers = data["target_train"], data["target_test"]
+    shadow_in, shadow_out = data["shadow_train"], data["shadow_test"]
+    is_member = torch.cat([torch.ones(len(members.task)), torch.zeros(len(nonmembers.task))]).bool()
+    shadow_member = torch.cat([torch.ones(len(shadow_in.task)), torch.zeros(len(shadow_out.task))]).bool()
+    target_images = torch.cat([members.images, nonmembers.images])
+    target_labels = torch.cat([members.task, nonmembers.task])
+    shadow_images = torch.cat([shadow_in.images, shadow_out.images])
+    shadow_labels = torch.cat([shadow_in.task, shadow_out.task])
+    target_probs = torch.stack([t.posteriors(target_images) for t, _ in pairs])
+    shadow_probs = torch.stack([s.posteriors(shadow_images) for _, s in pairs])
+    # the NN attacks of every model in one stacked training (privssl.attacks.mia.train_attack_mlps)
+    nn_models = train_attack_mlps(nn_inputs(shadow_probs, shadow_labels), shadow_member, settings.nn, seed)
+    shadow_members = shadow_member.numpy()
+
+    def membership(scores: torch.Tensor, threshold: float, attack: str) -> dict:
+        metrics = membership_metrics(scores.double().numpy(), is_member.numpy(), threshold, settings.fpr,
+                                     settings.bootstrap, seed)
+        return {"inference": "membership", "attack": attack, "n": metrics["n_members"] + metrics["n_nonmembers"],
+                **metrics}
+
+    rows = []
+    for e, (target, shadow) in enumerate(pairs):
+        base = _model_row(dataset, target, nonmembers)
+        with torch.no_grad():
+            nn_scores = torch.sigmoid(nn_models[e](nn_inputs(target_probs[e], target_labels)).squeeze(-1))
+        nn_row = base | membership(nn_scores, 0.5, NN_ATTACK)
+        rows.append(nn_row)
+        shadow_metrics, target_metrics = metric_scores(shadow_probs[e], shadow_labels), metric_scores(
+            target_probs[e], target_labels)
+        for attack in METRIC_ATTACKS:
+            threshold = best_threshold(shadow_metrics[attack].numpy(), shadow_members)
+            rows.append(base | membership(target_metrics[attack], threshold, attack))
+        label_only = {
+            "label_only_augmentation": lambda model, images, labels: augmentation_scores(
+                model.predict_labels, images, labels, settings.translation),
+            "label_only_boundary": lambda model, images, labels: boundary_distance_scores(
+                model.predict_labels, images, labels, settings.directions, settings.steps, seed),
+        }
+        for attack, scores in label_only.items():
+            threshold = best_threshold(scores(shadow, shadow_images, shadow_labels).numpy(), shadow_members)
+            rows.append(base | membership(scores(target, target_images, target_labels), threshold, attack))
+        aux = data["aux"]
+        attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, n_attributes, settings.attribute,
+                                          seed)
+        inferred = attribute_accuracy(attacker, target.embed(members.images), members.attribute)
+        rows.append(base | {"inference": "attribute", "attack": ATTRIBUTE_ATTACK, **inferred,
+                            **majority_baseline(aux.attribute, members.attribute)})
+        log(f"{dataset} {target.kind} lambda={target.lam} repeat={target.repeat}: task accuracy "
+            f"{base['task_accuracy']:.3f}, NN MIA {nn_row['accuracy']:.3f}, attribute inference {inferred['accuracy']:.3f}")
+    return rows

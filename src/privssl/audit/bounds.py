@@ -1,0 +1,200 @@
+"""Empirical lower bounds on ε from membership-inference outcomes (privacy auditing).
+
+A DP guarantee is an upper bound on leakage; an audit turns an attack's success into a
+statistically valid LOWER bound, which shows how loose (or wrong) the claimed ε is.
+
+(a) Hypothesis-test audit (Jagielski, Ullman & Oprea 2020; Nasr et al. 2021). Any test of
+'member vs non-member' against an (ε, δ)-DP algorithm satisfies
+    FPR + e^ε FNR >= 1 − δ   and   FNR + e^ε FPR >= 1 − δ,
+so observed error rates, replaced by one-sided Clopper–Pearson UPPER bounds, give
+    ε >= max(log((1 − δ − FPR_ub) / FNR_ub), log((1 − δ − FNR_ub) / FPR_ub)).
+Each rate gets its own one-sided bound at `confidence`; by a union bound the two hold jointly
+with probability >= 1 − 2(1 − confidence). Only 'member iff score >= t' tests are tried, so
+scores must be oriented (higher = more likely a member); negate an attack that is reversed.
+
+(b) One-run audit (Steinke, Nasr & Jagielski, NeurIPS 2023): m canaries each included with
+probability ½; the auditor guesses on some of them and counts correct guesses. No retraining
+is needed: a single training run gives the bound.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import special, stats
+
+from privssl.attacks.statistics import (
+    check_confidence,
+    clean_inputs,
+    clopper_pearson_upper,
+    finite_scores,
+    threshold_counts,
+)
+
+EPS_SEARCH_MAX = 50.0  # one-run search range [0, EPS_SEARCH_MAX]
+EPS_TOLERANCE = 1e-4
+
+
+def _check_delta(delta: float) -> float:
+    """δ is a probability; δ = 1 makes every algorithm (ε, δ)-DP and the bound vacuous."""
+    delta = float(delta)
+    if not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta must lie in [0, 1), got {delta}")
+    return delta
+
+
+def _log_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """log(numerator / denominator), −inf where the numerator is <= 0 (the term then implies nothing)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(numerator > 0, np.log(np.maximum(numerator, 1e-300) / denominator), -np.inf)
+
+
+def _epsilon_from_rates(fpr, fnr, delta: float) -> np.ndarray:
+    """max over both DP inequalities of the ε they force, unfloored (−inf when neither applies)."""
+    return np.maximum(_log_ratio(1 - delta - fpr, fnr), _log_ratio(1 - delta - fnr, fpr))
+
+
+# --------------------------------------------------------------------------- (a) hypothesis-test audit
+
+
+def epsilon_lower_bound_at(fp, n_nonmembers, fn, n_members, delta: float, confidence: float = 0.95):
+    """ε lower bound of one threshold test with FP false positives and FN false negatives.
+
+    Uses one-sided Clopper–Pearson upper bounds on FPR and FNR, so a perfect attack still only
+    proves a finite ε: with FP = FN = 0 the bound is log((1 − δ − u)/u), u = 1 − (1 − confidence)^(1/n).
+    Floored at 0. Vectorised over arrays of fp, fn.
+    """
+    delta = _check_delta(delta)
+    fpr_ub = np.asarray(clopper_pearson_upper(fp, n_nonmembers, confidence))
+    fnr_ub = np.asarray(clopper_pearson_upper(fn, n_members, confidence))
+    bound = np.maximum(_epsilon_from_rates(fpr_ub, fnr_ub, delta), 0.0)
+    return float(bound) if bound.ndim == 0 else bound
+
+
+def _result(eps: float, threshold: float, fp: int, fn: int, n_members: int, n_nonmembers: int) -> dict:
+    return {"eps_lower_bound": float(eps), "threshold": float(threshold), "fp": int(fp), "fn": int(fn),
+            "n_members": int(n_members), "n_nonmembers": int(n_nonmembers)}
+
+
+def epsilon_lower_bound(scores, is_member, delta: float, confidence: float = 0.95) -> dict:
+    """Largest ε lower bound over all thresholds 'member iff score >= t' (every distinct score and +inf).
+
+    Caveat: the maximum over thresholds is taken on the same data the bound is computed from,
+    so the stated confidence is optimistic (multiple comparisons: each threshold is its own
+    test). Use `epsilon_lower_bound_split` for a bound that keeps its nominal level.
+    """
+    delta, confidence = _check_delta(delta), check_confidence(confidence)
+    thresholds, tp, fp = threshold_counts(scores, is_member)
+    n_members, n_nonmembers = int(tp[0]), int(fp[0])
+    fn = n_members - tp
+    bounds = epsilon_lower_bound_at(fp, n_nonmembers, fn, n_members, delta, confidence)
+    best = int(np.argmax(bounds))
+    return _result(bounds[best], thresholds[best], fp[best], fn[best], n_members, n_nonmembers)
+
+
+def _point_epsilon(tp: np.ndarray, fp: np.ndarray, delta: float) -> np.ndarray:
+    """Plug-in ε of each threshold; rates kept >= 0.5/n so a perfect split has a finite, comparable score."""
+    n_members, n_nonmembers = tp[0], fp[0]
+    fpr = np.maximum(fp / n_nonmembers, 0.5 / n_nonmembers)
+    fnr = np.maximum((n_members - tp) / n_members, 0.5 / n_members)
+    return _epsilon_from_rates(fpr, fnr, delta)
+
+
+def epsilon_lower_bound_split(scores_select, member_select, scores_eval, member_eval, delta: float,
+                              confidence: float = 0.95) -> dict:
+    """ε lower bound of ONE threshold, chosen on selection data and tested on evaluation data.
+
+    The threshold with the largest plug-in ε on the selection data is fixed before the
+    evaluation data are looked at, so the Clopper–Pearson bound on the evaluation data is a
+    single test and keeps its nominal confidence (unlike `epsilon_lower_bound`). Which of the
+    two DP inequalities binds needs no separate choice: both are evaluated at that threshold.
+    """
+    delta, confidence = _check_delta(delta), check_confidence(confidence)
+    thresholds, tp_select, fp_select = threshold_counts(scores_select, member_select)
+    threshold = float(thresholds[int(np.argmax(_point_epsilon(tp_select, fp_select, delta)))])
+    scores, is_member = clean_inputs(scores_eval, member_eval)
+    guess = scores >= threshold
+    fp, fn = int((guess & ~is_member).sum()), int((~guess & is_member).sum())
+    n_members, n_nonmembers = int(is_member.sum()), int((~is_member).sum())
+    eps = epsilon_lower_bound_at(fp, n_nonmembers, fn, n_members, delta, confidence)
+    selected_on = int(tp_select[0] + fp_select[0])  # the lowest threshold flags every selection query
+    return _result(eps, threshold, fp, fn, n_members, n_nonmembers) | {"selected_on": selected_on}
+
+
+# --------------------------------------------------------------------------- (b) one-run audit
+
+
+def _check_count(value, name: str) -> int:
+    """Guess counts must be non-negative integers."""
+    if int(value) != value or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value}")
+    return int(value)
+
+
+def one_run_guesses(scores, k_plus: int, k_minus: int) -> np.ndarray:
+    """Guesses in {−1, 0, +1}: +1 ('included') on the k_plus highest scores, −1 on the k_minus lowest.
+
+    Abstaining on the middle lets the auditor bet only where the attack is confident, which is
+    what makes the one-run bound tight. Ties are broken by position (stable sort).
+    """
+    scores = finite_scores(scores)
+    k_plus, k_minus = _check_count(k_plus, "k_plus"), _check_count(k_minus, "k_minus")
+    if k_plus + k_minus > scores.size:
+        raise ValueError(f"k_plus + k_minus must be <= len(scores) = {scores.size}, got {k_plus} + {k_minus}")
+    order = np.argsort(scores, kind="stable")
+    guesses = np.zeros(scores.size, dtype=int)
+    guesses[order[scores.size - k_plus:]] = 1
+    guesses[order[:k_minus]] = -1
+    return guesses
+
+
+def one_run_p_value(v: int, r: int, m: int, eps: float, delta: float) -> float:
+    """Upper bound on P[W >= v] for an (ε, δ)-DP algorithm (Steinke, Nasr & Jagielski 2023, Thm 3.1 / App. D).
+
+    W = correct guesses out of r, m canaries. With q = e^ε/(1 + e^ε) and
+    f(u) = P[Binomial(r, q) >= u]:
+        P[W >= v] <= f(v) + 2 m δ · max_{1 <= i <= v} (f(v − i) − f(v)) / i.
+    (The paper's max runs over i <= m; for i > v, f(v − i) = 1 and the ratio only shrinks.)
+    δ = 0 leaves the binomial tail: correct guesses are dominated by ε-randomised response.
+    """
+    q = special.expit(eps)
+    tail = stats.binom.sf(v - 1, r, q)
+    if delta == 0 or v == 0:
+        return float(min(tail, 1.0))
+    i = np.arange(1, v + 1)
+    alpha = np.max((stats.binom.sf(v - i - 1, r, q) - tail) / i)
+    return float(min(tail + 2 * m * delta * alpha, 1.0))
+
+
+def one_run_epsilon_lower_bound(v: int, r: int, m: int, delta: float, confidence: float = 0.95) -> float:
+    """Largest ε rejected by the one-run test: P[W >= v] bound <= 1 − confidence (0 if none is).
+
+    Binary search over [0, 50] to 1e-4, on the lower side of the boundary (the reported value is
+    rejected). It relies on the p-value bound being nondecreasing in ε. That holds for δ = 0
+    (binomial tail in q) and whenever 2mδ <= 1: d/dq of f(v) + (c/i)(f(v − i) − f(v)) is
+    r[(1 − c/i) b(v − 1) + (c/i) b(v − i − 1)] >= 0 for c = 2mδ <= i (b the Binomial(r − 1, q)
+    pmf), and a max of nondecreasing functions is nondecreasing. δ >= 1/(2m) is a vacuous
+    guarantee anyway (it allows revealing a canary); a warning is issued then.
+    """
+    delta, significance = _check_delta(delta), 1.0 - check_confidence(confidence)
+    v, r, m = _check_count(v, "v"), _check_count(r, "r"), _check_count(m, "m")
+    if not v <= r <= m:
+        raise ValueError(f"need 0 <= v <= r <= m, got v={v}, r={r}, m={m}")
+    if 2 * m * delta > 1:
+        warnings.warn(f"2*m*delta = {2 * m * delta:g} > 1: the one-run p-value may not be monotone in eps; "
+                      "the binary search then finds a rejection boundary, not necessarily the largest eps",
+                      stacklevel=2)
+
+    def rejected(eps: float) -> bool:
+        return one_run_p_value(v, r, m, eps, delta) <= significance
+
+    if not rejected(0.0):
+        return 0.0
+    if rejected(EPS_SEARCH_MAX):
+        return EPS_SEARCH_MAX
+    lo, hi = 0.0, EPS_SEARCH_MAX  # invariant: lo rejected, hi not
+    while hi - lo > EPS_TOLERANCE:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if rejected(mid) else (lo, mid)
+    return lo

@@ -1,0 +1,104 @@
+"""Fig. 4 (ROC at low false-positive rates) and Fig. 5 (claimed ε against the audited lower
+bound), from lira.csv, roc.csv.gz and audit.csv only."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from privssl.release.methods import METHODS, REGISTRY
+from privssl.reports.plotting import _datasets, _panels, plt
+from privssl.reports.release_table import nearest_eps
+
+FIG4_EPS = (1.0, 100.0, 10000.0)  # columns of Fig. 4: the grid's ε nearest to these
+NONE_STYLE = {"color": "black", "marker": None, "label": "no protection"}
+
+
+def _style(method: str) -> dict:
+    if method == "none":
+        return NONE_STYLE
+    entry = REGISTRY[method]
+    return {"color": entry.colour, "marker": entry.marker, "label": entry.label}
+
+
+def strongest_attacks(lira: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, method, ε), the adaptive attack with the highest TPR at the lowest FPR level
+    of the table (ties: higher AUC)."""
+    tpr_columns = sorted((c for c in lira.columns if c.startswith("tpr_at_") and c.endswith("pct_fpr")),
+                         key=lambda c: float(c[len("tpr_at_"):-len("pct_fpr")]))
+    if not tpr_columns:
+        raise ValueError("lira.csv has no tpr_at_*pct_fpr column")
+    adaptive = lira[lira.adaptive.astype(bool)].sort_values([tpr_columns[0], "auc"], ascending=False)
+    return adaptive.drop_duplicates(["dataset", "method", "eps"], keep="first")
+
+
+def figure4(lira: pd.DataFrame, roc: pd.DataFrame) -> plt.Figure:
+    """Log-log ROC of the strongest adaptive attack per method at a few ε (a column each), a row
+    per dataset; the unprotected heads in black in every panel, chance as the diagonal."""
+    best = strongest_attacks(lira)
+    datasets = _datasets(lira)
+    grid = sorted(e for e in lira.eps.dropna().unique() if e > 0)
+    columns = list(dict.fromkeys(nearest_eps(grid, t) for t in FIG4_EPS)) if grid else [math.nan]
+    fig, axes = _panels(len(datasets), len(columns), 4.2 * len(datasets) + 1.5)
+    for row, dataset in enumerate(datasets):
+        chosen = best[best.dataset == dataset]
+        floor = 1.0 / chosen.n_nonmembers.max()
+        for col, eps in enumerate(columns):
+            ax = axes[row, col]
+            for point in chosen.itertuples(index=False):
+                if point.method != "none" and not np.isclose(point.eps, eps):
+                    continue
+                curve = roc[(roc.dataset == dataset) & (roc.method == point.method) & (roc.attack == point.attack)
+                            & roc.adaptive.astype(bool)
+                            & (roc.eps.isna() if point.method == "none" else np.isclose(roc.eps, point.eps))]
+                style = _style(point.method)
+                ax.step(curve.fpr.clip(lower=floor), curve.tpr.clip(lower=floor), where="post", color=style["color"],
+                        label=f"{style['label']}: {point.attack}", gid=f"{point.method}:{point.attack}")
+            ax.plot([floor, 1], [floor, 1], color="grey", ls=":", lw=0.8, label="chance")
+            ax.set(xscale="log", yscale="log", xlim=(floor, 1), ylim=(floor, 1.05), xlabel="false-positive rate",
+                   ylabel="true-positive rate", title=f"{dataset}, ε = {eps:g}")
+            ax.legend(fontsize=6, loc="lower right")
+    return fig
+
+
+def figure5(audit: pd.DataFrame) -> plt.Figure:
+    """Claimed ε (for substitution, the audits' adjacency) against the audited lower bound, per
+    method and audit; the strongest attack per (method, ε, audit); y = x drawn; points above it
+    circled in red as violations; the unprotected head's bound as a dash-dot line."""
+    datasets = _datasets(audit)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets) + 3.5, 5.2), squeeze=False,
+                             layout="constrained")  # room on the right for the legend
+    audits = sorted(audit.audit.unique())
+    markers = dict(zip(audits, ("o", "s", "^", "D")))
+    for ax, dataset in zip(axes[0], datasets):
+        rows = audit[audit.dataset == dataset]
+        best = rows.loc[rows.groupby(["method", "eps", "audit"], dropna=False).eps_lower_bound.idxmax()]
+        released = best[(best.method != "none") & np.isfinite(best.claimed_eps)]  # ∞: no claim to test
+        for (method, kind), group in released.groupby(["method", "audit"], sort=False):
+            style = _style(method)
+            ax.scatter(group.claimed_eps, group.eps_lower_bound, color=style["color"], marker=markers[kind],
+                       facecolors="none" if kind != audits[0] else style["color"], s=30,
+                       gid=f"{method}:{kind}")
+        violations = released[released.eps_lower_bound > released.claimed_eps]
+        ax.scatter(violations.claimed_eps, violations.eps_lower_bound, s=140, facecolors="none", edgecolors="red",
+                   linewidths=1.5, label=f"violation ({len(violations)})", gid="violations")
+        for kind, group in best[best.method == "none"].groupby("audit"):
+            ax.axhline(group.eps_lower_bound.max(), color="black", ls="-.", lw=0.8,
+                       label=f"no protection, {kind}: ε ≥ {group.eps_lower_bound.max():.2f}")
+        top = max(1.0, float(best.eps_lower_bound.max()) * 1.3)
+        span = np.geomspace(released.claimed_eps.min() / 2, released.claimed_eps.max() * 2, 200)
+        # On a log x axis y = x leaves the panel at x = top: shade where a point would violate its claim.
+        ax.plot(span, span, color="grey", ls="--", lw=1, label="y = x (claim)")
+        ax.fill_between(span, span, top, where=span < top, color="red", alpha=0.07, label="y > x: claim violated")
+        ax.set(xscale="log", xlim=(span[0], span[-1]), ylim=(-0.05 * top, top), xlabel="claimed ε (substitution)",
+               ylabel="audited lower bound on ε (95 %)", title=dataset)
+        for kind in audits:
+            ax.scatter([], [], marker=markers[kind], color="dimgrey", facecolors="none" if kind != audits[0] else None,
+                       label=kind)
+        for method in sorted(set(released.method), key=METHODS.index):
+            ax.scatter([], [], marker="o", color=_style(method)["color"], label=_style(method)["label"])
+    handles, labels = axes[0, -1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize=7)
+    return fig

@@ -1,0 +1,141 @@
+"""The run's digest (`results/digest.md`): every headline figure of a run in one Markdown page,
+each beside the file and column it comes from, so that a document quoting the run (docs/results.md
+is the default run's digest, copied by `make docs`) cannot drift from what the run wrote.
+
+It computes nothing new: values are copied from the run's files, or averaged over the draws of a
+release (said where they are), and the tables that other rules write in Markdown are included
+whole. Estimates keep their intervals and decision counts as the files give them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+PROVEN = ("pure_dp", "approx_dp")  # claims an audit bound above them would contradict
+
+
+def fmt(value: float) -> str:
+    """Three decimals below 10, up to six significant digits above (ε = 100000, Δ1 = 1603.4); ∞ and
+    NaN spelt out."""
+    if isinstance(value, float) and math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "∞"
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:.6g}"
+
+
+def eps_text(eps: float) -> str:
+    """An ε of the grid as the config writes it (0.1, 1, 100000)."""
+    return f"{eps:g}"
+
+
+def interval(row: pd.Series, column: str) -> str:
+    return f"{fmt(row[column])} [{fmt(row[f'{column}_lo'])}, {fmt(row[f'{column}_hi'])}]"
+
+
+def source(path: str, columns: str, rows: str = "") -> str:
+    where = f", rows {rows}" if rows else ""
+    return f"*Source: `{path}`{where}; columns {columns}.*"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def clean_head(dataset: str, metrics: dict, mia: pd.DataFrame, lira: pd.DataFrame) -> str:
+    """The non-private head's accuracy and every attack on it, with intervals and counts."""
+    run = f"{dataset}/finetune/metrics.json"
+    lines = [f"### {dataset}", "",
+             f"Non-private head: train accuracy {fmt(metrics['train_accuracy'])}, test accuracy "
+             f"{fmt(metrics['test_accuracy'])}, |d| = {metrics['finetune_size']}. "
+             + source(f"results/{run}", "`train_accuracy`, `test_accuracy`, `finetune_size`"), ""]
+    rows = []
+    for _, row in mia[mia.mechanism == "none"].sort_values("attack").iterrows():
+        rows.append([f"paper: `{row.attack}`", interval(row, "accuracy"), interval(row, "auc"),
+                     f"{interval(row, 'tpr_at_1pct_fpr')} ({row['fp_at_1pct_fpr']})",
+                     f"{row.n_members} + {row.n_nonmembers}"])
+    for _, row in lira[lira.method == "none"].sort_values(["attack", "adaptive"]).iterrows():
+        rows.append([f"LiRA: `{row.attack}`", interval(row, "accuracy"), interval(row, "auc"),
+                     f"{interval(row, 'tpr_at_1pct_fpr')} ({row['fp_at_1pct_fpr']})",
+                     f"{row.n_members} + {row.n_nonmembers}"])
+    lines += [markdown_table(["attack on the non-private head", "accuracy [95 %]", "AUC [95 %]",
+                              "TPR at 1 % FPR [95 %] (false positives)", "members + non-members"], rows), "",
+              source(f"results/{dataset}/mia.csv", "`accuracy*`, `auc*`, `tpr_at_1pct_fpr*`, `fp_at_1pct_fpr`, "
+                     "`n_members`, `n_nonmembers`", "`mechanism == none`")
+              + " " + source(f"results/{dataset}/lira.csv", "the same", "`method == none`")]
+    return "\n".join(lines)
+
+
+def release_accuracy(dataset: str, utility: pd.DataFrame) -> str:
+    """Test accuracy of every release method at every ε, the mean over its draws."""
+    grid = sorted(utility.eps.unique())
+    rows = []
+    for method, rows_of in utility.groupby("mechanism", sort=False):
+        kinds = "/".join(dict.fromkeys(rows_of.guarantee_kind))
+        means = rows_of.groupby("eps").accuracy.agg(["mean", "size"])
+        cells = [f"{fmt(means.loc[e, 'mean'])} ({means.loc[e, 'size']})" if e in means.index else "" for e in grid]
+        rows.append([f"`{method}`", kinds, *cells])
+    clean = utility.clean_accuracy.iloc[0]
+    return "\n".join([
+        f"### {dataset}", "",
+        f"Test accuracy, mean over draws (number of draws); the non-private head: {fmt(clean)}.", "",
+        markdown_table(["method", "guarantee kind", *[f"ε = {eps_text(float(e))}" for e in grid]], rows), "",
+        source(f"results/{dataset}/utility.csv", "`accuracy` (mean over `repeat`), `guarantee_kind`, "
+               "`clean_accuracy`")])
+
+
+def audits(dataset: str, audit: pd.DataFrame) -> str:
+    """Per method, ε and audit: the claimed ε and the largest 95 % lower bound over attacks; a
+    bound above a proven claim is flagged as a violation."""
+    best = (audit.sort_values("eps_lower_bound", ascending=False, kind="stable")
+            .drop_duplicates(["method", "eps", "audit"]).sort_values(["method", "eps", "audit"], kind="stable"))
+    rows = []
+    for _, row in best.iterrows():
+        violation = row.guarantee_kind in PROVEN and row.eps_lower_bound > row.claimed_eps
+        rows.append([f"`{row.method}`", "n/a" if math.isnan(row.eps) else eps_text(row.eps), row.guarantee_kind, fmt(row.claimed_eps), f"`{row.audit}`",
+                     fmt(row.eps_lower_bound), f"`{row.attack}`{' (adaptive)' if row.adaptive else ''}",
+                     str(row.n), "**violation**" if violation else ""])
+    return "\n".join([
+        f"### {dataset}", "",
+        "The largest audited lower bound over attacks, per method, ε and audit, beside the claim under "
+        "substitution of one record (the audits' adjacency).", "",
+        markdown_table(["method", "ε", "guarantee kind", "claimed ε (substitution)", "audit", "ε lower bound (95 %)",
+                        "attack", "n", ""], rows), "",
+        source(f"results/{dataset}/audit.csv", "`claimed_eps`, `eps_lower_bound` (maximum over `attack`, "
+               "`adaptive`), `n`, `guarantee_kind`")])
+
+
+def link_protection(graph: str, table: pd.DataFrame) -> str:
+    """Attack-0 (correlation distance) and Attack-3 AUC against the graph's unprotected and noisy heads."""
+    chosen = table[(table.attack == "attack-3") | ((table.attack == "attack-0") & (table.distance == "correlation"))]
+    grid = sorted(chosen.eps.dropna().unique())
+    rows = []
+    for (method, attack), rows_of in chosen.groupby(["mechanism", "attack"], sort=False):
+        if method == "none":
+            cells = [fmt(rows_of.auc.mean())] + [""] * (len(grid) - 1)
+        else:
+            means = rows_of.groupby("eps").auc.mean()
+            cells = [fmt(means.loc[e]) if e in means.index else "" for e in grid]
+        rows.append([f"`{method}`", attack, *cells])
+    return "\n".join([
+        f"### Protection of links: {graph}", "",
+        "Link-stealing AUC against the GNN head, mean over draws (`none`: the unprotected head, any ε).", "",
+        markdown_table(["method", "attack", *[f"ε = {eps_text(float(e))}" for e in grid]], rows), "",
+        source(f"results/{graph}/link_protection.csv", "`auc` (mean over `repeat`)",
+               "attack-0 with `distance == correlation`, attack-3")])
+
+
+def included(title: str, path: str, text: str, level: int = 2) -> str:
+    """A Markdown table another rule wrote, included whole under its title."""
+    return "\n".join([f"{'#' * level} {title}", "", f"*Included whole from `{path}`.*", "", text.strip()])
+
+
+HEADER = """# Results of the run
+
+Generated by the rule `digest` (`scripts/results_digest.py`) from this run's own files: every figure
+below names the file and column it comes from, and nothing here is typed by hand. The default run's
+digest is `docs/results.md` (`make docs` copies it). Intervals are 95 %; differences inside them
+are not findings."""

@@ -1,0 +1,188 @@
+"""The target (and shadow) models of thesis Ch. 4: supervised, contrastive and Talos.
+
+Each is trained on its own training set, the way the thesis trains them (§4.2.3):
+- supervised: the base encoder (same architecture) plus a linear classification layer, trained
+  end-to-end from scratch with cross-entropy and Adam;
+- contrastive: the public SimCLR encoder fine-tuned on the training set with the contrastive loss
+  and no labels (the thesis pre-trains on STL-10's unlabelled images, then fine-tunes on the
+  training set), then a linear classification layer trained on its frozen output;
+- talos: the same with the adversarial attribute classifier at λ > 0 (privssl.training.talos); the
+  contrastive model is Talos at λ = 0, and all λ of one repeat share one seed, so their
+  differences are due to λ alone.
+
+A shadow model is trained in exactly the same way on the attacker's data: for Talos at the same λ
+(the thesis's adaptive adversary).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from privssl.io import atomic_torch_save
+from privssl.training.encoders import build_encoder, encode, unit_float
+from privssl.training.heads import HeadSpec, head_logits, train_head
+from privssl.training.simclr import SimCLRSpec, pretrain, state_digest
+from privssl.training.talos import TalosAdversary, TalosSpec
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """Epochs, mini-batch size (None: full batch) and Adam learning rate of one training stage."""
+
+    epochs: int
+    batch_size: int | None
+    lr: float
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """How every target and shadow model is trained (config section `contrastive`)."""
+
+    fine_tune: TrainingSpec  # contrastive fine-tuning of the public encoder (and Talos)
+    supervised: TrainingSpec  # end-to-end supervised training
+    classifier: TrainingSpec  # the classification layer on the frozen encoder, full batch
+    lambdas: tuple[float, ...]  # Talos's adversarial factors; 0 (the contrastive model) is always trained
+    adversary_hidden: int
+    adversary_lr: float
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "TargetSpec":
+        talos, tune, supervised = cfg["talos"], cfg["fine_tune"], cfg["supervised"]
+        return cls(TrainingSpec(tune["epochs"], tune["batch_size"], tune["lr"]),
+                   TrainingSpec(supervised["epochs"], supervised["batch_size"], supervised["lr"]),
+                   TrainingSpec(cfg["classifier"]["epochs"], None, cfg["classifier"]["lr"]),
+                   tuple(sorted({0.0, *map(float, talos["lambdas"])})), talos["hidden"], talos["lr"])
+
+
+@dataclass
+class TargetModel:
+    """A trained model: base encoder f and classification layer (stacked-head parameters, B = 1)."""
+
+    kind: str  # supervised | contrastive | talos
+    lam: float | None  # None for supervised
+    repeat: int
+    encoder: nn.Module
+    layer: dict[str, torch.Tensor]
+
+    @torch.no_grad()
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        """h = f(x), the representation the attribute-inference adversary sees."""
+        return encode(self.encoder, images, next(self.encoder.parameters()).device)
+
+    @torch.no_grad()
+    def posteriors(self, images: torch.Tensor) -> torch.Tensor:
+        """Class probabilities (N, C), the black-box output of the model."""
+        return torch.softmax(head_logits(self.layer, self.embed(images).double())[0], -1)
+
+    @torch.no_grad()
+    def predict_labels(self, images: torch.Tensor) -> torch.Tensor:
+        """Predicted labels only: what a label-only adversary observes."""
+        return self.posteriors(images).argmax(-1)
+
+
+def classification_layer(features: torch.Tensor, labels: torch.Tensor, n_classes: int, spec: TrainingSpec,
+                         seed: int) -> dict[str, torch.Tensor]:
+    """The linear layer on frozen representations: full-batch Adam in float64 (privssl.training.heads)."""
+    head = HeadSpec(architecture="linear", epochs=spec.epochs, batch_size=None, optimizer="adam", lr=spec.lr,
+                    init_seed=seed)
+    return train_head(head, features, labels, n_classes)
+
+
+def train_supervised(encoder_name: str, width: int, images: torch.Tensor, labels: torch.Tensor, n_classes: int,
+                     spec: TrainingSpec, seed: int, device: torch.device) -> tuple[nn.Module, dict[str, torch.Tensor]]:
+    """Encoder + linear layer end-to-end with cross-entropy (Adam, a fresh seeded permutation per epoch)."""
+    torch.manual_seed(seed)
+    encoder = build_encoder(encoder_name, images.shape[1], images.shape[-1], width).to(device)
+    layer = nn.Linear(encoder.out_dim, n_classes).to(device)
+    optimiser = torch.optim.Adam([*encoder.parameters(), *layer.parameters()], lr=spec.lr)
+    generator = torch.Generator().manual_seed(seed)
+    labels = labels.to(device)
+    encoder.train()
+    for _ in range(spec.epochs):
+        permutation = torch.randperm(len(images), generator=generator)
+        for start in range(0, len(images), spec.batch_size):
+            idx = permutation[start:start + spec.batch_size]
+            loss = F.cross_entropy(layer(encoder(unit_float(images[idx].to(device)))), labels[idx.to(device)])
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+    encoder.eval()
+    stacked = {"weight": layer.weight.detach().T.double()[None].cpu(), "bias": layer.bias.detach().double()[None].cpu()}
+    return encoder, stacked
+
+
+def _layer_record(layer: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The layer as saved. Its keys are the same string objects whether the layer was trained now
+    or read back from a checkpoint (whose keys are new objects): pickle memoises by identity, so
+    the models file's bytes would otherwise depend on where a restarted job resumed."""
+    return {"weight": layer["weight"].cpu(), "bias": layer["bias"].cpu()}
+
+
+def _supervised_cached(path: Path, fingerprint: str, train: Callable[[], tuple[nn.Module, dict]],
+                       log: Callable[[str], None]) -> tuple[dict, dict]:
+    """A finished supervised model is kept in the checkpoint folder, so a restarted job skips it."""
+    if path.exists():
+        saved = torch.load(path, weights_only=True)
+        if saved["fingerprint"] == fingerprint:
+            log(f"supervised model from {path}")
+            return saved["encoder"], saved["layer"]
+    encoder, layer = train()
+    state = {k: v.cpu() for k, v in encoder.state_dict().items()}
+    atomic_torch_save({"fingerprint": fingerprint, "encoder": state, "layer": layer}, path)
+    return state, layer
+
+
+def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Tensor, n_task: int, n_attribute: int,
+                  public: dict, simclr: SimCLRSpec, spec: TargetSpec, repeats: int, seed: int, device: torch.device,
+                  checkpoints: Path, log: Callable[[str], None] = print) -> tuple[list[dict], list[dict]]:
+    """Every model of one role (target or shadow) on its training set: per repeat the supervised
+    model and the Talos models at every λ (λ = 0: contrastive). `public`: the public encoder file
+    (privssl.training.encoders.load_encoder's format) the contrastive models start from.
+
+    Returns the models as plain records (kind, lambda, repeat, encoder state, layer) and the
+    per-epoch history of every contrastive and Talos training. Each model resumes from its own
+    checkpoint under `checkpoints`."""
+    tune = replace(simclr, epochs=spec.fine_tune.epochs, batch_size=spec.fine_tune.batch_size, lr=spec.fine_tune.lr)
+    models, history = [], []
+    for repeat in range(repeats):
+        run_seed = seed * 1000 + repeat
+        fingerprint = repr((public["encoder"], public["width"], spec.supervised, run_seed, n_task, device.type,
+                            state_digest({"images": images.float(), "task": task.float()})))
+        encoder_state, layer = _supervised_cached(
+            checkpoints / f"r{repeat}_supervised.pt", fingerprint,
+            lambda: train_supervised(public["encoder"], public["width"], images, task, n_task, spec.supervised,
+                                     run_seed, device), log)
+        models.append({"kind": "supervised", "lambda": None, "repeat": repeat, "encoder": encoder_state,
+                       "layer": _layer_record(layer)})
+        for lam in spec.lambdas:
+            adversary = TalosAdversary(TalosSpec(lam, spec.adversary_hidden, spec.adversary_lr), attribute,
+                                       n_attribute, public["width"], run_seed + 1, device)
+            model, epochs = pretrain(tune, images, run_seed, device, checkpoints / f"r{repeat}_lambda{lam:g}.pt",
+                                     log, init_encoder=public["state"], adversary=adversary)
+            features = encode(model.encoder, images, device)
+            layer = classification_layer(features, task, n_task, spec.classifier, run_seed)
+            kind = "contrastive" if lam == 0 else "talos"
+            models.append({"kind": kind, "lambda": lam, "repeat": repeat,
+                           "encoder": {k: v.cpu() for k, v in model.encoder.state_dict().items()},
+                           "layer": _layer_record(layer)})
+            history += [{"repeat": repeat, "target": kind, "lambda": lam, **row} for row in epochs]
+    return models, history
+
+
+def load_models(bundle: dict, device: torch.device) -> list[TargetModel]:
+    """The TargetModels of a contrastive_train file (validated by artefacts.load_contrastive_models)."""
+    out = []
+    for record in bundle["models"]:
+        encoder = build_encoder(bundle["encoder"], bundle["in_channels"], bundle["image_size"], bundle["width"])
+        encoder.load_state_dict(record["encoder"])
+        lam = None if record["kind"] == "supervised" else float(record["lambda"])
+        # the layer stays on the CPU in float64, where `encode` returns the representations
+        out.append(TargetModel(record["kind"], lam, int(record["repeat"]), encoder.to(device).eval(),
+                               {k: v.cpu().double() for k, v in record["layer"].items()}))
+    return out

@@ -1,0 +1,106 @@
+"""The analytic Gaussian calibration (privssl.release.calibration.analytic_gaussian_sigma) over the
+whole ε grid, 0.01 … 1e5, against Balle & Wang (2018, "Improving the Gaussian Mechanism for
+Differential Privacy", ICML), Theorem 8: the Gaussian mechanism N(f(D), σ²I) with L2 sensitivity Δ
+is (ε, δ)-DP iff
+
+    δ ≥ δ(σ) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ),
+
+evaluated here with mpmath at 60 digits: at ε = 1e5 the factor e^ε is far beyond a double (the
+code rewrites it as exp(ε + log Φ)), which is why a high-precision reference is needed. δ(σ)
+decreases in σ, so the exact calibration σ* (smallest σ with δ(σ) ≤ δ) is the root of δ(σ) = δ,
+found here by bisection in log σ from a bracket that does not depend on the code.
+
+What the code promises: σ = exp(brentq(...)) on log σ with xtol = rtol = 1e-12, i.e. (scipy's
+documented guarantee) |log σ − log σ_root| ≤ 1e-12 + 1e-12·|log σ_root|, where σ_root is the root
+of the double-precision δ(σ) (itself within ~1e-11 relative of Theorem 8, see below).
+"""
+
+import math
+
+import mpmath
+import pytest
+
+from privssl.release.calibration import analytic_gaussian_delta, analytic_gaussian_sigma
+
+EPS_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
+DELTAS = (1e-5, 1e-8)
+SENSITIVITIES = (1.0, 0.37, 250.0)
+CASES = [(s, e, d) for s in SENSITIVITIES for d in DELTAS for e in EPS_GRID]
+
+
+def theorem8_delta(sigma, sensitivity, eps) -> mpmath.mpf:
+    """Balle & Wang (2018), Theorem 8, at 60 significant digits."""
+    with mpmath.workdps(60):
+        sigma, sensitivity, eps = mpmath.mpf(sigma), mpmath.mpf(sensitivity), mpmath.mpf(eps)
+        a, b = sensitivity / (2 * sigma), eps * sigma / sensitivity
+        return mpmath.ncdf(a - b) - mpmath.exp(eps) * mpmath.ncdf(-a - b)
+
+
+def exact_log_sigma(sensitivity, eps, delta) -> mpmath.mpf:
+    """log σ* with δ(σ*) = δ (Theorem 8, 60 digits), by 90 bisections of [log Δ − 30, log Δ + 30]
+    (δ(σ) → 1 − ... > δ as σ → 0 and → 0 as σ → ∞ for these ε, δ): width 60 / 2^90 ≈ 5e-26."""
+    with mpmath.workdps(60):
+        lo, hi = mpmath.log(sensitivity) - 30, mpmath.log(sensitivity) + 30
+        assert theorem8_delta(mpmath.exp(lo), sensitivity, eps) > delta > theorem8_delta(mpmath.exp(hi), sensitivity, eps)
+        for _ in range(90):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if theorem8_delta(mpmath.exp(mid), sensitivity, eps) > delta else (lo, mid)
+        return hi
+
+
+@pytest.fixture(scope="module")
+def calibrations():
+    """(Δ, ε, δ) → (the code's σ, log σ* of Theorem 8)."""
+    return {case: (analytic_gaussian_sigma(*case), exact_log_sigma(*case)) for case in CASES}
+
+
+def test_calibrated_sigma_is_the_exact_root_to_the_promised_tolerance(calibrations):
+    """|log σ − log σ*| ≤ 2 (1e-12 + 1e-12 |log σ*|): brentq's guarantee on log σ, doubled to
+    leave room for the double-precision δ whose root it finds (observed worst over the grid:
+    2.4e-13 (1 + |log σ*|))."""
+    bad = {case: float(abs(mpmath.log(sigma) - exact) / (1 + abs(exact)))
+           for case, (sigma, exact) in calibrations.items()
+           if abs(mpmath.log(sigma) - exact) > 2e-12 * (1 + abs(exact))}
+    assert not bad
+
+
+def test_delta_at_the_calibrated_sigma_is_tight_and_exceeds_the_target_only_by_the_root_tolerance(calibrations):
+    """(1 − 1e-3) δ ≤ δ(σ) ≤ (1 + 5e-8) δ, Theorem 8 in 60 digits: the calibration neither
+    under-noises beyond brentq's tolerance (|d log δ / d log σ| = (b − a)(b + a) ≤ ≈ 2500 here,
+    at ε = 1e5, δ = 1e-8, where 1 + |log σ| ≤ 8; times the log σ tolerance 2e-12 · 8: 4e-8; the
+    observed worst is 1.3e-9) nor over-noises (δ(σ) at most 0.1 % below the target)."""
+    for (sensitivity, eps, delta), (sigma, _) in calibrations.items():
+        reached = theorem8_delta(sigma, sensitivity, eps)
+        assert (1 - 1e-3) * delta <= reached <= (1 + 5e-8) * delta, (sensitivity, eps, delta, float(reached / delta))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "library discrepancy: brentq returns a point within xtol of the root on either side, so for "
+    "some (Δ, ε, δ) the calibrated σ lies ~1e-12 (relative) below the smallest σ with δ(σ) ≤ δ and "
+    "δ(σ) exceeds δ by up to ~1.3e-9 relative (e.g. Δ = 0.37, ε = 1e4, δ = 1e-8); the docstring "
+    "promises the smallest σ with δ(σ) ≤ δ"))
+def test_calibrated_sigma_never_under_noises(calibrations):
+    """The one-sided contract, strictly: δ(σ) ≤ δ at every grid point (Theorem 8, 60 digits)."""
+    over = {case: float(theorem8_delta(sigma, case[0], case[1]) / case[2] - 1)
+            for case, (sigma, _) in calibrations.items() if theorem8_delta(sigma, case[0], case[1]) > case[2]}
+    assert not over, over
+
+
+@pytest.mark.parametrize("sensitivity, eps, delta", CASES)
+def test_delta_formula_matches_theorem_8_in_high_precision(sensitivity, eps, delta):
+    """analytic_gaussian_delta (doubles, exp(ε + log Φ)) against the 60-digit formula at σ*, 0.9σ*
+    and 0.5σ*, to 1e-10 relative: rounding ε + log Φ(·) costs ε · 2^-53 ≈ 1e-11 at ε = 1e5."""
+    sigma_star = mpmath.exp(exact_log_sigma(sensitivity, eps, delta))
+    for factor in (1.0, 0.9, 0.5):
+        sigma = float(sigma_star * factor)
+        assert analytic_gaussian_delta(sigma, sensitivity, eps) == pytest.approx(
+            float(theorem8_delta(sigma, sensitivity, eps)), rel=1e-10)
+
+
+def test_large_epsilon_is_beyond_doubles_but_not_beyond_the_formula():
+    """At ε = 1e5, e^ε overflows a double; the code's δ stays finite and equals Theorem 8's."""
+    with pytest.raises(OverflowError):
+        math.exp(1e5)
+    sigma = analytic_gaussian_sigma(1.0, 1e5, 1e-5)
+    assert math.isfinite(analytic_gaussian_delta(sigma, 1.0, 1e5))
+    assert float(theorem8_delta(sigma, 1.0, 1e5)) == pytest.approx(1e-5, rel=1e-8)

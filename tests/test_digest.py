@@ -1,0 +1,98 @@
+"""The run's digest (privssl.reports.digest) copies figures from the run's files without changing
+them: the means, maxima and flags it shows are recomputed here from the same frames."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from privssl.reports import digest
+
+
+def table_rows(text: str, first_cell: str) -> list[list[str]]:
+    """The cells of every Markdown table row of `text` whose first cell is `first_cell`."""
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0] == first_cell:
+            rows.append(cells)
+    return rows
+
+
+def test_numbers_are_written_to_three_decimals_or_three_digits():
+    assert [digest.fmt(v) for v in (0.76666, 1.0, 9.9996, 12.345, 1603.4, 1e5)] == \
+        ["0.767", "1.000", "10.000", "12.345", "1603.4", "100000"]
+    assert digest.fmt(math.inf) == "∞" and digest.fmt(float("nan")) == "n/a"
+
+
+def test_release_accuracy_is_the_mean_over_draws_per_method_and_eps():
+    rng = np.random.default_rng(0)
+    rows = [{"mechanism": m, "eps": e, "repeat": r, "accuracy": rng.uniform(), "guarantee_kind": k,
+             "clean_accuracy": 0.8}
+            for m, k, draws in (("alm", "random_dp", 5), ("dpsgd", "approx_dp", 3)) for e in (1.0, 100.0)
+            for r in range(draws)]
+    utility = pd.DataFrame(rows)
+    text = digest.release_accuracy("digits", utility)
+    for method, draws in (("alm", 5), ("dpsgd", 3)):
+        (cells,) = table_rows(text, f"`{method}`")
+        for column, eps in ((2, 1.0), (3, 100.0)):
+            expected = np.mean([r["accuracy"] for r in rows if r["mechanism"] == method and r["eps"] == eps])
+            assert cells[column] == f"{expected:.3f} ({draws})"
+    assert "the non-private head: 0.800" in text
+    assert "`results/digits/utility.csv`" in text
+
+
+def audit_row(method, eps, kind, claimed, audit, attack, bound, n=100, adaptive=True):
+    return {"method": method, "eps": eps, "guarantee_kind": kind, "claimed_eps": claimed, "audit": audit,
+            "attack": attack, "adaptive": adaptive, "eps_lower_bound": bound, "n": n}
+
+
+def test_audits_show_the_largest_bound_and_flag_only_proven_claims_it_exceeds():
+    audit = pd.DataFrame([
+        audit_row("certified_pure", 1.0, "pure_dp", 1.0, "hypothesis_test", "loss", 0.4, n=10),
+        audit_row("certified_pure", 1.0, "pure_dp", 1.0, "hypothesis_test", "lira_online", 1.3, n=20),  # above
+        audit_row("certified_pure", 10.0, "pure_dp", 10.0, "hypothesis_test", "lira_online", 10.0),  # on y = x
+        audit_row("alm", 1.0, "random_dp", 1.0, "hypothesis_test", "lira_online", 2.5),  # random DP: not a proof
+        audit_row("none", float("nan"), "none", math.inf, "hypothesis_test", "lira_online", 3.0),
+    ])
+    text = digest.audits("digits", audit)
+    certified = table_rows(text, "`certified_pure`")
+    assert [(c[1], c[5], c[6], c[7], c[8]) for c in certified] == [
+        ("1", "1.300", "`lira_online` (adaptive)", "20", "**violation**"),
+        ("10", "10", "`lira_online` (adaptive)", "100", "")]
+    (alm,) = table_rows(text, "`alm`")
+    assert alm[5] == "2.500" and alm[8] == ""
+    (none,) = table_rows(text, "`none`")
+    assert none[3] == "∞" and none[8] == ""
+
+
+def test_clean_head_copies_the_attacks_on_the_unprotected_head_with_their_intervals():
+    metrics = {"train_accuracy": 0.99, "test_accuracy": 0.7666, "finetune_size": 150}
+    base = {"accuracy": 0.583, "accuracy_lo": 0.525, "accuracy_hi": 0.640, "auc": 0.636, "auc_lo": 0.57,
+            "auc_hi": 0.70, "tpr_at_1pct_fpr": 0.02, "tpr_at_1pct_fpr_lo": 0.004, "tpr_at_1pct_fpr_hi": 0.057,
+            "fp_at_1pct_fpr": 1, "n_members": 150, "n_nonmembers": 150}
+    mia = pd.DataFrame([{**base, "mechanism": "none", "attack": "shadow_mlp"},
+                        {**base, "mechanism": "alm", "attack": "shadow_mlp", "accuracy": 0.5}])
+    lira = pd.DataFrame([{**base, "method": "none", "attack": "lira_online", "adaptive": False, "auc": 0.766,
+                          "n_members": 2400, "n_nonmembers": 2400}])
+    text = digest.clean_head("digits", metrics, mia, lira)
+    assert "test accuracy 0.767" in text and "|d| = 150" in text
+    (paper,) = table_rows(text, "paper: `shadow_mlp`")  # the alm release is not the unprotected head
+    assert paper[1:] == ["0.583 [0.525, 0.640]", "0.636 [0.570, 0.700]", "0.020 [0.004, 0.057] (1)", "150 + 150"]
+    (lira_row,) = table_rows(text, "LiRA: `lira_online`")
+    assert lira_row[2] == "0.766 [0.570, 0.700]" and lira_row[4] == "2400 + 2400"
+
+
+def test_link_protection_averages_draws_and_keeps_the_unprotected_head_apart():
+    rows = [{"mechanism": "none", "eps": float("nan"), "repeat": 0, "attack": "attack-0", "distance": "correlation",
+             "auc": 0.8}]
+    rows += [{"mechanism": "alm", "eps": e, "repeat": r, "attack": "attack-0", "distance": d, "auc": auc}
+             for e, r, auc in ((1.0, 0, 0.5), (1.0, 1, 0.6), (1000.0, 0, 0.7), (1000.0, 1, 0.75))
+             for d in ("correlation", "cosine")]
+    text = digest.link_protection("sbm", pd.DataFrame(rows))
+    (alm,) = table_rows(text, "`alm`")
+    assert alm[1:] == ["attack-0", "0.550", "0.725"]
+    (none,) = table_rows(text, "`none`")
+    assert none[2] == "0.800"

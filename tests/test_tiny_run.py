@@ -1,0 +1,440 @@
+"""The whole DAG on the tiny config (tests/data/tiny_config.yaml), run once per test session by
+the `tiny_run` fixture in a temporary copy of the workflow (so a test can edit a script of the
+copy), and the tests that inspect its outputs. The other workflow tests (dry runs, bad configs,
+resuming) and the helpers shared with them are in test_workflow.py. `make test` keeps this module
+on one xdist worker and starts it first (tests/conftest.py): it is the longest unit of the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+from test_workflow import (
+    RESULTS,
+    assert_nothing_to_do,
+    copy_workflow,
+    planned_jobs,
+    run_snakemake,
+    tiny_config,
+    write_config,
+)
+
+from privssl.release.methods import DPCL_METHOD_OF_VARIANT
+
+pytestmark = pytest.mark.workflow
+
+FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "fig4_roc", "fig5_audit", "link_stealing",
+           "graph_protection", "fig_contrastive_privacy", "fig_talos_lambda", "fig_training_time_dp"]
+TINY_GRAPHS = ["sbm", "sbm_shadow"]
+FINAL_OUTPUTS = (
+    [f"{RESULTS}/{dataset}/{name}" for dataset in ["digits", *TINY_GRAPHS]
+     for name in ("splits.json", "sensitivity.json", "utility.csv", "mia.csv")]
+    + [f"{RESULTS}/{graph}/link_protection.csv" for graph in TINY_GRAPHS]
+    + [f"{RESULTS}/digits/{name}" for name in ("lira.csv", "roc.csv.gz", "audit.csv")]
+    + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
+                                                           "metrics.csv")]
+    + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
+    + [f"{RESULTS}/digits/{name}" for name in ("dpcl/history.csv", "dpcl/accounting.csv", "dpadapter/results.csv")]
+    + [f"{RESULTS}/digest.md"]
+    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing", "contrastive", "dpadapter",
+                                                       "dpcl_accounting")
+       for ext in ("csv", "md")]
+)
+
+def assert_png(path: Path) -> None:
+    import matplotlib.image
+
+    assert path.stat().st_size > 0, f"{path} is empty"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    image = matplotlib.image.imread(path)
+    assert image.ndim == 3 and image.shape[0] > 0 and image.shape[1] > 0, f"{path}: shape {image.shape}"
+    pixels = image.reshape(-1, image.shape[-1])
+    assert len(np.unique(pixels, axis=0)) > 1, f"{path} is a blank image"
+
+
+def assert_pdf(path: Path) -> None:
+    data = path.read_bytes()
+    assert data.startswith(b"%PDF"), f"{path} is not a PDF"
+    assert len(data) > 1000 and b"%%EOF" in data[-1024:], f"{path} looks truncated ({len(data)} bytes)"
+
+
+def assert_columns(frame: pd.DataFrame, columns: list[str], name: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    assert not missing, f"{name} lacks columns {missing}; has {list(frame.columns)}"
+
+
+# --------------------------------------------------------------------------------- fixture
+
+class WorkflowRun:
+    """The tiny workflow, run once in a temporary copy of the workflow."""
+
+    def __init__(self, root: Path):
+        self.workflow = copy_workflow(root / "workflow")
+        self.snakefile = self.workflow / "Snakefile"
+        # The working directory is not the workflow's directory, so the Snakefile's relative
+        # `configfile: "config.yaml"` is not found there and the tiny config is the whole config;
+        # test_splits_follow_the_tiny_config checks the sizes either way.
+        self.workdir = root / "run"
+        self.config = write_config({**tiny_config(), "data_root": str(root / "data")}, root / "tiny_config.yaml")
+        self.expected = tiny_config()
+
+    def snakemake(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return run_snakemake(self.workdir, self.config, *args, snakefile=self.snakefile, check=check)
+
+    def path(self, relative: str) -> Path:
+        return self.workdir / relative
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> WorkflowRun:
+    run = WorkflowRun(tmp_path_factory.mktemp("tiny_workflow"))
+    run.snakemake()
+    return run
+
+
+
+# --------------------------------------------------------------------------------- tests
+
+def test_full_run_writes_every_output(tiny_run):
+    missing = [f for f in FINAL_OUTPUTS if not tiny_run.path(f).is_file()]
+    assert not missing, f"missing outputs: {missing}"
+    empty = [f for f in FINAL_OUTPUTS if tiny_run.path(f).stat().st_size == 0]
+    assert not empty, f"empty outputs: {empty}"
+
+
+@pytest.mark.parametrize("figure", FIGURES)
+def test_figures_are_images(tiny_run, figure):
+    assert_png(tiny_run.path(f"{RESULTS}/figures/{figure}.png"))
+    assert_pdf(tiny_run.path(f"{RESULTS}/figures/{figure}.pdf"))
+
+
+def test_graph_splits_follow_the_tiny_config(tiny_run):
+    for graph in TINY_GRAPHS:
+        record = json.loads(tiny_run.path(f"{RESULTS}/{graph}/splits.json").read_text())
+        entry = tiny_run.expected["graphs"][graph]
+        assert {k: len(v) for k, v in record["splits"].items()} == entry["splits"]
+        assert record["num_nodes"] == sum(entry["generator"]["block_sizes"])
+        drawn = [i for index in record["splits"].values() for i in index]
+        assert len(drawn) == len(set(drawn)), f"{graph}: node splits overlap"
+
+
+def test_link_stealing_tables(tiny_run):
+    rows = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/link_stealing_rows.csv"))
+    assert_columns(rows, ["dataset", "shadow", "attack", "feature_set", "run", "auc", "precision", "recall", "f1"],
+                   "link_stealing_rows.csv")
+    runs = tiny_run.expected["link_stealing"]["runs"]
+    assert set(rows["run"]) == set(range(runs))
+    assert {f"attack-{k}" for k in range(8)} == set(rows["attack"])
+    transfer = rows[rows["attack"].isin(["attack-1", "attack-4", "attack-5", "attack-7"])]
+    assert set(zip(transfer["dataset"], transfer["shadow"])) == {("sbm", "sbm_shadow"), ("sbm_shadow", "sbm")}
+    # homophilous blocks (p_in = 8 p_out): linked nodes have correlated posteriors, so the
+    # unsupervised Attack-0 ranks edges above non-edges in every run of both graphs
+    attack0 = rows[(rows.attack == "attack-0") & (rows.feature_set == "posteriors") & (rows.distance == "correlation")]
+    assert len(attack0) == runs * len(TINY_GRAPHS) and (attack0.auc > 0.6).all(), attack0
+    summary = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/link_stealing.csv"))
+    assert_columns(summary, ["dataset", "attack", "auc_mean", "auc_std", "thesis_auc"], "link_stealing.csv")
+    assert set(summary["dataset"]) == set(TINY_GRAPHS)
+    # the summary is the mean and sample standard deviation over runs of the rows
+    for graph in TINY_GRAPHS:
+        aucs = rows[(rows.dataset == graph) & (rows.attack == "attack-3")].auc
+        (cell,) = summary[(summary.dataset == graph) & (summary.attack == "attack-3")].itertuples()
+        assert (cell.auc_mean, cell.auc_std) == pytest.approx((aucs.mean(), aucs.std(ddof=1)), rel=1e-12)
+
+
+def test_link_protection_table(tiny_run):
+    protect = tiny_run.expected["protect"]
+    for graph in TINY_GRAPHS:
+        table = pd.read_csv(tiny_run.path(f"{RESULTS}/{graph}/link_protection.csv"))
+        assert_columns(table, ["dataset", "mechanism", "eps", "repeat", "attack", "distance", "auc"],
+                       "link_protection.csv")
+        assert set(table["mechanism"]) == {"none", *protect["mechanisms"]}
+        assert set(table["attack"]) == {"attack-0", "attack-3"}
+        noisy = table[(table.mechanism != "none") & (table.attack == "attack-0") & (table.distance == "correlation")]
+        assert set(zip(noisy.mechanism, noisy.eps.astype(float), noisy.repeat)) == {
+            (m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"] for r in range(protect["repeats"])}
+        # the unprotected GNN head's posteriors leak the homophilous graph's links (nothing is claimed for links)
+        clean = table[(table.mechanism == "none") & (table.attack == "attack-0") & (table.distance == "correlation")]
+        assert len(clean) == 1 and clean.eps.isna().all() and (clean.auc > 0.6).all(), clean
+
+
+def test_splits_follow_the_tiny_config(tiny_run):
+    # --configfile is merged into config.yaml's defaults: the tiny sizes must win.
+    splits = json.loads(tiny_run.path(f"{RESULTS}/digits/splits.json").read_text())
+    sizes = {name: len(index) for name, index in splits["splits"].items()}
+    assert sizes == tiny_run.expected["datasets"]["digits"]["splits"]
+    drawn = [i for index in splits["splits"].values() for i in index]
+    assert len(drawn) == len(set(drawn)), "splits overlap"
+
+
+def training_time_releases(config: dict) -> set[tuple[str, float, int]]:
+    """(method, ε, training) of every training-time release (DPCL variants, DPAdapter)."""
+    dpcl, dpadapter = config["dpcl"], config["dpadapter"]
+    return ({(DPCL_METHOD_OF_VARIANT[v], float(e), r) for v in dpcl["variants"] for e in dpcl["eps"]
+             for r in range(dpcl["repeats"])}
+            | {("dpadapter", float(e), r) for e in dpadapter["eps"] for r in range(dpadapter["repeats"])})
+
+
+def expected_releases(config: dict) -> set[tuple[str, float, int]]:
+    """(method, ε, draw) of every release the config asks for (DP-SGD: its own draws per ε)."""
+    protect = config["protect"]
+    return {(m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"]
+            for r in range(config["dpsgd"]["repeats"] if m == "dpsgd" else protect["repeats"])} \
+        | training_time_releases(config)
+
+
+def test_utility_table(tiny_run):
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    assert_columns(table, ["dataset", "mechanism", "eps", "delta", "repeat", "noise_scale", "guarantee_kind",
+                           "guarantee", "clean_accuracy", "accuracy", "utility_loss"], "utility.csv")
+    rows = list(zip(table["mechanism"], table["eps"].astype(float), table["repeat"]))
+    assert len(rows) == len(set(rows))
+    assert set(rows) == expected_releases(tiny_run.expected)
+    assert (table["dataset"] == "digits").all()
+    # Definition 6.1 against the non-private head of the finetune rule
+    clean = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())["test_accuracy"]
+    assert (table["clean_accuracy"] == clean).all()
+    np.testing.assert_allclose(table["utility_loss"], 1 - table["accuracy"] / clean, rtol=0, atol=1e-6)
+    # more privacy, more noise: the noise scale falls with eps for every post-hoc method
+    posthoc = table[table.mechanism.isin(tiny_run.expected["protect"]["mechanisms"])]
+    scale = posthoc.groupby(["mechanism", "eps"])["noise_scale"].first().unstack()
+    assert (scale[1.0] > scale[1000.0]).all(), scale
+    # every row is compared with the same non-private head
+    assert table["clean_accuracy"].nunique() == 1
+
+
+def test_guarantee_kinds_follow_the_sensitivity_source(tiny_run):
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    kinds = table.groupby(["mechanism", "eps"])["guarantee_kind"].unique().map(lambda k: tuple(k)).to_dict()
+    assert all(len(k) == 1 for k in kinds.values()), kinds
+    kind = {key: k[0] for key, k in kinds.items()}
+    for eps in (1.0, 1000.0):  # the tiny config samples Δ from the reference pool: random DP
+        assert kind[("alm", eps)] == kind[("laplace", eps)] == kind[("gaussian_analytic", eps)] == "random_dp"
+        assert kind[("gaussian", eps)] == "none"  # the classical calibration proves nothing at ε ≥ 1
+        assert kind[("certified_gaussian", eps)] == kind[("dpsgd", eps)] == "approx_dp"
+        assert kind[("certified_pure", eps)] == "pure_dp"
+    alm = table[(table.mechanism == "alm") & (table.eps == 1.0)].guarantee.iloc[0]
+    record = json.loads(tiny_run.path(f"{RESULTS}/digits/sensitivity.json").read_text())
+    assert f"(1, γ={record['gamma']:g})-random DP over the reference distribution" in alm
+    assert f"{record['k']}-th smallest of {record['m']} sampled pairs" in alm
+
+
+def test_mia_table(tiny_run):
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/mia.csv"))
+    assert_columns(table, ["dataset", "mechanism", "eps", "repeat", "attack", "accuracy", "auc", "tpr_at_1pct_fpr"],
+                   "mia.csv")
+    assert ((table["mechanism"] == "none") & (table["attack"] == "shadow_mlp")).any(), \
+        "no shadow-MLP attack on the unprotected head"
+    training_time = {m for m, _, _ in training_time_releases(tiny_run.expected)}
+    assert set(table["mechanism"]) == {"none", *tiny_run.expected["protect"]["mechanisms"], *training_time}
+    shadow = table[table["attack"] == "shadow_mlp"]
+    attacked = {(m, float(e), r) for m, e, r in zip(shadow["mechanism"], shadow["eps"], shadow["repeat"])
+                if m != "none"}
+    assert attacked == expected_releases(tiny_run.expected)
+    # balanced: |d| members against as many non-members
+    members = tiny_run.expected["datasets"]["digits"]["splits"]["finetune"]
+    assert (table.n_members == members).all() and (table.n_nonmembers == members).all()
+    # each accuracy interval is the exact Clopper–Pearson interval of its own decision count
+    n = table.n_members + table.n_nonmembers
+    correct = np.rint(table.accuracy * n)
+    np.testing.assert_allclose(correct, table.accuracy * n, atol=1e-6)
+    lo = np.where(correct > 0, stats.beta.ppf(0.025, correct, n - correct + 1), 0.0)
+    hi = np.where(correct < n, stats.beta.ppf(0.975, correct + 1, n - correct), 1.0)
+    np.testing.assert_allclose(table.accuracy_lo, lo, atol=1e-9)
+    np.testing.assert_allclose(table.accuracy_hi, hi, atol=1e-9)
+    # a threshold at 1 % FPR admits at most 1 % of the non-members
+    assert (table.fp_at_1pct_fpr <= np.floor(0.01 * table.n_nonmembers)).all()
+    # every release is attacked adaptively and not; the clean head once (its attack is adaptive)
+    noisy = shadow[shadow.mechanism != "none"]
+    assert noisy.groupby(["mechanism", "eps", "repeat"]).adaptive.agg(set).map(frozenset).eq(
+        frozenset({True, False})).all()
+    assert set(shadow[shadow.mechanism == "none"].adaptive) == {True}
+
+
+def test_lira_roc_and_audit_tables(tiny_run):
+    lira_cfg, methods = tiny_run.expected["attack"]["lira"], {"none", *tiny_run.expected["protect"]["mechanisms"]}
+    lira = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/lira.csv"))
+    assert set(lira.method) == methods and set(lira.attack) == set(lira_cfg["attacks"])
+    pool = sum(tiny_run.expected["datasets"]["digits"]["splits"][s] for s in lira_cfg["pool"])
+    assert ((lira.n_members + lira.n_nonmembers) == lira_cfg["targets"] * pool).all()
+    for metric in ("auc", "accuracy", "tpr_at_0.1pct_fpr", "tpr_at_1pct_fpr"):
+        assert ((lira[f"{metric}_lo"] <= lira[metric]) & (lira[metric] <= lira[f"{metric}_hi"])).all(), metric
+    # each target trains on |d| of the 2|d| candidates: as many member as non-member decisions
+    assert (lira.n_members == lira.n_nonmembers).all()
+    roc = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/roc.csv.gz"))
+    assert_columns(roc, ["method", "eps", "attack", "fpr", "tpr"], "roc.csv.gz")
+    assert set(roc.method) == methods
+    # every curve runs monotonely from (0, 0) to (1, 1), and the area under it is lira.csv's AUC
+    key = ["method", "eps", "attack", "adaptive"]
+    auc = lira.set_index(key).auc
+    for curve_key, curve in roc.groupby(key, dropna=False):
+        fpr, tpr = curve.fpr.to_numpy(), curve.tpr.to_numpy()
+        assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0, 0, 1, 1), curve_key
+        assert (np.diff(fpr) >= 0).all() and (np.diff(tpr) >= 0).all(), curve_key
+        assert np.trapezoid(tpr, fpr) == pytest.approx(auc.loc[curve_key], abs=1e-9), curve_key
+    audit = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/audit.csv"))
+    assert_columns(audit, ["dataset", "method", "eps", "delta", "guarantee_kind", "attack", "audit",
+                           "eps_lower_bound", "n"], "audit.csv")
+    assert set(audit.audit) == {"hypothesis_test"} | {f"one_run_{k}" for k in tiny_run.expected["audit"]["one_run"]["kinds"]}
+    assert set(audit.method) == methods
+    # no release whose guarantee is proven is audited above the ε it claims (for substitution)
+    proven = audit[audit.guarantee_kind.isin(["pure_dp", "approx_dp"])]
+    assert len(proven) and (proven.eps_lower_bound <= proven.claimed_eps).all(), proven
+
+
+def test_contrastive_branch_outputs(tiny_run):
+    cfg = tiny_run.expected["contrastive"]
+    part, aux = cfg["datasets"]["digits"]["part"], cfg["datasets"]["digits"]["aux"]
+    splits = json.loads(tiny_run.path(f"{RESULTS}/digits/contrastive/splits.json").read_text())
+    assert [len(splits["splits"][s]) for s in ("target_train", "target_test", "shadow_train", "shadow_test", "aux")] \
+        == [part] * 4 + [aux]
+    public = set(json.loads(tiny_run.path(f"{RESULTS}/digits/splits.json").read_text())["splits"]["pretrain"])
+    assert not public & {i for index in splits["splits"].values() for i in index}, "a member was pre-trained on"
+    # parity of the digit: the task label is the attribute mod 2 on every image
+    assert all(t == a % 2 for s in splits["task"] for t, a in zip(splits["task"][s], splits["attribute"][s]))
+    metrics = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/contrastive/metrics.csv"))
+    lambdas = sorted({0.0, *map(float, cfg["talos"]["lambdas"])})
+    models = metrics[["target", "lambda", "repeat"]].drop_duplicates()
+    assert len(models) == cfg["repeats"] * (1 + len(lambdas))
+    assert sorted(metrics.loc[metrics.target != "supervised", "lambda"].unique()) == lambdas
+    assert set(metrics.attack) == {"nn", "correctness", "confidence", "entropy", "modified_entropy",
+                                   "label_only_augmentation", "label_only_boundary", "attribute_mlp"}
+    membership = metrics[metrics.inference == "membership"]
+    assert (membership.n == 2 * part).all() and (metrics.loc[metrics.inference == "attribute", "n"] == part).all()
+    for metric in ("accuracy", "task_accuracy"):
+        assert ((metrics[f"{metric}_lo"] <= metrics[metric]) & (metrics[metric] <= metrics[f"{metric}_hi"])).all()
+    history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/contrastive/target_history.csv"))
+    assert {"adversary_accuracy", "loss", "contrastive_accuracy"} <= set(history.columns)
+    assert len(history) == cfg["repeats"] * len(lambdas) * cfg["fine_tune"]["epochs"]
+    table = tiny_run.path(f"{RESULTS}/tables/contrastive.md").read_text()
+    for claim in ("membership", "attribute", "talos"):
+        assert f"| digits | {claim} |" in table
+
+
+def test_training_time_branches(tiny_run):
+    """Both branches end to end: DPCL's per-epoch history and accounting, DPAdapter's three
+    pre-trainings, and each release's claim within its budget, of the kind its sensitivity allows."""
+    dpcl, dpadapter = tiny_run.expected["dpcl"], tiny_run.expected["dpadapter"]
+    methods = [DPCL_METHOD_OF_VARIANT[v] for v in dpcl["variants"]]
+    history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpcl/history.csv"))
+    assert len(history) == len(methods) * len(dpcl["eps"]) * dpcl["repeats"] * dpcl["encoder"]["epochs"]
+    assert set(history.method) == set(methods) and (history.objective == dpcl["objective"]).all()
+    # privacy spent only grows with the steps, and stays within the release's budget
+    for run, epochs in history.groupby(["method", "eps", "repeat"]):
+        spent = epochs.sort_values("epoch").eps_spent.to_numpy()
+        assert (np.diff(spent) > 0).all() and spent[-1] <= run[1], (run, spent)
+    accounting = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpcl/accounting.csv"))
+    assert (accounting.eps_accountant <= accounting.eps_target * (1 + 1e-9)).all()
+    assert (accounting.eps_accountant >= accounting.eps_target * (1 - 2e-3)).all()
+    assert set(accounting.role) == {"target", "shadow"}
+    utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    kinds = utility.groupby("mechanism").guarantee_kind.unique().map(tuple).to_dict()
+    assert kinds["dpcl_naive"] == kinds["dpadapter"] == ("approx_dp",) and kinds["dpcl"] == ("heuristic_dp",)
+    trained = utility[utility.mechanism.isin([*methods, "dpadapter"])]
+    assert (trained.eps_spent <= trained.eps * (1 + 1e-9)).all()
+    assert trained.guarantee.str.contains("substitution of one record").all()
+    results = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpadapter/results.csv"))
+    assert set(zip(results.pretraining, results.rho)) == {("standard", 0.0)} | {
+        (kind, float(rho)) for kind in ("sam", "dpadapter") for rho in dpadapter["radii"]}
+    assert len(results) == (1 + 2 * len(dpadapter["radii"])) * len(dpadapter["eps"]) * dpadapter["repeats"]
+    table = tiny_run.path(f"{RESULTS}/tables/dpadapter.md").read_text()
+    assert "DPAdapter ≥ vanilla SAM ≥ standard" in table and "| digits |" in table
+    assert "paper settings" in set(pd.read_csv(tiny_run.path(f"{RESULTS}/tables/dpcl_accounting.csv")).source)
+
+
+def test_sensitivity_and_table1(tiny_run):
+    record = json.loads(tiny_run.path(f"{RESULTS}/digits/sensitivity.json").read_text())
+    sens = tiny_run.expected["sensitivity"]
+    assert record["sampling"] == "population" and record["m"] == sens["m"]
+    assert len(record["distances_l1"]) == sens["m"]
+    assert record["delta1"] == sorted(record["distances_l1"])[record["k"] - 1] > 0
+    splits = tiny_run.expected["datasets"]["digits"]["splits"]
+    assert record["pool"]["size"] == splits["reference"] and record["finetune_size"] == splits["finetune"]
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/table1.csv"))
+    assert list(table["dataset"]) == ["digits"]
+    row = table.iloc[0]
+    assert row["delta1"] == pytest.approx(record["delta1"], rel=1e-12)
+    assert row["delta2"] == pytest.approx(record["delta2"], rel=1e-12)
+    assert (row["m"], row["k"], row["sampling"]) == (sens["m"], record["k"], "population")
+    assert (row["|D|"], row["|d|"]) == (splits["pretrain"], splits["finetune"])
+    assert "digits" in tiny_run.path(f"{RESULTS}/tables/table1.md").read_text()
+
+
+def test_certified_head_and_its_proven_bound(tiny_run):
+    record = json.loads(tiny_run.path(f"{RESULTS}/digits/certified/sensitivity.json").read_text())
+    cfg, n = tiny_run.expected["certified"], tiny_run.expected["datasets"]["digits"]["splits"]["finetune"]
+    lipschitz = np.sqrt(2) * np.sqrt(cfg["clip_norm"] ** 2 + 1)
+    assert record["delta2"] == pytest.approx(2 * lipschitz / (n * cfg["l2"]) + 2 * cfg["tolerance"] / cfg["l2"])
+    metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/certified/metrics.json").read_text())
+    assert metrics["gradient_norm"] <= cfg["tolerance"]
+
+
+def test_table2_has_every_method(tiny_run):
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/table2.csv"))
+    assert set(tiny_run.expected["protect"]["mechanisms"]) <= set(table["method"])
+    assert "guarantee_kind" in table.columns
+
+
+def test_second_run_has_nothing_to_do(tiny_run):
+    assert_nothing_to_do(tiny_run.workdir, tiny_run.config, tiny_run.snakefile)
+
+
+def test_moved_project_has_nothing_to_do(tiny_run, tmp_path):
+    """A finished project copied elsewhere (another mount point, a colleague's checkout): the
+    workflow and its results move together, and nothing is re-run."""
+    moved = tmp_path / "elsewhere"
+    for part in ("workflow", "run"):
+        shutil.copytree(tiny_run.workflow.parent / part, moved / part, symlinks=True)  # copy2 keeps mtimes
+    assert_nothing_to_do(moved / "run", tiny_run.config, moved / "workflow" / "Snakefile")
+
+
+def test_editing_the_contrastive_attack_settings_does_not_retrain_the_models(tiny_run, tmp_path):
+    # the training rule's params hold only the training keys: new attack settings re-attack the
+    # trained targets and shadows and redraw the report, nothing else (a dry run: nothing is written)
+    config = yaml.safe_load(tiny_run.config.read_text())
+    config["contrastive"]["attacks"]["label_only"]["steps"] += 1
+    edited = write_config(config, tmp_path / "edited.yaml")
+    proc = run_snakemake(tiny_run.workdir, edited, "-n", snakefile=tiny_run.snakefile)
+    assert planned_jobs(proc) == {"contrastive_attack": 1, "contrastive_report": 1, "digest": 1, "all": 1}
+
+
+def test_editing_the_plot_script_reruns_only_the_figures(tiny_run):
+    # Kept last of the tests on `tiny_run`; it ends with the workflow complete again anyway.
+    # Snakemake 9 re-runs a job only when an input's content changed (a bare `touch` keeps its
+    # checksum), so the copy's script gets a harmless extra line.
+    plot_script = tiny_run.workflow / "scripts" / "plot_figures.py"
+    plot_script.write_text(plot_script.read_text() + "\n# edited by tests/test_workflow.py\n")
+    assert planned_jobs(tiny_run.snakemake("-n")) == {"figures": 1, "all": 1}
+
+    figures = [f for f in FINAL_OUTPUTS if re.search(r"/figures/fig[123]_", f)]  # the `figures` rule's
+    others = [f for f in FINAL_OUTPUTS if f not in figures]
+    before = {f: tiny_run.path(f).stat().st_mtime_ns for f in FINAL_OUTPUTS}
+    tiny_run.snakemake()
+    after = {f: tiny_run.path(f).stat().st_mtime_ns for f in FINAL_OUTPUTS}
+    assert all(after[f] > before[f] for f in figures), "figures not rewritten"
+    assert all(after[f] == before[f] for f in others), "outputs other than the figures were rewritten"
+    assert_nothing_to_do(tiny_run.workdir, tiny_run.config, tiny_run.snakefile)
+
+
+def test_digest_quotes_the_files_of_the_run(tiny_run):
+    """The digest includes every Markdown table of the run whole and copies its figures from the
+    files it names: the head's accuracy from metrics.json, each method's mean accuracy over draws."""
+    text = tiny_run.path(f"{RESULTS}/digest.md").read_text()
+    for table in ("table1", "table2", "contrastive", "dpcl_accounting", "dpadapter", "link_stealing"):
+        included = tiny_run.path(f"{RESULTS}/tables/{table}.md").read_text().strip()
+        assert f"*Included whole from `{RESULTS}/tables/{table}.md`.*\n\n{included}" in text, table
+    metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())
+    assert f"test accuracy {metrics['test_accuracy']:.3f}" in text
+    utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    for method, rows in utility.groupby("mechanism"):
+        (line,) = [line for line in text.splitlines() if line.startswith(f"| `{method}` | ")]
+        for eps, draws in rows.groupby("eps"):
+            assert f"| {draws.accuracy.mean():.3f} ({len(draws)}) |" in line, (method, eps, line)
