@@ -33,12 +33,14 @@ def main() -> None:
     # everything read and validated before the page is written
     image = [(name, load_json_file(m, HEAD_METRICS), load_csv_file(u, UTILITY), load_csv_file(i, MIA),
               load_csv_file(li, LIRA), load_csv_file(a, AUDIT))
-             for name, m, u, i, li, a in zip(args.datasets, args.metrics, args.utility, args.mia, args.lira, args.audit)]
+             for name, m, u, i, li, a in zip(args.datasets, args.metrics, args.utility, args.mia, args.lira,
+                                             args.audit)]
     graphs = [(name, load_csv_file(path, LINK_PROTECTION)) for name, path in zip(args.graphs, args.link_protection)]
     tables = {}
     for section, title, path in args.table:
-        with open(path, encoding="utf-8") as handle:  # the graph track's tables sit under its own heading
-            tables.setdefault(section, []).append(digest.included(title, path, handle.read(), 3 if section == "graphs" else 2))
+        level = 3 if section == "graphs" else 2  # the graph track's tables sit under its own heading
+        with open(path, encoding="utf-8") as handle:
+            tables.setdefault(section, []).append(digest.included(title, path, handle.read(), level))
 
     parts = [digest.HEADER]
     if image:

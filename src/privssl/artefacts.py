@@ -651,7 +651,8 @@ def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> P
     its balanced pairs), from the splits file, the data set and the shadow rule's attacker file."""
     splits = load_image_splits(splits_path)
     pool = load_pool(splits["dataset"], data_root)
-    index = {name: torch.tensor(splits["splits"][name], dtype=torch.long) for name in (*EVALUATED, "shadow", "pretrain")}
+    index = {name: torch.tensor(splits["splits"][name], dtype=torch.long)
+             for name in (*EVALUATED, "shadow", "pretrain")}
     attacker = load_attacker(attacker_path, len(index["shadow"]))
     index["shadow_inside"] = index["shadow"][attacker["inside"].long()]
     index["shadow_pairs"] = index["shadow"][attacker["pairs"].long()]

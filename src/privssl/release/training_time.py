@@ -1,5 +1,6 @@
 """What the training-time branches (DPCL, DPAdapter) share: the private sets they train on
-(loaded by `privssl.artefacts.load_private_sets`), the release record the attack rule reads, and the utility rows of `utility.csv`.
+(loaded by `privssl.artefacts.load_private_sets`), the release record the attack rule reads, and
+the utility rows of `utility.csv`.
 
 A training-time release is a whole network, not a head on the public features, so what the
 attacks need from it is its posteriors: on every member (d) and non-member, on the test split
@@ -52,13 +53,14 @@ def utility_rows(dataset: str, method: str, runs: list[dict], delta: float, clea
     steps and eps_spent."""
     rows = []
     for run in runs:
+        accuracy = torch.tensor(run["accuracy"], dtype=torch.float64)
         claim = training_time_guarantee(method, run["eps_spent"], delta, run["noise_multiplier"], run["mechanisms"],
                                         run["sensitivity_statement"])
         rows.append({"dataset": dataset, "mechanism": method, "eps": run["eps"], "delta": delta,
                      "repeat": run["repeat"], "noise_scale": run["noise_multiplier"], "sensitivity_norm": "l2",
                      "sensitivity": run["sensitivity"], "guarantee_kind": claim.kind, "guarantee": claim.statement,
                      "clean_accuracy": clean_accuracy, "accuracy": run["accuracy"],
-                     "utility_loss": float(utility_loss(torch.tensor(run["accuracy"]), clean_accuracy)),
+                     "utility_loss": float(utility_loss(accuracy, clean_accuracy)),
                      "noise_multiplier": run["noise_multiplier"], "sample_rate": run["sample_rate"],
                      "steps": run["steps"], "eps_spent": run["eps_spent"]})
     return pd.DataFrame(rows)

@@ -95,7 +95,8 @@ def audits(dataset: str, audit: pd.DataFrame) -> str:
     rows = []
     for _, row in best.iterrows():
         violation = row.guarantee_kind in PROVEN and row.eps_lower_bound > row.claimed_eps
-        rows.append([f"`{row.method}`", "n/a" if math.isnan(row.eps) else eps_text(row.eps), row.guarantee_kind, fmt(row.claimed_eps), f"`{row.audit}`",
+        eps = "n/a" if math.isnan(row.eps) else eps_text(row.eps)
+        rows.append([f"`{row.method}`", eps, row.guarantee_kind, fmt(row.claimed_eps), f"`{row.audit}`",
                      fmt(row.eps_lower_bound), f"`{row.attack}`{' (adaptive)' if row.adaptive else ''}",
                      str(row.n), "**violation**" if violation else ""])
     return "\n".join([
