@@ -2,6 +2,7 @@
 Table 2 picks the nearest ε in log distance and its means match a direct computation."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -195,6 +196,10 @@ def test_table2_matches_direct_computation(frames):
         assert row.n_draws == REPEATS
     md = markdown(table)
     assert md.count("\n| digits |") == 1 + 2 * 4 and "random_dp" in md
+    # a | inside a label or a claim ("4|B|C", "|d|") is escaped: every row has the header's cells
+    labelled = table.assign(label=table.label + " (Δg = 4|B|C)", guarantee=table.guarantee + "; |d| fixed")
+    rows = [line for line in markdown(labelled).splitlines() if line.startswith("|")]
+    assert {len(re.split(r"(?<!\\)\|", line)) for line in rows} == {len(re.split(r"(?<!\\)\|", rows[0]))}
 
 
 @pytest.mark.parametrize("break_input, message", [

@@ -153,8 +153,9 @@ def markdown(table: pd.DataFrame) -> str:
     for r in table.itertuples(index=False):
         eps = "∞ (no noise)" if np.isnan(r.eps) else f"{r.eps:g}"
         target = "—" if np.isnan(r.eps_target) else f"{r.eps_target:g}"
-        guarantee = str(r.guarantee).replace("|", "\\|")  # e.g. "|d|" in an adjacency would split the cell
-        lines.append(f"| {r.dataset} | {r.label} | {target} | {eps} | {_pm(r.accuracy_mean, r.accuracy_std)} "
+        # "|d|" in an adjacency, "4|B|C" in a label: a bare | would split the cell
+        guarantee, label = (str(text).replace("|", "\\|") for text in (r.guarantee, r.label))
+        lines.append(f"| {r.dataset} | {label} | {target} | {eps} | {_pm(r.accuracy_mean, r.accuracy_std)} "
                      f"| {r.utility_loss_mean:.3f} | {r.mia_accuracy:.3f} [{r.mia_accuracy_lo:.3f}, "
                      f"{r.mia_accuracy_hi:.3f}] ({r.mia_decisions}) "
                      f"| {r.mia_auc_mean:.3f} | {r.guarantee_kind} | {guarantee} | {r.n_draws} |")
