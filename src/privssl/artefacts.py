@@ -434,7 +434,6 @@ ATTACKER = {"in_dim": Num(2, integer=True), "spec": Each(POSITIVE), "mlp": Each(
             "pairs": Tensor(("K",), "int", Num(0, "|shadow|", high_open=True, integer=True)),
             "pair_is_member": Tensor(("K",), values=Num(0, 1, integer=True)), "seed": COUNT,
             "thresholds": Each(Num(finite=False))}  # a threshold may be ±inf (always / never "member")
-# the encoder names are encoders.ENCODERS, not imported: encoders imports this module
 ENCODER = {"encoder": Text(ENCODERS), "width": Num(1, integer=True),
            "in_channels": Num(1, integer=True), "image_size": Num(1, integer=True),
            "state": Each(Tensor(None, "number"))}  # a state dict may hold integer buffers (batch-norm counts)

@@ -386,6 +386,19 @@ def main() -> int:
             return None
         active = queued(point.run_id)
         os.killpg(proc.pid, how)
+        # A Ctrl-C that lands while Snakemake submits a job (sbatch, in the same process group, gets
+        # it too) can be lost in the submission: Snakemake then runs on as if nothing happened.
+        # Like a user, press it again when Snakemake has not said within 3 s that it got it.
+        presses = 1
+        while how == signal.SIGINT and presses < 3 and proc.poll() is None:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and RunLog.parse(logfile.read_text()).signal_line is None:
+                time.sleep(0.1)
+            if RunLog.parse(logfile.read_text()).signal_line is not None:
+                break
+            os.killpg(proc.pid, how)
+            presses += 1
+        FIGURES[f"run_{n}_{how.name}_presses"] = presses
         rc = proc.wait(timeout=300)
         run = RunLog.parse(logfile.read_text())
         runs.append(run)
