@@ -103,6 +103,7 @@ rule digest:
     docs/results.md is the default run's digest (`make docs`)."""
     input:
         script=script("results_digest.py"),
+        splits=expand(f"{RESULTS}/{{dataset}}/splits.json", dataset=DATASETS),
         metrics=expand(f"{RESULTS}/{{dataset}}/finetune/metrics.json", dataset=DATASETS),
         utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
         mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
@@ -122,6 +123,7 @@ rule digest:
     conda:
         ENV
     shell:
-        "python {input.script} --datasets {params.datasets} --metrics {input.metrics} --utility {input.utility}"
+        "python {input.script} --datasets {params.datasets} --splits {input.splits} --metrics {input.metrics}"
+        " --utility {input.utility}"
         " --mia {input.mia} --lira {input.lira} --audit {input.audit} --graphs {params.graphs}"
         " --link-protection {input.link_protection} {params.tables} --out {output} 2> {log}"

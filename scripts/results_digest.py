@@ -5,7 +5,17 @@ the i-th file of each belongs to the i-th dataset (graph)."""
 
 import argparse
 
-from privssl.artefacts import AUDIT, HEAD_METRICS, LINK_PROTECTION, LIRA, MIA, UTILITY, load_csv_file, load_json_file
+from privssl.artefacts import (
+    AUDIT,
+    HEAD_METRICS,
+    LINK_PROTECTION,
+    LIRA,
+    MIA,
+    UTILITY,
+    load_csv_file,
+    load_image_splits,
+    load_json_file,
+)
 from privssl.io import atomic_path
 from privssl.reports import digest
 
@@ -20,7 +30,7 @@ def parallel(parser, args, names, lists) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--datasets", nargs="*", default=[])
-    for flag in ("metrics", "utility", "mia", "lira", "audit"):
+    for flag in ("splits", "metrics", "utility", "mia", "lira", "audit"):
         parser.add_argument(f"--{flag}", nargs="*", default=[], help=f"{flag} file of each dataset")
     parser.add_argument("--graphs", nargs="*", default=[])
     parser.add_argument("--link-protection", nargs="*", default=[], help="link_protection.csv of each graph")
@@ -28,13 +38,13 @@ def main() -> None:
                         help="a Markdown table of the run to include whole under SECTION")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    parallel(parser, args, args.datasets, ("metrics", "utility", "mia", "lira", "audit"))
+    parallel(parser, args, args.datasets, ("splits", "metrics", "utility", "mia", "lira", "audit"))
     parallel(parser, args, args.graphs, ("link_protection",))
     # everything read and validated before the page is written
-    image = [(name, load_json_file(m, HEAD_METRICS), load_csv_file(u, UTILITY), load_csv_file(i, MIA),
-              load_csv_file(li, LIRA), load_csv_file(a, AUDIT))
-             for name, m, u, i, li, a in zip(args.datasets, args.metrics, args.utility, args.mia, args.lira,
-                                             args.audit)]
+    files = zip(args.datasets, args.splits, args.metrics, args.utility, args.mia, args.lira, args.audit)
+    image = [(name, len(load_image_splits(s)["splits"]["test"]), load_json_file(m, HEAD_METRICS),
+              load_csv_file(u, UTILITY), load_csv_file(i, MIA), load_csv_file(li, LIRA), load_csv_file(a, AUDIT))
+             for name, s, m, u, i, li, a in files]
     graphs = [(name, load_csv_file(path, LINK_PROTECTION)) for name, path in zip(args.graphs, args.link_protection)]
     tables = {}
     for section, title, path in args.table:
@@ -44,11 +54,12 @@ def main() -> None:
 
     parts = [digest.HEADER]
     if image:
-        parts += ["## Non-private head and attacks"] + [digest.clean_head(n, m, i, li) for n, m, _, i, li, _ in image]
-        parts += ["## Release methods"] + [digest.release_accuracy(n, u) for n, _, u, _, _, _ in image]
+        parts += ["## Non-private head and attacks"]
+        parts += [digest.clean_head(n, m, i, li) for n, _, m, _, i, li, _ in image]
+        parts += ["## Release methods"] + [digest.release_accuracy(n, u, t) for n, t, _, u, _, _, _ in image]
     parts += tables.get("image", [])
     if image:
-        parts += ["## Audits"] + [digest.audits(n, a) for n, _, _, _, _, a in image]
+        parts += ["## Audits"] + [digest.audits(n, a) for n, _, _, _, _, _, a in image]
     parts += tables.get("branches", [])
     if graphs or tables.get("graphs"):
         parts += ["## Graph track"] + tables.get("graphs", []) + [digest.link_protection(g, t) for g, t in graphs]

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
+from scipy import stats
 
 from privssl.reports import digest
 
@@ -27,21 +29,30 @@ def test_numbers_are_written_to_three_decimals_or_three_digits():
     assert digest.fmt(math.inf) == "∞" and digest.fmt(float("nan")) == "n/a"
 
 
-def test_release_accuracy_is_the_mean_over_draws_per_method_and_eps():
+def test_release_accuracy_pools_the_draws_with_the_clopper_pearson_interval_of_the_pooled_count():
     rng = np.random.default_rng(0)
-    rows = [{"mechanism": m, "eps": e, "repeat": r, "accuracy": rng.uniform(), "guarantee_kind": k,
-             "clean_accuracy": 0.8}
+    n_test = 40
+    rows = [{"mechanism": m, "eps": e, "repeat": r, "accuracy": rng.integers(0, n_test + 1) / n_test,
+             "guarantee_kind": k, "clean_accuracy": 30 / n_test}
             for m, k, draws in (("alm", "random_dp", 5), ("dpsgd", "approx_dp", 3)) for e in (1.0, 100.0)
             for r in range(draws)]
-    utility = pd.DataFrame(rows)
-    text = digest.release_accuracy("digits", utility)
+    text = digest.release_accuracy("digits", pd.DataFrame(rows), n_test)
     for method, draws in (("alm", 5), ("dpsgd", 3)):
         (cells,) = table_rows(text, f"`{method}`")
         for column, eps in ((2, 1.0), (3, 100.0)):
-            expected = np.mean([r["accuracy"] for r in rows if r["mechanism"] == method and r["eps"] == eps])
-            assert cells[column] == f"{expected:.3f} ({draws})"
-    assert "the non-private head: 0.800" in text
-    assert "`results/digits/utility.csv`" in text
+            correct = round(sum(r["accuracy"] * n_test for r in rows if r["mechanism"] == method and r["eps"] == eps))
+            n = n_test * draws
+            lo, hi = stats.beta.ppf(0.025, correct, n - correct + 1), stats.beta.ppf(0.975, correct + 1, n - correct)
+            assert cells[column] == f"{correct / n:.3f} [{lo:.3f}, {hi:.3f}] ({n})"
+    assert "the non-private head: 0.750 [" in text and "(40)." in text
+    assert "`results/digits/utility.csv`" in text and "`results/digits/splits.json`" in text
+
+
+def test_release_accuracy_refuses_accuracies_that_are_no_counts_over_the_test_split():
+    utility = pd.DataFrame([{"mechanism": "alm", "eps": 1.0, "repeat": 0, "accuracy": 0.123, "guarantee_kind": "none",
+                             "clean_accuracy": 0.5}])
+    with pytest.raises(ValueError, match="not counts over 40 test images"):
+        digest.release_accuracy("digits", utility, 40)
 
 
 def audit_row(method, eps, kind, claimed, audit, attack, bound, n=100, adaptive=True):
@@ -93,6 +104,7 @@ def test_link_protection_averages_draws_and_keeps_the_unprotected_head_apart():
              for d in ("correlation", "cosine")]
     text = digest.link_protection("sbm", pd.DataFrame(rows))
     (alm,) = table_rows(text, "`alm`")
-    assert alm[1:] == ["attack-0", "0.550", "0.725"]
+    assert alm[1:] == ["attack-0", f"0.550 ± {np.std([0.5, 0.6], ddof=1):.3f} (2)",
+                       f"0.725 ± {np.std([0.7, 0.75], ddof=1):.3f} (2)"]
     (none,) = table_rows(text, "`none`")
     assert none[2] == "0.800"

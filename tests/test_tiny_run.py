@@ -435,8 +435,11 @@ def test_digest_quotes_the_files_of_the_run(tiny_run):
     metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())
     assert f"test accuracy {metrics['test_accuracy']:.3f}" in text
     utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    n_test = tiny_run.expected["datasets"]["digits"]["splits"]["test"]
     releases = text.split("## Release methods")[1].split("\n## ")[0]
     for method, rows in utility.groupby("mechanism"):
         (line,) = [line for line in releases.splitlines() if line.startswith(f"| `{method}` | ")]
-        for eps, draws in rows.groupby("eps"):
-            assert f"| {draws.accuracy.mean():.3f} ({len(draws)}) |" in line, (method, eps, line)
+        for eps, draws in rows.groupby("eps"):  # every draw's answers pooled, with the decision count
+            n = n_test * len(draws)
+            assert f"| {round(draws.accuracy.sum() * n_test) / n:.3f} [" in line and f"] ({n}) |" in line, \
+                (method, eps, line)

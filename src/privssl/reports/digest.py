@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
+
+from privssl.attacks.statistics import accuracy_interval
 
 PROVEN = ("pure_dp", "approx_dp")  # claims an audit bound above them would contradict
 
@@ -69,22 +72,39 @@ def clean_head(dataset: str, metrics: dict, mia: pd.DataFrame, lira: pd.DataFram
     return "\n".join(lines)
 
 
-def release_accuracy(dataset: str, utility: pd.DataFrame) -> str:
-    """Test accuracy of every release method at every ε, the mean over its draws."""
+def pooled_accuracy(accuracies, n_test: int) -> tuple[float, float, float, int]:
+    """(accuracy, lo, hi, n): every draw's answers on the n_test test images pooled, with the
+    Clopper–Pearson interval of the pooled count (each accuracy is a count over n_test)."""
+    correct = np.rint(np.asarray(accuracies, float) * n_test)
+    if not np.allclose(correct, np.asarray(accuracies, float) * n_test, atol=1e-6):
+        raise ValueError(f"accuracies {list(accuracies)} are not counts over {n_test} test images")
+    n = n_test * len(correct)
+    return (*accuracy_interval(int(correct.sum()), n), n)
+
+
+def release_accuracy(dataset: str, utility: pd.DataFrame, n_test: int) -> str:
+    """Test accuracy of every release method at every ε, pooled over its draws, with its interval."""
     grid = sorted(utility.eps.unique())
     rows = []
     for method, rows_of in utility.groupby("mechanism", sort=False):
         kinds = "/".join(dict.fromkeys(rows_of.guarantee_kind))
-        means = rows_of.groupby("eps").accuracy.agg(["mean", "size"])
-        cells = [f"{fmt(means.loc[e, 'mean'])} ({means.loc[e, 'size']})" if e in means.index else "" for e in grid]
+        by_eps = dict(tuple(rows_of.groupby("eps")))
+        cells = []
+        for e in grid:
+            if e in by_eps:
+                acc, lo, hi, n = pooled_accuracy(by_eps[e].accuracy, n_test)
+                cells.append(f"{fmt(acc)} [{fmt(lo)}, {fmt(hi)}] ({n})")
+            else:
+                cells.append("")
         rows.append([f"`{method}`", kinds, *cells])
-    clean = utility.clean_accuracy.iloc[0]
+    clean, lo, hi, n = pooled_accuracy([utility.clean_accuracy.iloc[0]], n_test)
     return "\n".join([
         f"### {dataset}", "",
-        f"Test accuracy, mean over draws (number of draws); the non-private head: {fmt(clean)}.", "",
+        f"Test accuracy with its Clopper–Pearson 95 % interval and (decisions): every draw's answers on the "
+        f"{n_test} test images pooled; the non-private head: {fmt(clean)} [{fmt(lo)}, {fmt(hi)}] ({n}).", "",
         markdown_table(["method", "guarantee kind", *[f"ε = {eps_text(float(e))}" for e in grid]], rows), "",
-        source(f"results/{dataset}/utility.csv", "`accuracy` (mean over `repeat`), `guarantee_kind`, "
-               "`clean_accuracy`")])
+        source(f"results/{dataset}/utility.csv", "`accuracy` (pooled over `repeat`), `guarantee_kind`, "
+               "`clean_accuracy`") + " " + source(f"results/{dataset}/splits.json", "the size of `splits.test`")])
 
 
 def audits(dataset: str, audit: pd.DataFrame) -> str:
@@ -118,14 +138,17 @@ def link_protection(graph: str, table: pd.DataFrame) -> str:
         if method == "none":
             cells = [fmt(rows_of.auc.mean())] + [""] * (len(grid) - 1)
         else:
-            means = rows_of.groupby("eps").auc.mean()
-            cells = [fmt(means.loc[e]) if e in means.index else "" for e in grid]
+            stats = rows_of.groupby("eps").auc.agg(["mean", "std", "size"])
+            cells = [f"{fmt(stats.loc[e, 'mean'])} ± {fmt(stats.loc[e, 'std'])} ({stats.loc[e, 'size']})"
+                     if e in stats.index else "" for e in grid]
         rows.append([f"`{method}`", attack, *cells])
     return "\n".join([
         f"### Protection of links: {graph}", "",
-        "Link-stealing AUC against the GNN head, mean over draws (`none`: the unprotected head, any ε).", "",
+        "Link-stealing AUC against the GNN head: mean ± std over noise draws (draws); `none`: the "
+        "unprotected head, any ε. Each AUC rests on the graph's attack pairs (all edges and as many "
+        "non-edges; see graphs.md).", "",
         markdown_table(["method", "attack", *[f"ε = {eps_text(float(e))}" for e in grid]], rows), "",
-        source(f"results/{graph}/link_protection.csv", "`auc` (mean over `repeat`)",
+        source(f"results/{graph}/link_protection.csv", "`auc` (mean and std over `repeat`)",
                "attack-0 with `distance == correlation`, attack-3")])
 
 
