@@ -12,10 +12,6 @@ from snakemake.utils import min_version
 
 min_version("8.0")
 
-
-configfile: "config.yaml"
-
-
 # The library is used from the source tree (no install needed, also inside conda envs).
 SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
@@ -32,7 +28,18 @@ JOB_PATH = "" if USE_CONDA else f"export PATH={shlex.quote(os.path.dirname(sys.e
 PYTHONPATH = f"export PYTHONPATH={shlex.quote(SRC)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
 shell.prefix(f"set -euo pipefail; {PYTHONPATH}{JOB_PATH}")
 
-from privssl.config import validate_config
+from privssl.config import load_config_file, validate_config
+
+# Snakemake names neither the file nor the line of a YAML error in config.yaml, and lets the last
+# of a key given twice win silently: every config file is read strictly first. (A --configfile is
+# parsed by Snakemake before this runs: its YAML errors show the line only with --verbose.)
+for config_path in [*workflow.overwrite_configfiles, "config.yaml"]:
+    if os.path.exists(config_path):
+        load_config_file(config_path)
+
+
+configfile: "config.yaml"
+
 
 # --config overrides: Snakemake reads the values nested in one as strings; validation re-reads them
 validate_config(

@@ -10,11 +10,12 @@ rule shadow:
         attack=as_json({k: v for k, v in config["attack"].items() if k not in ("train_pairs", "lira")}),
         pairs=config["attack"]["train_pairs"],
         seed=stage_seed("shadow"),
+        threads_option=threads_option("shadow"),
     log:
         f"{RESULTS}/{{dataset}}/logs/shadow.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/shadow.tsv"
-    threads: 1
+    threads: torch_threads("shadow")
     resources:
         mem_mb=job_memory("shadow"),
         runtime=job_runtime("shadow"),
@@ -22,7 +23,7 @@ rule shadow:
         ENV
     shell:
         "python {input.script} --features {input.features} --head {params.head} --attack {params.attack}"
-        " --train-pairs {params.pairs} --seed {params.seed} --out {output} --threads {threads} 2> {log}"
+        " --train-pairs {params.pairs} --seed {params.seed} --out {output} {params.threads_option} 2> {log}"
 
 
 rule attack:
@@ -37,6 +38,7 @@ rule attack:
     output:
         expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{target}}.csv", target=AUDITED),
     params:
+        expect=lambda w: expect(release_records(w.dataset, MECHANISMS)),
         targets=" ".join(AUDITED),
         seed=stage_seed("attack"),
         head=as_json(config["head"]),
@@ -44,11 +46,12 @@ rule attack:
         dpsgd=as_json(config["dpsgd"]),
         fpr=" ".join(map(str, config["attack"]["lira"]["fpr"])),
         bootstrap=config["attack"]["lira"]["bootstrap"],
+        threads_option=threads_option("attack"),
     log:
         f"{RESULTS}/{{dataset}}/logs/attack.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/attack.tsv"
-    threads: 1
+    threads: torch_threads("attack")
     resources:
         mem_mb=job_memory("attack"),
         runtime=job_runtime("attack"),
@@ -58,7 +61,8 @@ rule attack:
         "python {input.script} --dataset {wildcards.dataset} --features {input.features} --head {input.head}"
         " --attacker {input.attacker} --targets {params.targets} --protected {input.protected}"
         " --head-spec {params.head} --certified {params.certified} --dpsgd {params.dpsgd} --fpr {params.fpr}"
-        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} 2> {log}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} {params.threads_option}"
+        " {params.expect} 2> {log}"
 
 
 rule mia_table:
@@ -71,10 +75,19 @@ rule mia_table:
         ),
     output:
         f"{RESULTS}/{{dataset}}/mia.csv",
+    params:
+        expect=lambda w: expect(
+            grid(
+                "mia",
+                "attack/{target}.csv",
+                [w.dataset],
+                ["none"] + MECHANISMS + (TRAINING_TIME if w.dataset in DATASETS else []),
+            )
+        ),
     log:
         f"{RESULTS}/{{dataset}}/logs/mia_table.log",
     localrule: True
     conda:
         ENV
     shell:
-        "python {input.script} --out {output} {input.parts} 2> {log}"
+        "python {input.script} --table mia --out {output} {input.parts} {params.expect} 2> {log}"

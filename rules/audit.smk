@@ -18,11 +18,12 @@ rule lira_heads:
         shadows=LIRA["shadows"],
         targets=LIRA["targets"],
         seed=stage_seed("lira_heads"),
+        threads_option=threads_option("lira_heads"),
     log:
         f"{RESULTS}/{{dataset}}/logs/lira_heads_{{head_kind}}.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/lira_heads_{{head_kind}}.tsv"
-    threads: 1
+    threads: torch_threads("lira_heads")
     resources:
         mem_mb=job_memory("lira_heads"),
         runtime=job_runtime("lira_heads"),
@@ -31,7 +32,7 @@ rule lira_heads:
     shell:
         "python {input.script} --features {input.features} --pool {params.pool} --head-kind {wildcards.head_kind}"
         " --head {params.head} --certified {params.certified} --shadows {params.shadows} --targets {params.targets}"
-        " --seed {params.seed} --out {output} --threads {threads} 2> {log}"
+        " --seed {params.seed} --out {output} {params.threads_option} 2> {log}"
 
 
 rule lira:
@@ -50,6 +51,15 @@ rule lira:
         audit=f"{RESULTS}/{{dataset}}/audit/hypothesis_test_{{target}}.csv",
     params:
         release=release_args,
+        expect=lambda w: expect(
+            grid("utility", "protect/{target}.csv", [w.dataset], [w.target] if w.target != "none" else []),
+            release_records(w.dataset, [w.target] if w.target != "none" else []),
+            {
+                f"{RESULTS}/{w.dataset}/attack/lira/heads_{lira_head_kind(w.target)}.pt": grids.lira_heads_record(
+                    config, lira_head_kind(w.target), stage_seed("lira_heads")
+                )
+            },
+        ),
         head=as_json(config["head"]),
         dpsgd=as_json(config["dpsgd"]),
         attacks=" ".join(LIRA["attacks"]),
@@ -58,11 +68,12 @@ rule lira:
         confidence=config["audit"]["confidence"],
         delta=config["protect"]["delta"],
         seed=stage_seed("lira"),
+        threads_option=threads_option("lira"),
     log:
         f"{RESULTS}/{{dataset}}/logs/lira_{{target}}.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/lira_{{target}}.tsv"
-    threads: 1
+    threads: torch_threads("lira")
     resources:
         mem_mb=job_memory("lira"),
         runtime=job_runtime("lira"),
@@ -73,7 +84,7 @@ rule lira:
         " --heads {input.heads} {params.release} --head-spec {params.head} --dpsgd {params.dpsgd}"
         " --attacks {params.attacks} --fpr {params.fpr} --bootstrap {params.bootstrap}"
         " --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out-csv {output.csv}"
-        " --out-roc {output.roc} --out-audit {output.audit} --threads {threads} 2> {log}"
+        " --out-roc {output.roc} --out-audit {output.audit} {params.threads_option} {params.expect} 2> {log}"
 
 
 rule audit_one_run:
@@ -97,11 +108,15 @@ rule audit_one_run:
         confidence=config["audit"]["confidence"],
         delta=config["protect"]["delta"],
         seed=stage_seed("audit_one_run"),
+        expect=lambda w: expect(
+            grid("utility", "protect/{target}.csv", [w.dataset], MECHANISMS), release_records(w.dataset, MECHANISMS)
+        ),
+        threads_option=threads_option("audit_one_run"),
     log:
         f"{RESULTS}/{{dataset}}/logs/audit_one_run.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/audit_one_run.tsv"
-    threads: 1
+    threads: torch_threads("audit_one_run")
     resources:
         mem_mb=job_memory("audit_one_run"),
         runtime=job_runtime("audit_one_run"),
@@ -112,7 +127,7 @@ rule audit_one_run:
         " --pool {params.pool} --protect-dir {params.protect_dir} --head-spec {params.head}"
         " --certified {params.certified} --dpsgd {params.dpsgd} --canaries {params.canaries}"
         " --guess-fraction {params.fraction} --kinds {params.kinds} --confidence {params.confidence}"
-        " --delta {params.delta} --seed {params.seed} --out {output} --threads {threads} 2> {log}"
+        " --delta {params.delta} --seed {params.seed} --out {output} {params.threads_option} {params.expect} 2> {log}"
 
 
 rule membership_tables:
@@ -127,14 +142,22 @@ rule membership_tables:
         lira=f"{RESULTS}/{{dataset}}/lira.csv",
         roc=f"{RESULTS}/{{dataset}}/roc.csv.gz",
         audit=f"{RESULTS}/{{dataset}}/audit.csv",
+    params:
+        lira=lambda w: expect(grid("lira", "attack/lira/{target}.csv", [w.dataset], AUDITED)),
+        roc=lambda w: expect(grid("lira", "attack/lira/roc_{target}.csv.gz", [w.dataset], AUDITED)),
+        audit=lambda w: expect(
+            grid("hypothesis_test_audit", "audit/hypothesis_test_{target}.csv", [w.dataset], AUDITED),
+            grid("one_run_audit", "audit/one_run.csv", [w.dataset]),
+        ),
     log:
         f"{RESULTS}/{{dataset}}/logs/membership_tables.log",
     localrule: True
     conda:
         ENV
     shell:
-        "(python {input.script} --out {output.lira} {input.lira} && python {input.script} --out {output.roc} {input.roc}"
-        " && python {input.script} --out {output.audit} {input.audit}) 2> {log}"
+        "(python {input.script} --table lira --out {output.lira} {input.lira} {params.lira}"
+        " && python {input.script} --table roc --out {output.roc} {input.roc} {params.roc}"
+        " && python {input.script} --table audit --out {output.audit} {input.audit} {params.audit}) 2> {log}"
 
 
 rule audit_figures:
@@ -150,6 +173,12 @@ rule audit_figures:
         fig4_pdf=f"{RESULTS}/figures/fig4_roc.pdf",
         fig5_png=report(f"{RESULTS}/figures/fig5_audit.png", caption="../report/fig5.rst", category="Figures"),
         fig5_pdf=f"{RESULTS}/figures/fig5_audit.pdf",
+    params:
+        expect=expect(
+            grid("lira", "lira.csv", DATASETS),
+            grid("lira", "roc.csv.gz", DATASETS),
+            grid("audit", "audit.csv", DATASETS),
+        ),
     log:
         f"{RESULTS}/logs/audit_figures.log",
     localrule: True
@@ -157,4 +186,4 @@ rule audit_figures:
         ENV
     shell:
         "python {input.script} --lira {input.lira} --roc {input.roc} --audit {input.audit}"
-        " --fig4 {output.fig4_png} {output.fig4_pdf} --fig5 {output.fig5_png} {output.fig5_pdf} 2> {log}"
+        " --fig4 {output.fig4_png} {output.fig4_pdf} --fig5 {output.fig5_png} {output.fig5_pdf} {params.expect} 2> {log}"

@@ -1,7 +1,8 @@
 import json
 import shlex
 
-from privssl.release.methods import DPCL_METHOD_OF_VARIANT, PROTECT_METHODS, output_perturbation_methods, release_method
+from privssl import grids
+from privssl.release.methods import PROTECT_METHODS, output_perturbation_methods, release_method
 
 DATASETS = list(config["datasets"])  # image datasets
 GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... attack rules, own data and encoder
@@ -18,9 +19,9 @@ LIRA = config["attack"]["lira"]
 ONE_RUN = config["audit"]["one_run"]
 AUDITED = ["none"] + MECHANISMS  # `none`: the clean heads, the attacks' reference point
 # Training-time releases (rules/training_time.smk), on every image dataset when their section is present
-DPCL_METHODS = [DPCL_METHOD_OF_VARIANT[v] for v in config["dpcl"]["variants"]] if "dpcl" in config and DATASETS else []
-DPADAPTER_METHODS = ["dpadapter"] if "dpadapter" in config and DATASETS else []
-TRAINING_TIME = DPCL_METHODS + DPADAPTER_METHODS
+TRAINING_TIME = grids.training_time_methods(config)
+DPCL_METHODS = [m for m in TRAINING_TIME if release_method(m).head == "dpcl"]
+DPADAPTER_METHODS = [m for m in TRAINING_TIME if m == "dpadapter"]
 
 
 def one_of(names):
@@ -55,6 +56,21 @@ def contrastive_section(*keys):
     change only with them (new attack settings do not retrain the models)."""
     section = config.get("contrastive", {})  # absent in a graph-only config
     return as_json({key: section[key] for key in keys if key in section})
+
+
+def torch_threads(rule):
+    """The rule's torch intra-op thread count (config `torch_threads`: the rule's, else `default`),
+    which is also the count of threads it asks the scheduler for."""
+    counts = config["torch_threads"]
+    return counts.get(rule, counts["default"])
+
+
+def threads_option(rule):
+    """`--threads N` for the rule's script, a param rather than {threads}: float sums depend on the
+    count, and Snakemake grants fewer threads under --cores 1, others under --set-threads. As a
+    param, a changed count reruns the rule; it carries the option's name because Snakemake
+    compares a rule's params as a set of values, where a bare count could equal another param's."""
+    return f"--threads {torch_threads(rule)}"
 
 
 def stage_seed(stage):
@@ -179,3 +195,35 @@ def training_time_release(method):
     """The release file of a training-time method, in the folder of the branch that trains it."""
     branch = release_method(method).head  # dpcl | dpadapter
     return f"{RESULTS}/{{dataset}}/{branch}/{method}.pt"
+
+
+def grid(table, name, datasets, targets=None):
+    """The config's grid of rows (privssl.grids.<table>) of each dataset's file `name` (under
+    results/<dataset>/; a `{target}` in it: one file per target, each with that target's rows)."""
+    make = getattr(grids, table)
+    if targets is None:
+        return {f"{RESULTS}/{d}/{name}": make(config, d) for d in datasets}
+    return {f"{RESULTS}/{d}/{name.format(target=t)}": make(config, d, [t]) for d in datasets for t in targets}
+
+
+def release_records(dataset, methods):
+    """The fields every release file of these methods must record (privssl.grids.release_record)."""
+    return {
+        (training_time_release(m) if m in TRAINING_TIME else f"{RESULTS}/{{dataset}}/protect/{m}.pt").format(
+            dataset=dataset
+        ): grids.release_record(config, m)
+        for m in methods
+    }
+
+
+def sensitivity_records(dataset, methods):
+    """The settings every sensitivity record these methods calibrate on must record."""
+    return {
+        released_head(m)[1].format(dataset=dataset): grids.sensitivity_record(config, dataset, release_method(m).head)
+        for m in methods
+    }
+
+
+def expect(*grids_by_path):
+    """A reader's --expect argument: the grids of every table it reads, by path."""
+    return f"--expect {as_json({path: blocks for g in grids_by_path for path, blocks in g.items()})}"

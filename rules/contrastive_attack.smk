@@ -17,11 +17,12 @@ rule contrastive_attack:
         seed=stage_seed("contrastive_attack"),
         root=config["data_root"],
         device=config["device"],
+        threads_option=threads_option("contrastive_attack"),
     log:
         f"{RESULTS}/{{dataset}}/logs/contrastive_attack.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/contrastive_attack.tsv"
-    threads: 1
+    threads: torch_threads("contrastive_attack")
     resources:
         mem_mb=job_memory("contrastive_attack"),
         runtime=job_runtime("contrastive_attack"),
@@ -32,4 +33,4 @@ rule contrastive_attack:
         "python {input.script} --splits {input.splits} --data-root {params.root} --targets {input.targets}"
         " --shadows {input.shadows} --contrastive {params.attacks} --fpr {params.fpr}"
         " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} --device {params.device}"
-        " --threads {threads} 2> {log}"
+        " {params.threads_option} 2> {log}"

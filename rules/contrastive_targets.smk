@@ -19,11 +19,12 @@ rule contrastive_train:
         root=config["data_root"],
         device=config["device"],
         checkpoints=f"{RESULTS}/{{dataset}}/contrastive/checkpoint/{{role}}",
+        threads_option=threads_option("contrastive_train"),
     log:
         f"{RESULTS}/{{dataset}}/logs/contrastive_train_{{role}}.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/contrastive_train_{{role}}.tsv"
-    threads: 1
+    threads: torch_threads("contrastive_train")
     resources:
         mem_mb=job_memory("contrastive_train"),
         runtime=job_runtime("contrastive_train"),
@@ -34,4 +35,4 @@ rule contrastive_train:
         "python {input.script} --splits {input.splits} --data-root {params.root} --role {wildcards.role}"
         " --public-encoder {input.encoder} --simclr {params.simclr} --contrastive {params.contrastive}"
         " --seed {params.seed} --checkpoints {params.checkpoints} --models {output.models}"
-        " --history {output.history} --device {params.device} --threads {threads} 2> {log}"
+        " --history {output.history} --device {params.device} {params.threads_option} 2> {log}"

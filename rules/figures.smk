@@ -12,6 +12,8 @@ rule figures:
         fig2_pdf=f"{RESULTS}/figures/fig2_mia.pdf",
         fig3_png=report(f"{RESULTS}/figures/fig3_frontier.png", caption="../report/fig3.rst", category="Figures"),
         fig3_pdf=f"{RESULTS}/figures/fig3_frontier.pdf",
+    params:
+        expect=expect(grid("utility", "utility.csv", DATASETS), grid("mia", "mia.csv", DATASETS)),
     log:
         f"{RESULTS}/logs/figures.log",
     localrule: True
@@ -19,7 +21,7 @@ rule figures:
         ENV
     shell:
         "python {input.script} --utility {input.utility} --mia {input.mia} --fig1 {output.fig1_png} {output.fig1_pdf}"
-        " --fig2 {output.fig2_png} {output.fig2_pdf} --fig3 {output.fig3_png} {output.fig3_pdf} 2> {log}"
+        " --fig2 {output.fig2_png} {output.fig2_pdf} --fig3 {output.fig3_png} {output.fig3_pdf} {params.expect} 2> {log}"
 
 
 rule table1:
@@ -32,6 +34,9 @@ rule table1:
         md=f"{RESULTS}/tables/table1.md",
     params:
         datasets=" ".join(DATASETS),
+        expect=expect(
+            {f"{RESULTS}/{d}/sensitivity.json": grids.sensitivity_record(config, d, "finetune") for d in DATASETS}
+        ),
     log:
         f"{RESULTS}/logs/table1.log",
     localrule: True
@@ -39,7 +44,7 @@ rule table1:
         ENV
     shell:
         "python {input.script} --datasets {params.datasets} --sensitivity {input.sensitivity}"
-        " --csv {output.csv} --md {output.md} 2> {log}"
+        " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
 
 
 rule table2:
@@ -51,6 +56,8 @@ rule table2:
     output:
         csv=report(f"{RESULTS}/tables/table2.csv", caption="../report/table2.rst", category="Tables"),
         md=f"{RESULTS}/tables/table2.md",
+    params:
+        expect=expect(grid("utility", "utility.csv", DATASETS), grid("mia", "mia.csv", DATASETS)),
     log:
         f"{RESULTS}/logs/table2.log",
     localrule: True
@@ -58,7 +65,7 @@ rule table2:
         ENV
     shell:
         "python {input.script} --utility {input.utility} --mia {input.mia} --targets 1 10"
-        " --csv {output.csv} --md {output.md} 2> {log}"
+        " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
 
 
 rule contrastive_report:
@@ -87,6 +94,8 @@ rule contrastive_report:
             category="Contrastive privacy",
         ),
         md=f"{RESULTS}/tables/contrastive.md",
+    params:
+        expect=expect(grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE)),
     log:
         f"{RESULTS}/logs/contrastive_report.log",
     localrule: True
@@ -95,7 +104,7 @@ rule contrastive_report:
     shell:
         "python {input.script} --metrics {input.metrics} --thesis {input.thesis}"
         " --fig-privacy {output.privacy_png} {output.privacy_pdf} --fig-lambda {output.lambda_png} {output.lambda_pdf}"
-        " --csv {output.csv} --md {output.md} 2> {log}"
+        " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
 
 
 rule digest:
@@ -117,6 +126,10 @@ rule digest:
         datasets=" ".join(DATASETS),
         graphs=" ".join(GRAPHS),
         tables=" ".join(f"--table {s} {shlex.quote(title)} {path}" for s, title, path in digest_tables()),
+        expect=expect(
+            *(grid(table, f"{table}.csv", DATASETS) for table in ("utility", "mia", "lira", "audit")),
+            grid("link_protection", "link_protection.csv", GRAPHS),
+        ),
     log:
         f"{RESULTS}/logs/digest.log",
     localrule: True
@@ -126,4 +139,4 @@ rule digest:
         "python {input.script} --datasets {params.datasets} --splits {input.splits} --metrics {input.metrics}"
         " --utility {input.utility}"
         " --mia {input.mia} --lira {input.lira} --audit {input.audit} --graphs {params.graphs}"
-        " --link-protection {input.link_protection} {params.tables} --out {output} 2> {log}"
+        " --link-protection {input.link_protection} {params.tables} --out {output} {params.expect} 2> {log}"

@@ -11,11 +11,12 @@ rule encode:
     params:
         root=config["data_root"],
         device=config["device"],
+        threads_option=threads_option("encode"),
     log:
         f"{RESULTS}/{{dataset}}/logs/encode.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/encode.tsv"
-    threads: 2
+    threads: torch_threads("encode")
     resources:
         mem_mb=job_memory("encode"),
         runtime=job_runtime("encode"),
@@ -24,7 +25,7 @@ rule encode:
         ENV
     shell:
         "python {input.script} --splits {input.splits} --data-root {params.root} --encoder {input.encoder}"
-        " --out {output} --device {params.device} --threads {threads} 2> {log}"
+        " --out {output} --device {params.device} {params.threads_option} 2> {log}"
 
 
 rule finetune:
@@ -38,11 +39,12 @@ rule finetune:
     params:
         head=as_json(config["head"]),
         device=config["device"],
+        threads_option=threads_option("finetune"),
     log:
         f"{RESULTS}/{{dataset}}/logs/finetune.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/finetune.tsv"
-    threads: 1
+    threads: torch_threads("finetune")
     resources:
         mem_mb=job_memory("finetune"),
         runtime=job_runtime("finetune"),
@@ -51,7 +53,7 @@ rule finetune:
         ENV
     shell:
         "python {input.script} --features {input.features} --head {params.head} --out {output.head}"
-        " --metrics {output.metrics} --device {params.device} --threads {threads} 2> {log}"
+        " --metrics {output.metrics} --device {params.device} {params.threads_option} 2> {log}"
 
 
 rule certified_head:
@@ -67,11 +69,12 @@ rule certified_head:
     params:
         certified=as_json(config["certified"]),
         device=config["device"],
+        threads_option=threads_option("certified_head"),
     log:
         f"{RESULTS}/{{dataset}}/logs/certified_head.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/certified_head.tsv"
-    threads: 1
+    threads: torch_threads("certified_head")
     resources:
         mem_mb=job_memory("certified_head"),
         runtime=job_runtime("certified_head"),
@@ -80,4 +83,4 @@ rule certified_head:
     shell:
         "python {input.script} --features {input.features} --certified {params.certified}"
         " --out-head {output.head} --out-sensitivity {output.sensitivity} --out-metrics {output.metrics}"
-        " --device {params.device} --threads {threads} 2> {log}"
+        " --device {params.device} {params.threads_option} 2> {log}"

@@ -54,11 +54,12 @@ rule graph_pretrain:
         dgi=as_json(config.get("dgi", {})),
         seed=stage_seed("pretrain"),
         device=config["device"],
+        threads_option=threads_option("graph_pretrain"),
     log:
         f"{GRAPH}/logs/graph_pretrain.log",
     benchmark:
         f"{GRAPH}/benchmarks/graph_pretrain.tsv"
-    threads: 1
+    threads: torch_threads("graph_pretrain")
     resources:
         mem_mb=job_memory("graph_pretrain"),
         runtime=job_runtime("graph_pretrain"),
@@ -68,7 +69,7 @@ rule graph_pretrain:
     shell:
         "python {input.script} --graph {input.graph} --dgi {params.dgi} --seed {params.seed}"
         " --encoder {output.encoder} --history {output.history} --embeddings {output.embeddings}"
-        " --device {params.device} --threads {threads} 2> {log}"
+        " --device {params.device} {params.threads_option} 2> {log}"
 
 
 rule graph_encode:
@@ -110,11 +111,12 @@ rule link_target:
         runs=config.get("link_stealing", {}).get("runs", 1),
         seed=stage_seed("link_target"),
         device=config["device"],
+        threads_option=threads_option("link_target"),
     log:
         f"{GRAPH}/logs/link_target.log",
     benchmark:
         f"{GRAPH}/benchmarks/link_target.tsv"
-    threads: 1
+    threads: torch_threads("link_target")
     resources:
         mem_mb=job_memory("link_target"),
         runtime=job_runtime("link_target"),
@@ -123,7 +125,7 @@ rule link_target:
         GRAPH_ENV
     shell:
         "python {input.script} --graph {input.graph} --gcn {params.gcn} --runs {params.runs}"
-        " --seed {params.seed} --out {output} --device {params.device} --threads {threads} 2> {log}"
+        " --seed {params.seed} --out {output} --device {params.device} {params.threads_option} 2> {log}"
 
 
 rule link_steal:
@@ -138,11 +140,12 @@ rule link_steal:
         f"{GRAPH}/link/attacks.csv",
     params:
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
+        threads_option=threads_option("link_steal"),
     log:
         f"{GRAPH}/logs/link_steal.log",
     benchmark:
         f"{GRAPH}/benchmarks/link_steal.tsv"
-    threads: 1
+    threads: torch_threads("link_steal")
     resources:
         mem_mb=job_memory("link_steal"),
         runtime=job_runtime("link_steal"),
@@ -150,7 +153,7 @@ rule link_steal:
         GRAPH_ENV
     shell:
         "python {input.script} --dataset {wildcards.dataset} --graph {input.graph} --target {input.target}"
-        " --attack-mlp {params.mlp} --out {output} --threads {threads} 2> {log}"
+        " --attack-mlp {params.mlp} --out {output} {params.threads_option} 2> {log}"
 
 
 rule link_transfer:
@@ -168,11 +171,12 @@ rule link_transfer:
         f"{GRAPH}/link/transfer_{{shadow}}.csv",
     params:
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
+        threads_option=threads_option("link_transfer"),
     log:
         f"{GRAPH}/logs/link_transfer_{{shadow}}.log",
     benchmark:
         f"{GRAPH}/benchmarks/link_transfer_{{shadow}}.tsv"
-    threads: 1
+    threads: torch_threads("link_transfer")
     resources:
         mem_mb=job_memory("link_transfer"),
         runtime=job_runtime("link_transfer"),
@@ -181,7 +185,7 @@ rule link_transfer:
     shell:
         "python {input.script} --dataset {wildcards.dataset} --shadow {wildcards.shadow} --graph {input.graph}"
         " --target {input.target} --shadow-graph {input.shadow_graph} --shadow-target {input.shadow_target}"
-        " --attack-mlp {params.mlp} --out {output} --threads {threads} 2> {log}"
+        " --attack-mlp {params.mlp} --out {output} {params.threads_option} 2> {log}"
 
 
 rule link_table:
@@ -196,6 +200,11 @@ rule link_table:
         md=f"{RESULTS}/tables/link_stealing.md",
         png=report(f"{RESULTS}/figures/link_stealing.png", caption="../report/link_stealing.rst", category="Figures"),
         pdf=f"{RESULTS}/figures/link_stealing.pdf",
+    params:
+        expect=expect(
+            grid("link_attacks", "link/attacks.csv", GRAPHS),
+            {f"{RESULTS}/{t}/link/transfer_{s}.csv": grids.link_transfer(config, t, s) for t, s in transfer_pairs()},
+        ),
     log:
         f"{RESULTS}/logs/link_table.log",
     localrule: True
@@ -203,7 +212,7 @@ rule link_table:
         GRAPH_ENV
     shell:
         "python {input.script} --parts {input.attacks} {input.transfers} --rows {output.rows} --csv {output.csv}"
-        " --md {output.md} --figure {output.png} {output.pdf} 2> {log}"
+        " --md {output.md} --figure {output.png} {output.pdf} {params.expect} 2> {log}"
 
 
 rule link_protect:
@@ -221,14 +230,16 @@ rule link_protect:
     output:
         expand(f"{RESULTS}/{{{{dataset}}}}/link/protected_{{target}}.csv", target=AUDITED),
     params:
+        expect=lambda w: expect(release_records(w.dataset, MECHANISMS)),
         targets=" ".join(AUDITED),
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
         seed=stage_seed("link_protect"),
+        threads_option=threads_option("link_protect"),
     log:
         f"{GRAPH}/logs/link_protect.log",
     benchmark:
         f"{GRAPH}/benchmarks/link_protect.tsv"
-    threads: 1
+    threads: torch_threads("link_protect")
     resources:
         mem_mb=job_memory("link_protect"),
         runtime=job_runtime("link_protect"),
@@ -237,7 +248,7 @@ rule link_protect:
     shell:
         "python {input.script} --dataset {wildcards.dataset} --graph {input.graph} --embeddings {input.embeddings}"
         " --head {input.head} --targets {params.targets} --protected {input.protected} --attack-mlp {params.mlp}"
-        " --seed {params.seed} --out {output} --threads {threads} 2> {log}"
+        " --seed {params.seed} --out {output} {params.threads_option} {params.expect} 2> {log}"
 
 
 rule link_protection_table:
@@ -249,13 +260,17 @@ rule link_protection_table:
         parts=expand(f"{RESULTS}/{{{{dataset}}}}/link/protected_{{target}}.csv", target=["none"] + MECHANISMS),
     output:
         f"{GRAPH}/link_protection.csv",
+    params:
+        expect=lambda w: expect(
+            grid("link_protection", "link/protected_{target}.csv", [w.dataset], ["none"] + MECHANISMS)
+        ),
     log:
         f"{GRAPH}/logs/link_protection_table.log",
     localrule: True
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --out {output} {input.parts} 2> {log}"
+        "python {input.script} --table link_protection --out {output} {input.parts} {params.expect} 2> {log}"
 
 
 rule graph_figures:
@@ -270,6 +285,12 @@ rule graph_figures:
             f"{RESULTS}/figures/graph_protection.png", caption="../report/graph_protection.rst", category="Figures"
         ),
         pdf=f"{RESULTS}/figures/graph_protection.pdf",
+    params:
+        expect=expect(
+            grid("utility", "utility.csv", GRAPHS),
+            grid("mia", "mia.csv", GRAPHS),
+            grid("link_protection", "link_protection.csv", GRAPHS),
+        ),
     log:
         f"{RESULTS}/logs/graph_figures.log",
     localrule: True
@@ -277,4 +298,4 @@ rule graph_figures:
         GRAPH_ENV
     shell:
         "python {input.script} --utility {input.utility} --mia {input.mia} --links {input.links}"
-        " --out {output.png} {output.pdf} 2> {log}"
+        " --out {output.png} {output.pdf} {params.expect} 2> {log}"

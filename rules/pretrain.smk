@@ -15,11 +15,12 @@ rule pretrain:
         root=config["data_root"],
         device=config["device"],
         checkpoint=f"{RESULTS}/{{dataset}}/pretrain/checkpoint/simclr.pt",
+        threads_option=threads_option("pretrain"),
     log:
         f"{RESULTS}/{{dataset}}/logs/pretrain.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/pretrain.tsv"
-    threads: 2
+    threads: torch_threads("pretrain")
     resources:
         mem_mb=job_memory("pretrain"),
         runtime=job_runtime("pretrain"),
@@ -29,4 +30,4 @@ rule pretrain:
     shell:
         "python {input.script} --splits {input.splits} --data-root {params.root} --simclr {params.simclr}"
         " --seed {params.seed} --checkpoint {params.checkpoint} --encoder {output.encoder}"
-        " --history {output.history} --device {params.device} --threads {threads} 2> {log}"
+        " --history {output.history} --device {params.device} {params.threads_option} 2> {log}"

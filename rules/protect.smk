@@ -22,12 +22,14 @@ if OUTPUT_PERTURBATION:
             eps=" ".join(map(str, config["protect"]["eps"])),
             delta=config["protect"]["delta"],
             repeats=config["protect"]["repeats"],
+            expect=lambda w: expect(sensitivity_records(w.dataset, OUTPUT_PERTURBATION)),
             device=config["device"],
+            threads_option=threads_option("protect"),
         log:
             f"{RESULTS}/{{dataset}}/logs/protect.log",
         benchmark:
             f"{RESULTS}/{{dataset}}/benchmarks/protect.tsv"
-        threads: 1
+        threads: torch_threads("protect")
         resources:
             mem_mb=job_memory("protect"),
             runtime=job_runtime("protect"),
@@ -37,7 +39,8 @@ if OUTPUT_PERTURBATION:
             "python {input.script} --dataset {wildcards.dataset} --features {input.features} --clean-head {input.clean}"
             " --mechanism {params.mechanisms} --head {params.heads} --sensitivity {params.sensitivities}"
             " --eps {params.eps} --delta {params.delta} --repeats {params.repeats} --seed {params.seeds}"
-            " --out-csv {output.csv} --out-heads {output.heads} --device {params.device} 2> {log}"
+            " --out-csv {output.csv} --out-heads {output.heads} --device {params.device}"
+            " {params.threads_option} {params.expect} 2> {log}"
 
 
 rule protect_dpsgd:
@@ -56,11 +59,12 @@ rule protect_dpsgd:
         delta=config["protect"]["delta"],
         seed=stage_seed("protect_dpsgd"),
         device=config["device"],
+        threads_option=threads_option("protect_dpsgd"),
     log:
         f"{RESULTS}/{{dataset}}/logs/protect_dpsgd.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/protect_dpsgd.tsv"
-    threads: 1
+    threads: torch_threads("protect_dpsgd")
     resources:
         mem_mb=job_memory("protect_dpsgd"),
         runtime=job_runtime("protect_dpsgd"),
@@ -70,7 +74,7 @@ rule protect_dpsgd:
         "python {input.script} --dataset {wildcards.dataset} --features {input.features} --head {input.head}"
         " --head-spec {params.head} --dpsgd {params.dpsgd} --eps {params.eps} --delta {params.delta}"
         " --seed {params.seed} --out-csv {output.csv} --out-heads {output.heads} --device {params.device}"
-        " --threads {threads} 2> {log}"
+        " {params.threads_option} 2> {log}"
 
 
 rule utility_table:
@@ -83,10 +87,19 @@ rule utility_table:
         ),
     output:
         f"{RESULTS}/{{dataset}}/utility.csv",
+    params:
+        expect=lambda w: expect(
+            grid(
+                "utility",
+                "protect/{target}.csv",
+                [w.dataset],
+                MECHANISMS + (TRAINING_TIME if w.dataset in DATASETS else []),
+            )
+        ),
     log:
         f"{RESULTS}/{{dataset}}/logs/utility_table.log",
     localrule: True
     conda:
         ENV
     shell:
-        "python {input.script} --out {output} {input.parts} 2> {log}"
+        "python {input.script} --table utility --out {output} {input.parts} {params.expect} 2> {log}"

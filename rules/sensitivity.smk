@@ -19,11 +19,12 @@ rule sensitivity:
             f"--pretrain-size {config['datasets'][w.dataset]['splits']['pretrain']}" if w.dataset in DATASETS else ""
         ),
         device=config["device"],
+        threads_option=threads_option("sensitivity"),
     log:
         f"{RESULTS}/{{dataset}}/logs/sensitivity.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/sensitivity.tsv"
-    threads: 1
+    threads: torch_threads("sensitivity")
     resources:
         mem_mb=job_memory("sensitivity"),
         runtime=job_runtime("sensitivity"),
@@ -33,4 +34,4 @@ rule sensitivity:
     shell:
         "python {input.script} --features {input.features} --head {params.head} --sampling {params.sampling}"
         " --m {params.m} --rho {params.rho} --gamma {params.gamma} --chunk-size {params.chunk} --seed {params.seed}"
-        " {params.pretrain_size} --out {output} --device {params.device} --threads {threads} 2> {log}"
+        " {params.pretrain_size} --out {output} --device {params.device} {params.threads_option} 2> {log}"

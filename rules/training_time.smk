@@ -26,11 +26,12 @@ rule dpcl_train:
         seed=stage_seed("dpcl"),
         root=config["data_root"],
         device=config["device"],
+        threads_option=threads_option("dpcl_train"),
     log:
         f"{RESULTS}/{{dataset}}/logs/dpcl_train.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/dpcl_train.tsv"
-    threads: 1
+    threads: torch_threads("dpcl_train")
     resources:
         mem_mb=job_memory("dpcl_train"),
         runtime=job_runtime("dpcl_train"),
@@ -42,7 +43,7 @@ rule dpcl_train:
         " --encoder {input.encoder} --attacker {input.attacker} --clean-accuracy {params.clean}"
         " --dpcl {params.dpcl} --simclr {params.simclr} --delta {params.delta} --seed {params.seed}"
         " --out-utility {output.utility} --out-releases {output.releases} --out-history {output.history}"
-        " --out-accounting {output.accounting} --device {params.device} --threads {threads} 2> {log}"
+        " --out-accounting {output.accounting} --device {params.device} {params.threads_option} 2> {log}"
 
 
 rule dpadapter_train:
@@ -68,11 +69,12 @@ rule dpadapter_train:
         seed=stage_seed("dpadapter"),
         root=config["data_root"],
         device=config["device"],
+        threads_option=threads_option("dpadapter_train"),
     log:
         f"{RESULTS}/{{dataset}}/logs/dpadapter_train.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/dpadapter_train.tsv"
-    threads: 1
+    threads: torch_threads("dpadapter_train")
     resources:
         mem_mb=job_memory("dpadapter_train"),
         runtime=job_runtime("dpadapter_train"),
@@ -84,7 +86,7 @@ rule dpadapter_train:
         " --encoder {input.encoder} --attacker {input.attacker} --clean-accuracy {params.clean}"
         " --dpadapter {params.dpadapter} --delta {params.delta} --seed {params.seed} --out-utility {output.utility}"
         " --out-release {output.release} --out-results {output.results} --out-history {output.history}"
-        " --device {params.device} --threads {threads} 2> {log}"
+        " --device {params.device} {params.threads_option} 2> {log}"
 
 
 rule attack_training_time:
@@ -104,11 +106,13 @@ rule attack_training_time:
         bootstrap=config["attack"]["lira"]["bootstrap"],
         seed=stage_seed("attack"),  # the attack rule's: the same evaluation records
         root=config["data_root"],
+        threads_option=threads_option("attack_training_time"),
+        expect=lambda w: expect(release_records(w.dataset, TRAINING_TIME)),
     log:
         f"{RESULTS}/{{dataset}}/logs/attack_training_time.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/attack_training_time.tsv"
-    threads: 1
+    threads: torch_threads("attack_training_time")
     resources:
         mem_mb=job_memory("attack_training_time"),
         runtime=job_runtime("attack_training_time"),
@@ -117,7 +121,8 @@ rule attack_training_time:
     shell:
         "python {input.script} --dataset {wildcards.dataset} --splits {input.splits} --data-root {params.root}"
         " --attacker {input.attacker} --releases {input.releases} --fpr {params.fpr}"
-        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} 2> {log}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} {params.threads_option}"
+        " {params.expect} 2> {log}"
 
 
 rule training_time_report:
@@ -140,6 +145,12 @@ rule training_time_report:
         accounting=[f"{RESULTS}/tables/dpcl_accounting.{ext}" for ext in ("csv", "md")] if DPCL_METHODS else [],
     params:
         delta=config["protect"]["delta"],
+        expect=expect(
+            grid("utility", "utility.csv", DATASETS),
+            grid("mia", "mia.csv", DATASETS),
+            grid("dpadapter", "dpadapter/results.csv", DATASETS if DPADAPTER_METHODS else []),
+            grid("dpcl_accounting", "dpcl/accounting.csv", DATASETS if DPCL_METHODS else []),
+        ),
     log:
         f"{RESULTS}/logs/training_time_report.log",
     localrule: True
@@ -149,4 +160,4 @@ rule training_time_report:
         "python {input.script} --utility {input.utility} --mia {input.mia} --splits {input.splits}"
         " --dpadapter {input.dpadapter} --accounting {input.accounting} --delta {params.delta}"
         " --figure {output.png} {output.pdf} --dpadapter-table {output.dpadapter}"
-        " --accounting-table {output.accounting} 2> {log}"
+        " --accounting-table {output.accounting} {params.expect} 2> {log}"

@@ -15,11 +15,11 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import HEAD, features, load_attacker, load_release, load_tensor_file
+from privssl.artefacts import HEAD, expected_of, features, load_attacker, load_release, load_tensor_file
 from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics
-from privssl.cli import json_object, target_arguments, targets_and_outputs
+from privssl.cli import expect_argument, json_object, target_arguments, targets_and_outputs
 from privssl.io import atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
 from privssl.release.dpsgd_spec import DPSGDSpec
@@ -60,8 +60,12 @@ def main() -> None:
     parser.add_argument("--fpr", nargs="+", type=float, default=[0.01], help="FPR levels of the TPR columns")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None)
+    expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("attack")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     bad = [f for f in args.fpr if not 0 < f < 1]
     if bad or args.bootstrap < 1:
         parser.error(f"--fpr levels must lie in (0, 1) and --bootstrap be >= 1, got {args.fpr}, {args.bootstrap}")
@@ -70,7 +74,8 @@ def main() -> None:
     head = load_tensor_file(args.head, HEAD)
     attacker = load_attacker(args.attacker, len(feats["shadow_labels"]))
     # every release file checked before any work
-    loaded = [None if protected is None else load_release(protected) for protected, _ in targets]
+    loaded = [None if protected is None else load_release(protected, target, expected_of(args.expect, protected))
+              for target, (protected, _) in zip(args.targets, targets)]
     for protected, (_, out) in zip(loaded, targets):
         atomic_write_csv(attack_target(protected, feats, head, attacker, args, log), out)
 

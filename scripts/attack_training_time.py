@@ -13,9 +13,10 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import TRAINING_RELEASE, load_private_sets, load_tensor_file
+from privssl.artefacts import TRAINING_RELEASE, expected_of, load_private_sets, load_tensor_file
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics
+from privssl.cli import expect_argument
 from privssl.io import atomic_write_csv, script_logger
 
 
@@ -52,8 +53,12 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, default=0, help="the attack rule's seed: the same evaluation records")
     parser.add_argument("--out", required=True, nargs="+", help="one CSV per release file")
+    parser.add_argument("--threads", type=int, default=None)
+    expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("attack_training_time")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if len(args.out) != len(args.releases):
         parser.error(f"--out needs one path per release file ({len(args.releases)}), got {len(args.out)}")
     bad = [f for f in args.fpr if not 0 < f < 1]
@@ -63,7 +68,8 @@ def main() -> None:
     attacker = sets.attacker
     sizes = {"|d|": len(sets.labels["finetune"]), "|nonmember|": len(sets.labels["nonmember"]),
              "|test|": len(sets.labels["test"]), "K": len(sets.labels["shadow_pairs"])}
-    releases = [load_tensor_file(path, TRAINING_RELEASE, sizes) for path in args.releases]  # all checked first
+    releases = [load_tensor_file(path, TRAINING_RELEASE, sizes, expected_of(args.expect, path))
+                for path in args.releases]  # all checked first
     for release, out in zip(releases, args.out):
         frame = attack_release(release, sets, attacker, args)
         log.info("%s: shadow_mlp accuracy by (adaptive, eps) %s", release["method"],

@@ -15,13 +15,14 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from privssl.artefacts import FEATURES, UTILITY, load_csv_file, load_release, load_tensor_file
+from privssl.artefacts import FEATURES, UTILITY, expected_of, load_csv_file, load_release, load_tensor_file
 from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.attacks.lira import candidate_pool
 from privssl.attacks.mia import metric_scores
 from privssl.audit.bounds import one_run_epsilon_lower_bound, one_run_guesses
 from privssl.audit.canaries import CANARY_KINDS, canary_design
-from privssl.cli import json_object
+from privssl.audit.one_run_spec import check_guesses, guesses_per_side, one_run_audit_name
+from privssl.cli import expect_argument, json_object
 from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
@@ -63,11 +64,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True)
     parser.add_argument("--threads", type=int, default=None)
+    expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("audit_one_run")
     if not 0 < args.guess_fraction <= 1 or not 0 < args.confidence < 1:
         parser.error(f"--guess-fraction must lie in (0, 1] and --confidence in (0, 1), got {args.guess_fraction}, "
                      f"{args.confidence}")
+    if check_guesses(args.guess_fraction, args.canaries):
+        parser.error(f"--guess-fraction: {check_guesses(args.guess_fraction, args.canaries)}")
     if args.threads:
         torch.set_num_threads(args.threads)
     # ---- every input checked before any training
@@ -76,13 +80,14 @@ def main() -> None:
         if method == "none":
             continue
         path = Path(args.protect_dir) / f"{method}.pt"
-        releases[method] = load_release(path, method)
-        utility = load_csv_file(Path(args.protect_dir) / f"{method}.csv", UTILITY)
+        releases[method] = load_release(path, method, expected_of(args.expect, path))
+        path = Path(args.protect_dir) / f"{method}.csv"
+        utility = load_csv_file(path, UTILITY, expected_of(args.expect, path))
         kinds[method] = dict(zip(utility.eps, utility.guarantee_kind))
     feats = load_tensor_file(args.features, FEATURES)
     x, y = candidate_pool(feats, args.pool)
     n_classes, set_size = int(feats["n_classes"]), len(feats["finetune_labels"])
-    guesses_per_side = max(1, round(args.guess_fraction * args.canaries / 2))
+    per_side = guesses_per_side(args.guess_fraction, args.canaries)
     designs = {kind: canary_design(x, y, n_classes, set_size, args.canaries, kind, args.seed + k)
                for k, kind in enumerate(args.kinds)}
 
@@ -100,17 +105,18 @@ def main() -> None:
             scores = metric_scores(torch.softmax(logits, -1), design.labels[design.canary_rows])["loss"]
             truth = design.included.numpy() * 2 - 1
             for e, eps in enumerate(eps_grid):
-                guesses = one_run_guesses(scores[e].numpy(), guesses_per_side, guesses_per_side)
+                guesses = one_run_guesses(scores[e].numpy(), per_side, per_side)
                 correct, made = int(((guesses * truth) > 0).sum()), int((guesses != 0).sum())
                 claim = (float("inf"), 0.0) if method == "none" else substitution_claim(method, eps, args.delta)
                 rows.append({"dataset": args.dataset, "method": method, "eps": eps, "attack": "loss",
                              "adaptive": True, "delta": claim[1], "claimed_eps": claim[0],
-                             "guarantee_kind": kinds.get(method, {}).get(eps, "none"), "audit": f"one_run_{kind}",
+                             "guarantee_kind": kinds.get(method, {}).get(eps, "none"),
+                             "audit": one_run_audit_name(kind),
                              "eps_lower_bound": one_run_epsilon_lower_bound(correct, made, args.canaries, claim[1],
                                                                             args.confidence),
                              "n": made, "canaries": args.canaries, "correct": correct})
             log.info("%s, %s canaries: right guesses per eps %s of %d", method, kind,
-                     [r["correct"] for r in rows[-len(eps_grid):]], 2 * guesses_per_side)
+                     [r["correct"] for r in rows[-len(eps_grid):]], 2 * per_side)
     atomic_write_csv(pd.DataFrame(rows), args.out)
 
 

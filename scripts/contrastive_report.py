@@ -7,7 +7,8 @@ against its adversarial factor λ (PNG and PDF each)."""
 import argparse
 
 from privssl.artefacts import CONTRASTIVE, THESIS_CLAIMS, load_csv_file, load_csv_files
-from privssl.io import atomic_path, atomic_write_csv
+from privssl.cli import expect_argument
+from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.contrastive_plots import privacy_figure, talos_lambda_figure
 from privssl.reports.contrastive_report import claims_table, markdown
 from privssl.reports.plotting import save_figure
@@ -21,8 +22,10 @@ def main() -> None:
     parser.add_argument("--fig-lambda", nargs="+", required=True, metavar="PATH", help="PNG and/or PDF")
     parser.add_argument("--csv", required=True)
     parser.add_argument("--md", required=True)
+    expect_argument(parser)
     args = parser.parse_args()
-    metrics = load_csv_files(args.metrics, CONTRASTIVE)
+    script_logger("contrastive_report")  # an input error in one line
+    metrics = load_csv_files(args.metrics, CONTRASTIVE, args.expect)
     table = claims_table(metrics, load_csv_file(args.thesis, THESIS_CLAIMS))
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:

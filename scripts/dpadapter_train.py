@@ -64,7 +64,9 @@ def main() -> None:
     sets = load_private_sets(args.splits, args.data_root, args.attacker)
     trained_on = {"target": "finetune", "shadow": "shadow_inside"}
     sam_spec = SAMSpec.from_config(section["pretrain"], prefix="dpadapter.pretrain")
-    sam_spec.check_data_size(len(sets.labels["pretrain"]), prefix="dpadapter.pretrain")
+    labelled = sets.labels["pretrain"] >= 0  # the classifier learns the public labels: labelled images only
+    public_images, public_labels = sets.images["pretrain"][labelled], sets.labels["pretrain"][labelled]
+    sam_spec.check_data_size(len(public_labels), prefix="dpadapter.pretrain")
     fine_tune = PrivateSGDSpec.from_config(section["fine_tune"], "dpadapter.fine_tune")
     if section["release_radius"] not in section["radii"]:
         parser.error(f"dpadapter.release_radius = {section['release_radius']} is not among dpadapter.radii "
@@ -88,7 +90,7 @@ def main() -> None:
     for kind, rho in pretrainings:
         start = time.monotonic()
         # one initialisation and batch order for every kind: they differ only in the perturbation
-        pretrained, rows = pretrain_classifier(kind, rho, sam_spec, sets.images["pretrain"], sets.labels["pretrain"],
+        pretrained, rows = pretrain_classifier(kind, rho, sam_spec, public_images, public_labels,
                                                n_classes, public, draw_seed(args.seed, 0))
         pretrained.to(device)
         history += [{"dataset": args.dataset, "pretraining": kind, "rho": rho, **row} for row in rows]

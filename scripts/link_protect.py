@@ -11,8 +11,8 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import EMBEDDINGS, GRAPH, HEAD, load_release, load_tensor_file
-from privssl.cli import json_object, target_arguments, targets_and_outputs
+from privssl.artefacts import EMBEDDINGS, GRAPH, HEAD, expected_of, load_release, load_tensor_file
+from privssl.cli import expect_argument, json_object, target_arguments, targets_and_outputs
 from privssl.graphs.link_attacks import AttackMLPSpec, Observation, attack_0, attack_3
 from privssl.graphs.link_pairs import attack_dataset
 from privssl.io import atomic_write_csv, script_logger
@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--attack-mlp", type=json_object, default={}, help="JSON object of AttackMLPSpec fields")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None)
+    expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("link_protect")
     targets = targets_and_outputs(parser, args)
@@ -40,7 +41,8 @@ def main() -> None:
     head = load_tensor_file(args.head, HEAD)
     pairs = attack_dataset(graph["edge_index"], len(graph["x"]), args.seed)
     # every release file checked before any work
-    loaded = [None if protected is None else load_release(protected) for protected, _ in targets]
+    loaded = [None if protected is None else load_release(protected, target, expected_of(args.expect, protected))
+              for target, (protected, _) in zip(args.targets, targets)]
     for release, (_, out) in zip(loaded, targets):
         releases = released_heads(head, release)
         atomic_write_csv(attack_releases(releases, nodes, pairs, args, log), out)

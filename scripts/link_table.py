@@ -5,8 +5,9 @@ thesis's numbers (CSV and Markdown), and the figure (PNG and PDF), from CSV only
 import argparse
 
 from privssl.artefacts import LINK_ROWS, load_csv_files
+from privssl.cli import expect_argument
 from privssl.graphs.link_report import headline, markdown, summarise
-from privssl.io import atomic_path, atomic_write_csv
+from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.plotting import link_stealing_figure, save_figure
 
 
@@ -17,8 +18,10 @@ def main() -> None:
     parser.add_argument("--csv", required=True, help="output: mean ± std per cell with the thesis's AUC (.csv)")
     parser.add_argument("--md", required=True, help="output: the headline table (.md)")
     parser.add_argument("--figure", nargs="+", required=True, help="output figure files (.png, .pdf)")
+    expect_argument(parser)
     args = parser.parse_args()
-    rows = load_csv_files(args.parts, LINK_ROWS)
+    script_logger("link_table")  # an input error in one line
+    rows = load_csv_files(args.parts, LINK_ROWS, args.expect)
     summary = summarise(rows)
     atomic_write_csv(rows, args.rows)
     atomic_write_csv(summary, args.csv)

@@ -16,13 +16,22 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.artefacts import FEATURES, UTILITY, load_csv_file, load_lira_heads, load_release, load_tensor_file
+from privssl.artefacts import (
+    FEATURES,
+    UTILITY,
+    expected_of,
+    load_csv_file,
+    load_lira_heads,
+    load_release,
+    load_tensor_file,
+)
 from privssl.attacks.adaptive import dpsgd_releases, perturb
 from privssl.attacks.lira import candidate_pool, lira_scores, logit_confidence, membership
-from privssl.attacks.mia import METRIC_ATTACKS, best_threshold, metric_scores
+from privssl.attacks.mia import best_threshold, metric_scores
+from privssl.attacks.mia_spec import METRIC_ATTACKS
 from privssl.attacks.statistics import membership_metrics, roc
 from privssl.audit.bounds import epsilon_lower_bound_split
-from privssl.cli import json_object
+from privssl.cli import expect_argument, json_object
 from privssl.io import atomic_write_csv, script_logger
 from privssl.release.dpsgd_spec import DPSGDSpec
 from privssl.release.methods import METHODS, release_method, substitution_claim
@@ -80,6 +89,7 @@ def main() -> None:
     parser.add_argument("--out-roc", required=True)
     parser.add_argument("--out-audit", required=True)
     parser.add_argument("--threads", type=int, default=None)
+    expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("lira")
     if (args.method == "none") != (args.release is None):
@@ -92,11 +102,12 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    feats, heads = load_tensor_file(args.features, FEATURES), load_lira_heads(args.heads)
-    release = load_release(args.release, args.method) if args.release else None
+    feats = load_tensor_file(args.features, FEATURES)
+    heads = load_lira_heads(args.heads, len(feats["finetune_labels"]), expected_of(args.expect, args.heads))
+    release = load_release(args.release, args.method, expected_of(args.expect, args.release)) if args.release else None
     kinds = {}
     if args.utility:
-        utility = load_csv_file(args.utility, UTILITY)
+        utility = load_csv_file(args.utility, UTILITY, expected_of(args.expect, args.utility))
         kinds = dict(zip(utility.eps, utility.guarantee_kind))
     x, y = candidate_pool(feats, heads["pool"])
     released, eps_grid = releases_of(args.method, heads, release, feats, args)

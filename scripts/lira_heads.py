@@ -63,7 +63,7 @@ def main() -> None:
         shapes, clip_norm = parameter_shapes(head_spec, x.shape[1], n_classes), None
     atomic_torch_save({"flat": flat, "sets": sets, "pool": args.pool, "pool_size": len(y), "shapes": shapes,
                        "clip_norm": clip_norm, "shadows": args.shadows, "targets": args.targets,
-                       "head_kind": args.head_kind}, args.out)
+                       "head_kind": args.head_kind, "seed": args.seed}, args.out)
 
 
 if __name__ == "__main__":

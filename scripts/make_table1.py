@@ -6,8 +6,9 @@ import argparse
 
 import pandas as pd
 
-from privssl.artefacts import load_sensitivity
-from privssl.io import atomic_path, atomic_write_csv
+from privssl.artefacts import expected_of, load_sensitivity
+from privssl.cli import expect_argument
+from privssl.io import atomic_path, atomic_write_csv, script_logger
 
 
 def main() -> None:
@@ -16,12 +17,14 @@ def main() -> None:
     parser.add_argument("--sensitivity", nargs="+", required=True, help="sensitivity.json per dataset, same order")
     parser.add_argument("--csv", required=True)
     parser.add_argument("--md", required=True)
+    expect_argument(parser)
     args = parser.parse_args()
+    script_logger("make_table1")  # an input error in one line
     if len(args.datasets) != len(args.sensitivity):
         parser.error(f"{len(args.datasets)} datasets but {len(args.sensitivity)} sensitivity files")
     rows = []
     for dataset, path in zip(args.datasets, args.sensitivity):
-        record = load_sensitivity(path)
+        record = load_sensitivity(path, expected_of(args.expect, path))
         rows.append({"dataset": dataset, "|D|": record["pretrain_size"], "|d|": record["finetune_size"],
                      "sampling": record["sampling"], "pool": record.get("pool", {}).get("size"),
                      "m": record["m"], "k": record["k"], "rho": record.get("rho"), "gamma": record.get("gamma"),

@@ -6,7 +6,8 @@ supports; plus the non-private head (CSV and Markdown)."""
 import argparse
 
 from privssl.artefacts import MIA, UTILITY, load_csv_files
-from privssl.io import atomic_path, atomic_write_csv
+from privssl.cli import expect_argument
+from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.release_table import markdown, table2
 
 
@@ -17,8 +18,11 @@ def main() -> None:
     parser.add_argument("--targets", nargs="+", type=float, default=[1.0, 10.0], help="target budgets ε")
     parser.add_argument("--csv", required=True)
     parser.add_argument("--md", required=True)
+    expect_argument(parser)
     args = parser.parse_args()
-    table = table2(load_csv_files(args.utility, UTILITY), load_csv_files(args.mia, MIA), args.targets)
+    script_logger("make_table2")  # an input error in one line
+    table = table2(load_csv_files(args.utility, UTILITY, args.expect),
+                   load_csv_files(args.mia, MIA, args.expect), args.targets)
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:
         tmp.write_text(markdown(table))

@@ -6,6 +6,8 @@ loss) and Fig. 3 (test accuracy vs ε, the privacy-utility frontier) from the ut
 import argparse
 
 from privssl.artefacts import MIA, UTILITY, load_csv_files
+from privssl.cli import expect_argument
+from privssl.io import script_logger
 from privssl.reports.plotting import figure1, figure2, figure3, save_figure
 
 
@@ -16,8 +18,10 @@ def main() -> None:
     parser.add_argument("--fig1", nargs="+", required=True, help="output files of Fig. 1 (.png, .pdf)")
     parser.add_argument("--fig2", nargs="+", required=True, help="output files of Fig. 2 (.png, .pdf)")
     parser.add_argument("--fig3", nargs="+", required=True, help="output files of Fig. 3 (.png, .pdf)")
+    expect_argument(parser)
     args = parser.parse_args()
-    utility, mia = load_csv_files(args.utility, UTILITY), load_csv_files(args.mia, MIA)
+    script_logger("plot_figures")  # an input error in one line
+    utility, mia = load_csv_files(args.utility, UTILITY, args.expect), load_csv_files(args.mia, MIA, args.expect)
     save_figure(figure1(utility), args.fig1)
     save_figure(figure2(utility, mia), args.fig2)
     save_figure(figure3(utility), args.fig3)

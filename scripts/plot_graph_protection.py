@@ -5,6 +5,8 @@ self-supervised GNN's protected heads (PNG and PDF), from CSV only."""
 import argparse
 
 from privssl.artefacts import LINK_PROTECTION, MIA, UTILITY, load_csv_files
+from privssl.cli import expect_argument
+from privssl.io import script_logger
 from privssl.reports.plotting import graph_protection_figure, save_figure
 
 
@@ -14,9 +16,12 @@ def main() -> None:
     parser.add_argument("--mia", nargs="+", required=True, help="mia.csv of each graph")
     parser.add_argument("--links", nargs="+", required=True, help="link_protection.csv of each graph")
     parser.add_argument("--out", nargs="+", required=True, help="output files (.png, .pdf)")
+    expect_argument(parser)
     args = parser.parse_args()
-    figure = graph_protection_figure(load_csv_files(args.utility, UTILITY), load_csv_files(args.mia, MIA),
-                                     load_csv_files(args.links, LINK_PROTECTION))
+    script_logger("plot_graph_protection")  # an input error in one line
+    figure = graph_protection_figure(load_csv_files(args.utility, UTILITY, args.expect),
+                                     load_csv_files(args.mia, MIA, args.expect),
+                                     load_csv_files(args.links, LINK_PROTECTION, args.expect))
     save_figure(figure, args.out)
 
 

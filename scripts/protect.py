@@ -12,8 +12,8 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import HEAD, features, load_sensitivity, load_tensor_file
-from privssl.cli import device_argument, positive_float
+from privssl.artefacts import HEAD, expected_of, features, load_sensitivity, load_tensor_file
+from privssl.cli import device_argument, expect_argument, positive_float
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.release.methods import OUTPUT_PERTURBATION_METHODS
 from privssl.release.protection import head_inputs, protected_heads, utility_loss
@@ -34,9 +34,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, required=True, nargs="+", help="one per method")
     parser.add_argument("--out-csv", required=True, nargs="+")
     parser.add_argument("--out-heads", required=True, nargs="+")
+    parser.add_argument("--threads", type=int, default=None)
     device_argument(parser)
+    expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("protect")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if not 0 < args.delta < 1:
         parser.error(f"--delta must lie in (0, 1), got {args.delta}")
     if args.repeats < 1:
@@ -57,7 +61,7 @@ def main() -> None:
 def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, out_csv: str, out_heads: str,
             x: torch.Tensor, y: torch.Tensor, clean: float, args, device: torch.device, log) -> None:
     """Every ε × draw of one method's release of its head: accuracy, utility loss, the claim."""
-    sensitivity = load_sensitivity(sensitivity_path)
+    sensitivity = load_sensitivity(sensitivity_path, expected_of(args.expect, sensitivity_path))
     head = load_tensor_file(head_path, HEAD)
     released = {k: v.to(device) for k, v in head["params"].items()}
     noisy, calibrations = protected_heads(flatten(released)[0].cpu(), mechanism, args.eps, args.repeats, args.delta,

@@ -12,11 +12,13 @@ from privssl.artefacts import (
     LIRA,
     MIA,
     UTILITY,
+    expected_of,
     load_csv_file,
     load_image_splits,
     load_json_file,
 )
-from privssl.io import atomic_path
+from privssl.cli import expect_argument
+from privssl.io import atomic_path, script_logger
 from privssl.reports import digest
 
 
@@ -37,15 +39,18 @@ def main() -> None:
     parser.add_argument("--table", nargs=3, action="append", default=[], metavar=("SECTION", "TITLE", "PATH"),
                         help="a Markdown table of the run to include whole under SECTION")
     parser.add_argument("--out", required=True)
+    expect_argument(parser)
     args = parser.parse_args()
+    script_logger("results_digest")  # an input error in one line
     parallel(parser, args, args.datasets, ("splits", "metrics", "utility", "mia", "lira", "audit"))
     parallel(parser, args, args.graphs, ("link_protection",))
     # everything read and validated before the page is written
     files = zip(args.datasets, args.splits, args.metrics, args.utility, args.mia, args.lira, args.audit)
+    table = lambda path, schema: load_csv_file(path, schema, expected_of(args.expect, path))  # noqa: E731
     image = [(name, len(load_image_splits(s)["splits"]["test"]), load_json_file(m, HEAD_METRICS),
-              load_csv_file(u, UTILITY), load_csv_file(i, MIA), load_csv_file(li, LIRA), load_csv_file(a, AUDIT))
+              table(u, UTILITY), table(i, MIA), table(li, LIRA), table(a, AUDIT))
              for name, s, m, u, i, li, a in files]
-    graphs = [(name, load_csv_file(path, LINK_PROTECTION)) for name, path in zip(args.graphs, args.link_protection)]
+    graphs = [(name, table(path, LINK_PROTECTION)) for name, path in zip(args.graphs, args.link_protection)]
     tables = {}
     for section, title, path in args.table:
         level = 3 if section == "graphs" else 2  # the graph track's tables sit under its own heading

@@ -11,7 +11,8 @@ import pandas as pd
 
 from privssl.accounting.dpcl import paper_settings_rows
 from privssl.artefacts import DPADAPTER_RESULTS, DPCL_ACCOUNTING, MIA, UTILITY, load_csv_files, load_image_splits
-from privssl.io import atomic_write_bytes, atomic_write_csv
+from privssl.cli import expect_argument
+from privssl.io import atomic_write_bytes, atomic_write_csv, script_logger
 from privssl.reports.plotting import save_figure
 from privssl.reports.training_time_report import (
     accounting_markdown,
@@ -37,23 +38,25 @@ def main() -> None:
     parser.add_argument("--figure", nargs="+", required=True, help="output files of the figure (.png, .pdf)")
     parser.add_argument("--dpadapter-table", nargs="*", default=[], help="output .csv and .md")
     parser.add_argument("--accounting-table", nargs="*", default=[], help="output .csv and .md")
+    expect_argument(parser)
     args = parser.parse_args()
+    script_logger("training_time_report")  # an input error in one line
     for given, out, name in ((args.dpadapter, args.dpadapter_table, "dpadapter"),
                              (args.accounting, args.accounting_table, "accounting")):
         if bool(given) != bool(out) or (out and [Path(p).suffix for p in out] != [".csv", ".md"]):
             parser.error(f"--{name} needs --{name}-table CSV.md outputs and vice versa, got {given} -> {out}")
-    utility, mia = load_csv_files(args.utility, UTILITY), load_csv_files(args.mia, MIA)
+    utility, mia = load_csv_files(args.utility, UTILITY, args.expect), load_csv_files(args.mia, MIA, args.expect)
     n_test = {}
     for path in args.splits:
         splits = load_image_splits(path)
         n_test[splits["dataset"]] = len(splits["splits"]["test"])
     save_figure(figure(utility, mia, n_test), args.figure)
     if args.dpadapter:
-        table = dpadapter_table(load_csv_files(args.dpadapter, DPADAPTER_RESULTS))
+        table = dpadapter_table(load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect))
         atomic_write_csv(table, args.dpadapter_table[0])
         write_markdown(dpadapter_markdown(table, dpadapter_verdicts(table)), args.dpadapter_table[1])
     if args.accounting:
-        ours = load_csv_files(args.accounting, DPCL_ACCOUNTING)
+        ours = load_csv_files(args.accounting, DPCL_ACCOUNTING, args.expect)
         paper = pd.DataFrame(paper_settings_rows(delta=args.delta))
         atomic_write_csv(pd.concat([ours.assign(source="this run"), paper.assign(source="paper settings")],
                                    ignore_index=True), args.accounting_table[0])

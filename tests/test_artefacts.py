@@ -148,20 +148,30 @@ def test_a_release_file_as_protect_writes_it_is_accepted(tmp_path):
     ({"clip_norm": 0.0}, "clip_norm"),
 ])
 def test_a_broken_release_file_is_refused(tmp_path, change, field):
-    refused(save({**release(), **change}, tmp_path / "laplace.pt"), field, artefacts.load_release)
+    refused(save({**release(), **change}, tmp_path / "laplace.pt"), field, artefacts.load_release, "laplace")
 
 
 def test_a_release_of_another_method_or_without_a_key_is_refused(tmp_path):
-    assert "'laplace' (expected 'alm')" in refused(save(release(), tmp_path / "alm.pt"), "method",
-                                                   artefacts.load_release, "alm")
+    assert "'laplace' (expected 'alm', as the reading rule's config asks" in refused(
+        save(release(), tmp_path / "alm.pt"), "method", artefacts.load_release, "alm")
     incomplete = {k: v for k, v in release().items() if k != "noise_scale"}
-    assert "missing" in refused(save(incomplete, tmp_path / "r.pt"), "noise_scale", artefacts.load_release)
+    assert "missing" in refused(save(incomplete, tmp_path / "r.pt"), "noise_scale", artefacts.load_release, "laplace")
+
+
+def test_a_release_of_another_eps_grid_is_refused(tmp_path):
+    # a release file copied from a run of another config: well-formed, of the right method
+    path = save(release(), tmp_path / "laplace.pt")
+    grid = release()["eps"].tolist()
+    assert artefacts.load_release(path, "laplace", {"eps": grid})["method"] == "laplace"
+    assert artefacts.load_release(path, "laplace", {"eps": [int(e) if e.is_integer() else e for e in grid]})
+    message = refused(path, "eps", artefacts.load_release, "laplace", {"eps": [*grid, 100.0]})
+    assert f"{grid!r} (expected {[*grid, 100.0]!r}" in message
 
 
 def test_a_truncated_tensor_file_is_refused(tmp_path):
     path = save(release(), tmp_path / "laplace.pt")
     path.write_bytes(path.read_bytes()[:200])
-    assert "not readable" in refused(path, None, artefacts.load_release)
+    assert "not readable" in refused(path, None, artefacts.load_release, "laplace")
 
 
 def test_features_must_agree_with_their_labels_and_each_other(tmp_path):
@@ -191,14 +201,35 @@ def test_a_heads_parameters_must_match_its_shapes(tmp_path):
     refused(save(wrong, tmp_path / "missing.pt"), "params", load)
 
 
-def test_lira_heads_one_set_of_pool_indices_per_head(tmp_path):
-    good = {"flat": torch.zeros(5, 15, dtype=torch.float64), "sets": torch.zeros(5, 4, dtype=torch.long),
+def lira_heads(seed: int = 7) -> dict:
+    from privssl.attacks.lira import draw_training_sets
+
+    return {"flat": torch.zeros(5, 15, dtype=torch.float64), "sets": draw_training_sets(8, 4, 5, seed),
             "pool": ["finetune", "nonmember"], "pool_size": 8, "shapes": SHAPES, "clip_norm": None, "shadows": 3,
-            "targets": 2, "head_kind": "finetune"}
-    artefacts.load_lira_heads(save(good, tmp_path / "ok.pt"))
+            "targets": 2, "head_kind": "finetune", "seed": seed}
+
+
+def test_lira_heads_one_set_of_pool_indices_per_head(tmp_path):
+    good = lira_heads()
+    artefacts.load_lira_heads(save(good, tmp_path / "ok.pt"), 4)
+    assert "where |d| = 3" in refused(tmp_path / "ok.pt", "sets", artefacts.load_lira_heads, 3)
     for change, field in (({"shadows": 4}, "flat"), ({"sets": torch.full((5, 4), 8)}, "sets"),
                           ({"sets": torch.zeros(4, 4, dtype=torch.long)}, "sets"), ({"pool": ["private"]}, "pool")):
-        refused(save({**good, **change}, tmp_path / "heads.pt"), field, artefacts.load_lira_heads)
+        refused(save({**good, **change}, tmp_path / "heads.pt"), field, artefacts.load_lira_heads, 4)
+
+
+def test_lira_heads_whose_sets_are_not_the_recorded_draw_are_refused(tmp_path):
+    # identical rows (every head on the same records) are well-formed, but every candidate is then
+    # in all or none of the shadows, and LiRA's AUC is inflated (the issue: 0.85 against 0.77)
+    good = lira_heads()
+    same = good["sets"][0].expand(5, 4).clone()
+    message = refused(save({**good, "sets": same}, tmp_path / "heads.pt"), "sets[1]", artefacts.load_lira_heads, 4)
+    assert "4 of 5 heads' sets differ" in message and "the draw of seed 7" in message
+    refused(save({**good, "seed": 8}, tmp_path / "heads.pt"), "sets[0]", artefacts.load_lira_heads, 4)
+    # provenance: the seed, counts and head kind the reading rule's config gives
+    path = save(good, tmp_path / "heads.pt")
+    assert "8, as the reading rule's config asks" in refused(path, "seed", artefacts.load_lira_heads, 4, {"seed": 8})
+    refused(path, "head_kind", artefacts.load_lira_heads, 4, {"head_kind": "certified"})
 
 
 def test_graph_files_index_their_own_nodes(tmp_path):
@@ -330,8 +361,9 @@ def test_the_figures_script_fails_on_a_truncated_utility_table(tmp_path):
     figures = [tmp_path / f"fig{i}.png" for i in (1, 2, 3)]
     proc = run_script("plot_figures.py", "--utility", utility, "--mia", mia, "--fig1", figures[0], "--fig2",
                       figures[1], "--fig3", figures[2])
-    assert proc.returncode != 0
-    assert f"ArtefactError: {utility}: the last line ends without a newline" in proc.stderr
+    assert proc.returncode == 1
+    assert proc.stderr == f"plot_figures.py: error: {utility}: the last line ends without a newline: the file is cut " \
+                          "short (expected a complete CSV file, ending with a newline)\n"
     assert not any(f.exists() for f in figures)
 
 
@@ -339,7 +371,7 @@ def test_table1_refuses_a_zero_sensitivity(tmp_path, sampled_records):
     path = write_json({**sampled_records["population"], "delta2": 0.0}, tmp_path / "sensitivity.json")
     proc = run_script("make_table1.py", "--datasets", "digits", "--sensitivity", path, "--csv", tmp_path / "t.csv",
                       "--md", tmp_path / "t.md")
-    assert proc.returncode != 0 and f"ArtefactError: {path}: field 'delta2': 0 " in proc.stderr
+    assert proc.returncode == 1 and proc.stderr.startswith(f"make_table1.py: error: {path}: field 'delta2': 0 ")
     assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.md").exists()
 
 
@@ -347,3 +379,95 @@ def test_no_script_reads_an_artefact_past_the_validated_loaders():
     raw = re.compile(r"json\.loads?\(|torch\.load\(|load_tensors\(|pd\.read_csv\(|read_csvs\(")
     bypass = {p.name: raw.findall(p.read_text()) for p in (REPO / "scripts").glob("*.py")}
     assert {name: found for name, found in bypass.items() if found} == {}
+
+
+# --------------------------------------------------------------------------------- the config's grid of rows
+
+UTILITY_GRID = [{"dataset": ["digits"], "mechanism": ["alm", "laplace"], "eps": [1, 10], "repeat": [0, 1]}]
+
+
+def test_a_table_with_every_row_of_the_configs_grid_is_accepted(tmp_path):
+    artefacts.load_csv_file(write_csv(utility_rows(), tmp_path / "utility.csv"), artefacts.UTILITY, UTILITY_GRID)
+
+
+def test_a_table_that_lost_a_whole_method_is_refused_by_the_configs_grid(tmp_path):
+    # the rows of one method are gone: the file's own grid is complete, only the config knows
+    path = write_csv(utility_rows(methods=("alm",)), tmp_path / "utility.csv")
+    artefacts.load_csv_file(path, artefacts.UTILITY)
+    message = refused(path, "dataset, mechanism, eps, repeat", artefacts.load_csv_file, artefacts.UTILITY,
+                      UTILITY_GRID)
+    assert "the row {dataset: digits, mechanism: laplace, eps: 1, repeat: 0} is missing (4 rows of the 8" in message
+
+
+def test_a_row_outside_the_configs_grid_or_repeated_is_refused(tmp_path):
+    other_eps = write_csv(utility_rows(eps=(1.0, 100.0)), tmp_path / "utility.csv")  # a run of another config
+    assert "the row {dataset: digits, mechanism: alm, eps: 100, repeat: 0} on line 4 is not in the config's grid" in \
+        refused(other_eps, "dataset, mechanism, eps, repeat", artefacts.load_csv_file, artefacts.UTILITY, UTILITY_GRID)
+    twice = write_csv(pd.concat([utility_rows(), utility_rows()[:1]]), tmp_path / "twice.csv")
+    with pytest.raises(ArtefactError, match="on line 10 repeats line 2"):
+        artefacts.check_expected(twice, pd.read_csv(twice), UTILITY_GRID)
+
+
+def test_a_free_column_of_the_grid_takes_any_value_but_the_rest_must_be_complete(tmp_path):
+    # DPCL at a fixed noise multiplier: the ε of its rows is the accountant's, not the config's
+    grid = [{"dataset": ["digits"], "mechanism": ["alm", "laplace"], "eps": None, "repeat": [0, 1]}]
+    path = write_csv(utility_rows(eps=(3.7,)), tmp_path / "utility.csv")
+    artefacts.load_csv_file(path, artefacts.UTILITY, grid)
+    lost = write_csv(utility_rows(eps=(3.7,))[:-1], tmp_path / "lost.csv")
+    assert "{dataset: digits, mechanism: laplace, eps: NaN, repeat: 1} is missing" in refused(
+        lost, "dataset, mechanism, eps, repeat", artefacts.load_csv_file, artefacts.UTILITY, grid)
+
+
+def test_a_roc_table_has_one_curve_per_key_of_the_grid(tmp_path):
+    curve = {"fpr": [0.0, 0.5, 1.0], "tpr": [0.0, 0.7, 1.0]}
+    frame = pd.concat([pd.DataFrame({"dataset": "digits", "method": "none", "eps": math.nan, "attack": attack,
+                                     "adaptive": True, **curve}) for attack in ("loss", "lira_online")])
+    grid = [{"dataset": ["digits"], "method": ["none"], "eps": [None], "attack": ["loss", "lira_online"],
+             "adaptive": [True]}]
+    artefacts.load_csv_file(write_csv(frame, tmp_path / "roc.csv.gz"), artefacts.ROC, grid)
+    one = write_csv(frame[frame.attack == "loss"], tmp_path / "one.csv.gz")
+    assert "attack: lira_online, adaptive: True} is missing" in refused(
+        one, "dataset, method, eps, attack, adaptive", artefacts.load_csv_file, artefacts.ROC, grid)
+
+
+def test_several_tables_each_need_their_grid(tmp_path):
+    path = write_csv(utility_rows(), tmp_path / "utility.csv")
+    load = lambda p: artefacts.load_csv_files([p], artefacts.UTILITY, {"other.csv": UTILITY_GRID})  # noqa: E731
+    assert "nothing expected of this file was given" in refused(path, None, load)
+
+
+# --------------------------------------------------------------------------------- relations between columns
+
+def one_run_rows(**change) -> pd.DataFrame:
+    row = {"dataset": "digits", "method": "alm", "eps": 1.0, "attack": "loss", "adaptive": True, "delta": 0.0,
+           "claimed_eps": 1.0, "guarantee_kind": "random_dp", "audit": "one_run_mislabelled", "eps_lower_bound": 0.0,
+           "n": 50, "canaries": 100, "correct": 30}
+    return pd.DataFrame([row, {**row, "eps": 10.0, **change}])
+
+
+@pytest.mark.parametrize("change, field, problem", [
+    ({"correct": 51}, "correct", "51 on line 3 (expected at most the row's n, the guesses made)"),
+    ({"n": 101, "correct": 40}, "n", "101 on line 3 (expected at most the row's canaries"),
+    ({"correct": 2.5}, "correct", "2.5 on line 3"),
+])
+def test_a_one_run_audit_with_impossible_counts_is_refused(tmp_path, change, field, problem):
+    artefacts.load_csv_file(write_csv(one_run_rows(), tmp_path / "ok.csv"), artefacts.AUDIT)
+    assert problem in refused(write_csv(one_run_rows(**change), tmp_path / "one_run.csv"), field,
+                              artefacts.load_csv_file, artefacts.AUDIT)
+
+
+def accounting_rows(eps_accountant=(0.9995, 9.9949)) -> pd.DataFrame:
+    return pd.DataFrame([{"dataset": "digits", "method": "dpcl", "variant": "dpcl", "role": "target", "n": 150,
+                          "eps_target": target, "delta": 1e-5, "noise_multiplier": 1.0, "mechanisms": "gradient",
+                          "encoder_steps": 6, "head_steps": 60, "encoder_batch": 50, "head_batch": 50,
+                          "eps_accountant": spent, "guarantee_kind": "approx_dp", "sensitivities": "Δ = 4C"}
+                         for target, spent in zip((1.0, 10.0), eps_accountant)])
+
+
+def test_an_accountant_epsilon_above_its_target_is_refused(tmp_path):
+    artefacts.load_csv_file(write_csv(accounting_rows(), tmp_path / "ok.csv"), artefacts.DPCL_ACCOUNTING)
+    assert "55 on line 2 (expected at most the row's eps_target" in refused(
+        write_csv(accounting_rows((55.0, 9.9949)), tmp_path / "accounting.csv"), "eps_accountant",
+        artefacts.load_csv_file, artefacts.DPCL_ACCOUNTING)
+    fixed = accounting_rows((55.0, 9.9949)).assign(eps_target=math.nan)  # a fixed noise multiplier: no target
+    artefacts.load_csv_file(write_csv(fixed, tmp_path / "fixed.csv"), artefacts.DPCL_ACCOUNTING)

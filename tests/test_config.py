@@ -5,13 +5,21 @@ a run without download needs (tests/test_workflow.py runs the bad configs throug
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from privssl.config import GRAPH_FILES, IMAGE_FILES, ConfigError, apply_nested_overrides, validate_config
+from privssl.config import (
+    GRAPH_FILES,
+    IMAGE_FILES,
+    ConfigError,
+    apply_nested_overrides,
+    load_config_file,
+    validate_config,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -215,3 +223,116 @@ def test_top_level_values_are_left_as_snakemake_typed_them():
     config = {"data_root": "2024", "protect": {"eps": ["1"]}}
     apply_nested_overrides(config, {"data_root": "2024", "protect": {"eps": ["1"]}})
     assert config == {"data_root": "2024", "protect": {"eps": [1]}}
+
+
+# --------------------------------------------------------------------------------- limits the jobs' code sets
+
+def with_value(key: str, value) -> dict:
+    config = tiny()
+    *parents, last = key.split(".")
+    section = config
+    for part in parents:
+        section = section[part]
+    section[last] = value
+    return config
+
+
+@pytest.mark.parametrize("key, largest_or_smallest, past_it, message", [
+    # dpcl_train's k-NN evaluation takes its neighbours among the |d| = 60 records of d
+    ("dpcl.knn_k", 60, 61, ("config key 'dpcl.knn_k': 61 neighbours are more than the k-NN's labelled set, |d| = "
+                            "datasets.digits.splits.finetune = 60 (allowed: 1..60)")),
+    # contrastive_attack's label-only attack shifts the 8×8 digits by up to `translation` pixels
+    ("contrastive.attacks.label_only.translation", 7, 8,
+     ("config key 'contrastive.attacks.label_only.translation': 8 pixels do not fit the 8×8 images of digits "
+      "(allowed: 1..7)")),
+    # audit_one_run guesses on round(fraction × 20 canaries / 2) per side, and would silently make one of 0
+    ("audit.one_run.guess_fraction", 0.051, 0.05,
+     ("config key 'audit.one_run.guess_fraction': 0.05 of 20 canaries gives 0 guesses on each side (allowed: > "
+      "1/canaries = 0.05, for at least one guess \"in\" and one \"out\")")),
+    # link_target's GCN trains on round(label_rate × N) nodes; the tiny config's smaller graph has 170
+    ("link_stealing.gcn.label_rate", 0.003, 0.0029,
+     ("config key 'link_stealing.gcn.label_rate': 0.0029 of the 170 nodes of graphs.sbm_shadow labels no node for "
+      "the target GCN (allowed: > 0.00294)")),
+])
+def test_a_value_a_job_would_fail_on_is_refused_before_any_job(key, largest_or_smallest, past_it, message):
+    assert message in refused(with_value(key, past_it))
+    validate_config(with_value(key, largest_or_smallest), SCHEMA)
+
+
+def test_the_one_run_guesses_fit_the_canaries():
+    # round(1 × 3 / 2) = 2 guesses on each side of 3 canaries: one_run_guesses would refuse them
+    config = with_value("audit.one_run.guess_fraction", 1)
+    config["audit"]["one_run"]["canaries"] = 3
+    assert ("config key 'audit.one_run.guess_fraction': 1 of 3 canaries gives 2 guesses on each side (allowed: > "
+            "1/canaries = 0.3333, for at least one guess \"in\" and one \"out\", and < 1, for at most as many guesses "
+            "as canaries)") in refused(config)
+    config["audit"]["one_run"]["guess_fraction"] = 0.99
+    validate_config(config, SCHEMA)
+    config["audit"]["one_run"]["canaries"] = 1  # no fraction gives one guess on each side
+    assert "config key 'audit.one_run.canaries': 1 is less than the minimum of 2" in refused(config)
+
+
+def test_training_the_top_only_needs_the_convnet():
+    config = tiny(simclr={**TINY["simclr"], "encoder": "resnet18"})
+    assert ("config key 'dpcl.trainable': top trains the convnet's dense layer, but simclr.encoder = resnet18 "
+            "(allowed: all, or simclr.encoder: convnet)") in refused(config)
+    config["dpcl"]["trainable"] = "all"
+    assert "config key 'dpadapter.trainable': top trains the convnet's dense layer" in refused(config)
+    config["dpadapter"]["trainable"] = "all"
+    validate_config(config, SCHEMA)
+
+
+@pytest.mark.parametrize("p_in, p_out, message", [
+    (0.6, 0.6, "p_in = 0.6 and p_out = 0.6 give 8619 ± 59 edges of the 14365 node pairs"),
+    (0.0, 0.0, "p_in = 0.0 and p_out = 0.0 give 0 ± 0 edges of the 14365 node pairs"),
+])
+def test_a_generated_graph_needs_edges_and_as_many_non_edges(p_in, p_out, message):
+    # the attack dataset pairs every edge with a non-edge (link_pairs.sample_non_edges), and has no pair without edges
+    config = tiny()
+    config["graphs"]["sbm_shadow"]["generator"].update(p_in=p_in, p_out=p_out)
+    assert (f"config key 'graphs.sbm_shadow.generator': {message}, but the link-stealing attacks pair every edge "
+            "with a non-edge (allowed: some edges, and fewer than half the pairs by 4 standard deviations") \
+        in refused(config)
+    config["graphs"]["sbm_shadow"]["generator"].update(p_in=0.4, p_out=0.4)
+    validate_config(config, SCHEMA)
+
+
+# --------------------------------------------------------------------------------- infinite numbers
+
+@pytest.mark.parametrize("written, message", [
+    (".inf", ("inf is not a finite number (allowed: a finite number > 0; ε = ∞, no noise, is the unprotected head, "
+              "attacked and audited as method none in every run)")),
+    ("inf", "inf is not a finite number (allowed: a finite number > 0; ε = ∞, no noise"),  # YAML 1.1: the string 'inf'
+    ("nan", "nan is not a finite number (allowed: a finite number > 0)"),
+    ('"1e5"', "'1e5' is a string, not a number (write 1.0e5: YAML 1.1 reads 1e5 as a string)"),
+])
+def test_an_infinite_eps_is_refused_with_what_is_allowed(tmp_path, written, message):
+    path = tmp_path / "eps.yaml"
+    path.write_text(f"protect:\n  eps: [{written}]\n")
+    from_file = tiny()
+    from_file["protect"].update(load_config_file(path)["protect"])
+    with pytest.raises(ConfigError) as from_override:
+        overridden({"protect": f"{{eps: [{written}]}}"})
+    for shown in (refused(from_file), str(from_override.value)):
+        assert f"config key 'protect.eps[0]': {message}" in shown and "without quotes" not in shown
+        assert ("no noise" in shown) == ("inf" in written)
+
+
+def test_an_infinite_number_in_a_one_of_names_its_range_not_the_types():
+    config = tiny()
+    config["dpcl"]["eps"] = [float("inf")]
+    assert "config key 'dpcl.eps': inf is not a finite number (allowed: a finite number > 0; ε = ∞" in refused(config)
+    config["protect"]["delta"] = float("-inf")
+    assert "config key 'protect.delta': -inf is not a finite number (allowed: a finite number > 0 and < 1)" \
+        in refused(config)
+
+
+def test_dpadapter_needs_labelled_public_images():
+    # STL-10's public split is unlabelled: DPAdapter's pre-trained classifier has no label to learn
+    config = tiny(download=True, datasets={"stl10": {"splits": {
+        "pretrain": 100000, "finetune": 500, "nonmember": 500, "shadow": 1000, "test": 500, "reference": 500}}})
+    config.pop("contrastive")
+    assert re.search(r"dpadapter.pretrain.perturb_batch': \d+ is larger than the labelled images of stl10's public "
+                     r"split it samples, 0 \(allowed: 1..0", refused(config)), refused(config)
+    config["datasets"]["stl10"]["splits"]["pretrain"] = 100000 + 1000  # 1000 labelled images beside them
+    validate_config(config, SCHEMA)

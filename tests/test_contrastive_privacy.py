@@ -142,7 +142,7 @@ def model_file(tmp_path, **changes):
 
 def test_model_files_load_back_into_the_same_models(tmp_path):
     path = model_file(tmp_path)
-    (model,) = load_models(load_contrastive_models(path), CPU)
+    (model,) = load_models(load_contrastive_models(path, "target", "digits"), CPU)
     assert (model.kind, model.lam, model.repeat) == ("talos", 2.0, 0)
     images, _ = random_images(4, 0)
     assert model.posteriors(images).shape == (4, 2)
@@ -158,7 +158,15 @@ def test_model_files_load_back_into_the_same_models(tmp_path):
 ])
 def test_a_corrupted_model_file_is_refused_naming_the_field(tmp_path, changes, field):
     with pytest.raises(ArtefactError, match=re.escape(f"field '{field}'")):
-        load_contrastive_models(model_file(tmp_path, **changes))
+        load_contrastive_models(model_file(tmp_path, **changes), "target", "digits")
+
+
+@pytest.mark.parametrize("role, dataset, field", [("shadow", "digits", "role"), ("target", "cifar10", "dataset")])
+def test_a_model_file_of_another_role_or_dataset_is_refused(tmp_path, role, dataset, field):
+    # `cp shadow_models.pt target_models.pt` is well-formed: only what the file records tells it apart
+    with pytest.raises(ArtefactError, match=re.escape(f"field '{field}': 'target'" if field == "role" else
+                                                      f"field '{field}': 'digits'")):
+        load_contrastive_models(model_file(tmp_path), role, dataset)
 
 
 def test_a_restarted_training_reuses_every_finished_model(tmp_path):

@@ -26,8 +26,8 @@ from privssl.graphs.link_attacks import (
     two_means,
     unsupervised_attacks,
 )
-from privssl.graphs.link_features import DISTANCES
 from privssl.graphs.link_pairs import attack_dataset
+from privssl.graphs.link_spec import DISTANCES
 
 CORA = Path(__file__).resolve().parents[2] / "shared/data/planetoid/Cora/raw"
 ROW_KEYS = {"attack", "feature_set", "distance", "release", "auc", "precision", "recall", "f1"}

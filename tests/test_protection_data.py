@@ -104,6 +104,6 @@ def test_released_heads_take_shapes_and_clipping_from_the_protect_file(tmp_path)
     flat = torch.arange(2 * 4 * 9, dtype=torch.float64).reshape(2, 4, 9)
     torch.save({"method": "certified_pure", "flat": flat, "eps": torch.tensor([1.0, 10.0]), "shapes": shapes,
                 "noise_scale": torch.tensor([3.0, 0.3]), "clip_norm": 2.0}, tmp_path / "p.pt")
-    releases = released_heads({"params": {}, "shapes": {}}, load_release(tmp_path / "p.pt"))
+    releases = released_heads({"params": {}, "shapes": {}}, load_release(tmp_path / "p.pt", "certified_pure"))
     assert (releases.method, releases.eps, releases.repeats, releases.clip_norm) == ("certified_pure", [1.0, 10.0], 4, 2.0)
     assert releases.shapes == shapes and torch.equal(releases.flat[5], flat[1, 1])

@@ -185,6 +185,23 @@ def test_checkpoint_resumes_only_under_the_settings_that_wrote_it(digits, one_ep
         assert messages[0].startswith("ignoring") and "another configuration" in messages[0]
 
 
+def test_checkpoint_resumes_only_at_the_intra_op_thread_count_that_wrote_it(digits, tmp_path):
+    """Float sums split differently across threads: a run at 2 threads starts afresh from a
+    checkpoint written at 1, and resumes one written at 2."""
+    images, two_epochs, threads = digits[:64], replace(SMALL, epochs=2), torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        pretrain(SMALL, images, seed=1, device=CPU, checkpoint=tmp_path / "simclr.pt", log=quiet)
+        torch.set_num_threads(2)
+        afresh, resumed = [], []
+        pretrain(two_epochs, images, seed=1, device=CPU, checkpoint=tmp_path / "simclr.pt", log=afresh.append)
+        pretrain(two_epochs, images, seed=1, device=CPU, checkpoint=tmp_path / "simclr.pt", log=resumed.append)
+    finally:
+        torch.set_num_threads(threads)
+    assert afresh[0].startswith("ignoring") and "another configuration" in afresh[0]
+    assert resumed[0].startswith("resumed") and "after epoch 2" in resumed[0]
+
+
 def test_encoders(digits):
     convnet = build_encoder("convnet", 1, 8, 32)
     assert convnet(digits[:10]).shape == (10, 32) and convnet.out_dim == 32

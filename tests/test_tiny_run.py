@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 from scipy import stats
 from test_workflow import (
@@ -289,6 +290,72 @@ def test_lira_roc_and_audit_tables(tiny_run):
     # no release whose guarantee is proven is audited above the ε it claims (for substitution)
     proven = audit[audit.guarantee_kind.isin(["pure_dp", "approx_dp"])]
     assert len(proven) and (proven.eps_lower_bound <= proven.claimed_eps).all(), proven
+
+
+# the issue's cases: `head -N file` keeps a well-formed table of fewer rows, which the file's own
+# grid cannot tell from a whole one when the rows lost are whole values of a key
+CUT_AT_A_LINE_END = [("digits/contrastive/metrics.csv", "CONTRASTIVE", "contrastive"),
+                     ("digits/lira.csv", "LIRA", "lira"), ("digits/dpcl/accounting.csv", "DPCL_ACCOUNTING",
+                                                           "dpcl_accounting"),
+                     ("digits/dpadapter/results.csv", "DPADAPTER_RESULTS", "dpadapter"),
+                     ("digits/audit.csv", "AUDIT", "audit"), ("sbm/link_protection.csv", "LINK_PROTECTION",
+                                                              "link_protection"),
+                     ("sbm/link/attacks.csv", "LINK_ROWS", "link_attacks")]
+
+
+@pytest.mark.parametrize("table, schema, grid", CUT_AT_A_LINE_END)
+def test_a_table_cut_at_a_line_end_is_refused_naming_the_first_missing_row(tiny_run, tmp_path, table, schema, grid):
+    from privssl import artefacts, grids
+
+    path, dataset = tiny_run.path(f"{RESULTS}/{table}"), table.split("/")[0]
+    expected = getattr(grids, grid)(tiny_run.expected, dataset)
+    whole = artefacts.load_csv_file(path, getattr(artefacts, schema), expected)  # the run's file is the grid
+    lines = path.read_text().splitlines(keepends=True)
+    kept = (len(lines) + 1) // 2  # the header and the first half of the rows, as `head -N` leaves them
+    cut = tmp_path / path.name
+    cut.write_text("".join(lines[:kept]))
+    with pytest.raises(artefacts.ArtefactError) as error:
+        artefacts.load_csv_file(cut, getattr(artefacts, schema), expected)
+    columns = list(expected[0])
+    lost = {artefacts.show_key(columns, tuple(map(artefacts.key_value, row)))
+            for row in whole[columns].iloc[kept - 1:].itertuples(index=False, name=None)}
+    missing = re.search(r"the row (\{.*?\}) is missing", str(error.value))
+    assert str(error.value).startswith(f"{cut}: field '") and missing, error.value
+    assert missing.group(1) in lost, (missing.group(1), sorted(lost)[:5])
+
+
+def test_the_issues_inconsistent_files_are_refused_by_their_first_reader(tiny_run, tmp_path):
+    from privssl import artefacts, grids
+
+    config = tiny_run.expected
+    # an accountant ε of 55 on a row whose target is ε = 10: the accounting table reads it first
+    accounting = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpcl/accounting.csv"))
+    accounting.loc[0, "eps_accountant"] = 55.0
+    accounting.to_csv(tmp_path / "accounting.csv", index=False)
+    with pytest.raises(artefacts.ArtefactError, match="field 'eps_accountant': 55 on line 2"):
+        artefacts.load_csv_file(tmp_path / "accounting.csv", artefacts.DPCL_ACCOUNTING)
+    # a one-run audit with more right guesses than guesses: its merge rule reads it first
+    one_run = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/audit/one_run.csv"))
+    one_run.loc[1, "correct"] = one_run.loc[1, "n"] + 1
+    one_run.to_csv(tmp_path / "one_run.csv", index=False)
+    with pytest.raises(artefacts.ArtefactError, match=re.escape(f"{tmp_path / 'one_run.csv'}: field 'correct'")):
+        artefacts.load_csv_file(tmp_path / "one_run.csv", artefacts.AUDIT, grids.one_run_audit(config, "digits"))
+    # the shadow models copied over the target models: the contrastive attack reads them first
+    with pytest.raises(artefacts.ArtefactError, match="field 'role': 'shadow'"):
+        artefacts.load_contrastive_models(tiny_run.path(f"{RESULTS}/digits/contrastive/shadow_models.pt"), "target",
+                                          "digits")
+    # LiRA heads whose membership sets are all the first head's: the lira rule reads them first
+    heads_path = tiny_run.path(f"{RESULTS}/digits/attack/lira/heads_finetune.pt")
+    heads = torch.load(heads_path, weights_only=True)
+    set_size = config["datasets"]["digits"]["splits"]["finetune"]
+    artefacts.load_lira_heads(heads_path, set_size, grids.lira_heads_record(config, "finetune", heads["seed"]))
+    torch.save({**heads, "sets": heads["sets"][:1].expand_as(heads["sets"]).clone()}, tmp_path / "heads.pt")
+    with pytest.raises(artefacts.ArtefactError, match=r"field 'sets\[1\]'"):
+        artefacts.load_lira_heads(tmp_path / "heads.pt", set_size)
+    # a release of one method copied over another's
+    with pytest.raises(artefacts.ArtefactError, match="field 'method': 'alm'"):
+        artefacts.load_release(tiny_run.path(f"{RESULTS}/digits/protect/alm.pt"), "laplace",
+                               grids.release_record(config, "laplace"))
 
 
 def test_contrastive_branch_outputs(tiny_run):

@@ -10,8 +10,10 @@ repository's own results/ and .snakemake/ are never touched.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -157,6 +159,36 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     n_contrastive = len(default["contrastive"]["datasets"])
     assert jobs["contrastive_train"] == 2 * n_contrastive and jobs["contrastive_attack"] == n_contrastive
     assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
+
+
+# inputs a reader must be told what to expect of: every table of results/, every release file and
+# LiRA's heads and sensitivity records (their recorded method, ε grid, counts, seed and settings)
+EXPECTED_INPUT = re.compile(r"^results/.*(\.csv|\.csv\.gz|/protect/\w+\.pt|/dpcl/\w+\.pt|/dpadapter/dpadapter\.pt"
+                            r"|/lira/heads_\w+\.pt|/sensitivity\.json)$")
+
+
+def test_every_reader_is_given_the_configs_grid_of_its_tables(tmp_path):
+    # a rule that forgot its --expect would accept a table cut at a line end: the tiny run still passes
+    proc = run_snakemake(tmp_path / "run", TINY_CONFIG, "-n", "-p", "--forceall")
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)Shell command: (.*)$", output_of(proc), re.M)
+    assert len(jobs) > 40, output_of(proc)[-3000:]
+    checked = set()
+    for rule, header, command in jobs:
+        inputs = re.search(r"^    input: (.*)$", header, re.M)
+        wanted = [p for p in (inputs.group(1).split(", ") if inputs else []) if EXPECTED_INPUT.match(p)]
+        if not wanted or rule == "all":  # the target rule runs nothing
+            continue
+        words = shlex.split(command)
+        assert "--expect" in words, f"rule {rule} reads {wanted} without --expect:\n{command}"
+        given = {}  # a rule of several commands (membership_tables) gives each its own
+        for i in (i for i, word in enumerate(words) if word == "--expect"):
+            given |= json.JSONDecoder().raw_decode(words[i + 1])[0]  # the last may end in ")"
+        assert not [p for p in wanted if p not in given], f"rule {rule}: no expectation for {set(wanted) - set(given)}"
+        checked.add(rule)
+    assert {"utility_table", "mia_table", "membership_tables", "figures", "table2", "audit_figures", "attack", "lira",
+            "audit_one_run", "contrastive_report", "training_time_report", "link_table", "link_protect",
+            "link_protection_table", "graph_figures", "attack_training_time", "digest", "protect",
+            "table1"} <= checked, checked
 
 
 @pytest.mark.parametrize("preset", ["paper-cifar10", "paper-cifar100", "paper-stl10", "digits-large-d"])

@@ -35,12 +35,13 @@ from privssl.attacks.contrastive_spec import CLAIMS
 from privssl.data.images import load_pool
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
+from privssl.io import InputError
 from privssl.release.methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
 from privssl.release.training_time import EVALUATED, PrivateSets
 from privssl.training.encoders import ENCODERS, build_encoder
 
 
-class ArtefactError(ValueError):
+class ArtefactError(InputError):
     """An input file with a missing, malformed or out-of-range field; the message names both."""
 
 
@@ -79,6 +80,7 @@ class Num:
     finite: bool = True
     optional: bool = False
     nan_where: tuple[str, str] | None = None
+    nan: bool = False  # an empty cell is allowed anywhere
 
     def describe(self, bound: dict) -> str:
         noun = ("finite " if self.finite else "non-NaN ") + ("integers" if self.integer else "numbers")
@@ -90,7 +92,9 @@ class Num:
 
     def check(self, path, field, value, bound, frame=None) -> None:
         nan_ok = None
-        if self.nan_where is not None and frame is not None:
+        if self.nan:
+            nan_ok = np.ones(np.shape(value), dtype=bool)
+        elif self.nan_where is not None and frame is not None:
             column, allowed = self.nan_where
             nan_ok = (frame[column] == allowed).to_numpy(dtype=bool, na_value=False)
         check_numbers(path, field, value, self, bound, nan_ok)
@@ -318,21 +322,49 @@ def check_fields(path, record, schema: dict, bound: dict | None = None, prefix: 
 
 # --------------------------------------------------------------------------------- readers
 
-def load_tensor_file(path, schema: dict, bound: dict | None = None) -> dict:
-    """A torch.save'd dict, checked against `schema` (`bound`: sizes known from other files)."""
+def load_tensor_file(path, schema: dict, bound: dict | None = None, recorded: dict | None = None) -> dict:
+    """A torch.save'd dict, checked against `schema` (`bound`: sizes known from other files) and
+    against what the reading rule expects it to record (`recorded`, see check_recorded)."""
     try:
         record = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
         fail(path, None, _reason(err), "a complete file written by torch.save")
-    return check_fields(path, record, schema, {} if bound is None else dict(bound))
+    check_fields(path, record, schema, {} if bound is None else dict(bound))
+    return check_recorded(path, record, recorded)
 
 
-def load_json_file(path, schema: dict) -> dict:
+def load_json_file(path, schema: dict, recorded: dict | None = None) -> dict:
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         fail(path, None, _reason(err), "a complete JSON file")
-    return check_fields(path, record, schema)
+    check_fields(path, record, schema)
+    return check_recorded(path, record, recorded)
+
+
+def _same(have, wanted) -> bool:
+    if isinstance(wanted, list):  # an ε grid: the file may hold it as a tensor, in float32 or float64
+        values = have.tolist() if torch.is_tensor(have) else have
+        return isinstance(values, list) and len(values) == len(wanted) and all(
+            _same(a, b) for a, b in zip(values, wanted))
+    numbers = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in (have, wanted)]
+    if all(numbers):  # 1 == 1.0; a float32 tensor holds 0.1 to 1e-8
+        return math.isclose(have, wanted, rel_tol=1e-6)
+    return type(have) is type(wanted) and have == wanted
+
+
+def check_recorded(path, record: dict, recorded: dict | None) -> dict:
+    """Provenance: the fields a file records about itself (role, dataset, method, ε grid, counts,
+    seed) equal what the reading rule expects from the config, so that a well-formed file from
+    another step or run (`cp shadow_models.pt target_models.pt`) is refused by its reader."""
+    for field, wanted in (recorded or {}).items():
+        if field not in record:
+            fail(path, field, "missing", f"{wanted!r}, as the reading rule's config asks")
+        if not _same(record[field], wanted):
+            have = record[field].tolist() if torch.is_tensor(record[field]) else record[field]
+            fail(path, field, f"{have!r}"[:200], f"{wanted!r}, as the reading rule's config asks: is the file "
+                                                  f"from another step, run or config?")
+    return record
 
 
 def read_table(path) -> pd.DataFrame:
@@ -353,23 +385,103 @@ def read_table(path) -> pd.DataFrame:
     return frame
 
 
-def load_csv_file(path, schema: dict) -> pd.DataFrame:
+# a table schema's entries that are not columns: its grid within the file's own values, whether it
+# holds curves (many rows per key), and a check of the relations between its columns
+TABLE_OPTIONS = ("grid", "curves", "relations")
+
+
+def load_csv_file(path, schema: dict, expect: list[dict] | None = None) -> pd.DataFrame:
     """A table with every column of `schema` (a name ending in '*' stands for every column with that
-    prefix), each value checked, and, per `schema['grid']`, a complete grid of rows."""
+    prefix), each value checked, and, per `schema['grid']`, a complete grid of rows; with `expect`
+    (privssl.grids: the rows the config asks for), exactly the rows of that grid."""
     frame = read_table(path)
-    columns = {name: spec for name, spec in schema.items() if name != "grid"}
+    columns = {name: spec for name, spec in schema.items() if name not in TABLE_OPTIONS}
     require(path, frame, [c for c in columns if not c.endswith("*")], "column")
     for name, spec in columns.items():
         for column in [c for c in frame.columns if c.startswith(name[:-1])] if name.endswith("*") else [name]:
             spec.check(path, column, frame[column], {}, frame)
     if "grid" in schema:
         check_grid(path, frame, *schema["grid"])
+    if "relations" in schema:
+        schema["relations"](path, frame)
+    if expect is not None:
+        # a table of curves (ROC) has many rows per key: each key's rows are one curve
+        keys = frame[list(expect[0])].drop_duplicates() if schema.get("curves") else frame
+        check_expected(path, keys, expect, lines=not schema.get("curves"))
     return frame
 
 
-def load_csv_files(paths, schema: dict) -> pd.DataFrame:
-    """Several tables of one schema (e.g. one per dataset), each checked, as one frame."""
-    return pd.concat([load_csv_file(p, schema) for p in paths], ignore_index=True)
+def load_csv_files(paths, schema: dict, expect: dict[str, list[dict]] | None = None) -> pd.DataFrame:
+    """Several tables of one schema (e.g. one per dataset), each checked, as one frame; `expect`:
+    the config's grid of each file, by path (a file without one is refused)."""
+    grids = [expected_of(expect, p) for p in paths]  # every path has its grid before any file is read
+    return pd.concat([load_csv_file(p, schema, grid) for p, grid in zip(paths, grids)], ignore_index=True)
+
+
+def expected_of(expect: dict | None, path):
+    """What `expect` (a reader's --expect) says of `path`: a table's grid of rows, or the fields a
+    file must record; None when the reader was given none (a script run by hand). A file the
+    reader's rule gave nothing for, where it gave something for others, is refused."""
+    if expect is None:
+        return None
+    if str(path) not in expect:
+        fail(path, None, "nothing expected of this file was given by the reading rule",
+             f"one of the files it gave expectations for: {', '.join(expect)}")
+    return expect[str(path)]
+
+
+def key_value(value):
+    """A key cell as the grid compares it: numbers as floats (1 == 1.0), NaN and None as None."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    return str(value)
+
+
+def show_key(columns, key) -> str:
+    return "{" + ", ".join(f"{c}: {'NaN' if v is None else f'{v:g}' if isinstance(v, float) else v}"
+                           for c, v in zip(columns, key)) + "}"
+
+
+def check_expected(path, frame: pd.DataFrame, blocks: list[dict], lines: bool = True) -> None:
+    """The table's rows are exactly the config's grid: the union over `blocks` of the product of
+    each block's {column: values} (a column of None: any value, e.g. the ε an accountant reports
+    for a fixed noise multiplier), each key once. A row lost at a line end, a row of another run
+    or config, and a repeated row are refused, naming the first such key."""
+    columns = list(blocks[0])
+    require(path, frame, columns, "column")
+    rows = [tuple(key_value(v) for v in row) for row in frame[columns].itertuples(index=False, name=None)]
+    where = (lambda i: f" on line {i + 2}") if lines else (lambda i: "")
+    first: dict[tuple, int] = {}
+    for i, key in enumerate(rows):
+        if key in first:
+            fail(path, ", ".join(columns), f"the row {show_key(columns, key)}{where(i)} repeats line {first[key] + 2}",
+                 "each key of the config's grid once")
+        first[key] = i
+    allowed = [{c: None if block[c] is None else {key_value(v) for v in block[c]} for c in columns}
+               for block in blocks]
+    for i, key in enumerate(rows):
+        if not any(all(a[c] is None or v in a[c] for c, v in zip(columns, key)) for a in allowed):
+            fail(path, ", ".join(columns), f"the row {show_key(columns, key)}{where(i)} is not in the config's grid",
+                 f"rows of the grid {_show_grid(blocks)}: is the file from another run or config?")
+    for block in blocks:
+        free = [j for j, c in enumerate(columns) if block[c] is None]
+        present = {tuple(None if j in free else v for j, v in enumerate(key)) for key in rows}
+        for key in itertools.product(*([None] if block[c] is None else [key_value(v) for v in block[c]]
+                                       for c in columns)):
+            if key not in present:
+                size = sum(math.prod(len(v) for v in b.values() if v is not None) for b in blocks)
+                fail(path, ", ".join(columns), f"the row {show_key(columns, key)} is missing ({len(rows)} rows "
+                                               f"of the {size} the config asks for: a truncated file?)",
+                     f"every row of the grid {_show_grid(blocks)}")
+
+
+def _show_grid(blocks: list[dict]) -> str:
+    return " + ".join("{" + ", ".join(f"{c}: {'any' if v is None else list(v)}" for c, v in block.items()) + "}"
+                      for block in blocks)[:600]
 
 
 def check_grid(path, frame: pd.DataFrame, groups: tuple[str, ...], axes: tuple[str, ...]) -> None:
@@ -388,6 +500,37 @@ def check_grid(path, frame: pd.DataFrame, groups: tuple[str, ...], axes: tuple[s
             fail(path, ", ".join(axes), f"the rows with {where} lack {dict(zip(axes, missing[0]))} "
                                         f"({len(missing)} of the grid of their values missing: a truncated file?)",
                  f"every combination of the {', '.join(axes)} values present")
+
+
+# --------------------------------------------------------------------------------- relations
+
+def _first_line(path, field: str, bad: np.ndarray, value: pd.Series, expected: str) -> None:
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        fail(path, field, f"{value.iloc[i]:g} on line {i + 2}", expected.format(i=i))
+
+
+def one_run_counts(path, frame: pd.DataFrame) -> None:
+    """A one-run audit row guesses on at most its canaries and is right at most on every guess:
+    correct <= n (guesses) <= canaries; otherwise its lower bound is computed from impossible counts."""
+    if "canaries" not in frame.columns:  # a hypothesis-test audit only
+        return
+    one_run = frame.audit.str.startswith("one_run").to_numpy()
+    for name in ("canaries", "correct"):
+        check_numbers(path, name, frame[name], Num(0, integer=True), nan_ok=~one_run)
+    _first_line(path, "n", one_run & (frame.n > frame.canaries).to_numpy(), frame.n,
+                "at most the row's canaries (the auditor guesses on canary slots only)")
+    _first_line(path, "correct", one_run & (frame.correct > frame.n).to_numpy(), frame.correct,
+                "at most the row's n, the guesses made")
+
+
+def accountant_within_target(path, frame: pd.DataFrame) -> None:
+    """The calibration returns the smallest noise whose accountant ε is at most the target, so a
+    row whose accountant ε exceeds its target ε (beyond float rounding) was not produced by it and
+    would publish a budget the release does not meet. At a fixed noise multiplier there is no target."""
+    over = (frame.eps_accountant > frame.eps_target * (1 + 1e-9)).to_numpy()  # NaN target: never over
+    _first_line(path, "eps_accountant", over, frame.eps_accountant,
+                "at most the row's eps_target: the calibrated noise reaches the target")
 
 
 # --------------------------------------------------------------------------------- schemas
@@ -427,7 +570,7 @@ LIRA_HEADS = {"shadows": Num(2, integer=True), "targets": Num(1, integer=True), 
               "pool": Names(LABELLED_SPLITS), "head_kind": Text(("finetune", "certified")), "shapes": Shapes(),
               "flat": Tensor(("heads", "P")),
               "sets": Tensor(("heads", "|d|"), "int", Num(0, "pool_size", high_open=True, integer=True)),
-              "clip_norm": OPTIONAL_CLIP}
+              "clip_norm": OPTIONAL_CLIP, "seed": COUNT}
 ATTACKER = {"in_dim": Num(2, integer=True), "spec": Each(POSITIVE), "mlp": Each(Tensor(None)),
             "shadow_shapes": Shapes(), "shadow_flat": Tensor(("P",)),
             "inside": Tensor(("in",), "int", Num(0, "|shadow|", high_open=True, integer=True)),
@@ -471,11 +614,11 @@ LIRA = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("meth
         "guarantee_kind": Text(GUARANTEE_KINDS), "targets": Num(1, integer=True), **_METRICS,
         "grid": (("dataset", "method", "attack", "adaptive"), ("eps",))}
 ROC = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")), "fpr": PROBABILITY,
-       "tpr": PROBABILITY}
+       "tpr": PROBABILITY, "curves": True}  # many rows per key: one ROC curve
 AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
          "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
          "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "eps_lower_bound": Num(0), "n": COUNT,
-         "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",))}
+         "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",)), "relations": one_run_counts}
 # training-time branch: dpadapter_train's results, dpcl_train's accounting (read by its report)
 DPADAPTER_RESULTS = {"dataset": Text(), "pretraining": Text(("standard", "sam", "dpadapter")), "rho": Num(0),
                      "eps": POSITIVE, "repeat": COUNT, "accuracy": PROBABILITY, "n_test": Num(1, integer=True),
@@ -488,7 +631,9 @@ DPCL_ACCOUNTING = {"dataset": Text(), "method": Text(TRAINING_TIME_METHODS), "va
                                                                                              high_open=True),
                    "noise_multiplier": POSITIVE, "mechanisms": Text(), "encoder_steps": COUNT, "head_steps": COUNT,
                    "encoder_batch": Num(1, integer=True), "head_batch": Num(1, integer=True),
-                   "eps_accountant": Num(0), "guarantee_kind": Text(GUARANTEE_KINDS), "sensitivities": Text()}
+                   "eps_target": Num(0, low_open=True, nan=True),  # empty at a fixed noise multiplier
+                   "eps_accountant": Num(0), "guarantee_kind": Text(GUARANTEE_KINDS), "sensitivities": Text(),
+                   "relations": accountant_within_target}
 # contrastive_attack rule (thesis Ch. 4): membership rows have no baseline, attribute rows no AUC or TPR
 _MEMBERSHIP_ONLY = Num(0, 1, nan_where=("inference", "attribute"))
 CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "talos")),
@@ -545,11 +690,11 @@ def load_graph_splits(path) -> dict:
     return record
 
 
-def load_sensitivity(path) -> dict:
+def load_sensitivity(path, recorded: dict | None = None) -> dict:
     """A sensitivity record: the sensitivity rule's (Δ̂1, Δ̂2 the k-th smallest of the m sampled
     distances; population sampling also ρ < γ) or the certified head's (proven Δ2). Every Δ the
-    release calibrates on is finite and > 0."""
-    record = load_json_file(path, {"sampling": Text(("population", "paper", "certified"))})
+    release calibrates on is finite and > 0; `recorded`: the settings the reading rule expects."""
+    record = load_json_file(path, {"sampling": Text(("population", "paper", "certified"))}, recorded)
     if record["sampling"] == "certified":
         return check_fields(path, record, CERTIFIED_SENSITIVITY)
     schema = SAMPLED_SENSITIVITY | (POPULATION if record["sampling"] == "population" else {})
@@ -562,21 +707,29 @@ def load_sensitivity(path) -> dict:
     return record
 
 
-def load_release(path, method: str | None = None) -> dict:
-    """A protect rule's release file: one positive noise scale per ε of a positive grid, the released
-    heads (ε, draw, parameter) of the length its shapes give; of `method` when given."""
-    release = load_tensor_file(path, RELEASE)
-    if method is not None and release["method"] != method:
-        fail(path, "method", repr(release["method"]), repr(method))
-    return release
+def load_release(path, method: str, recorded: dict | None = None) -> dict:
+    """A protect rule's release file of `method`: one positive noise scale per ε of a positive
+    grid, the released heads (ε, draw, parameter) of the length its shapes give."""
+    return load_tensor_file(path, RELEASE, recorded={"method": method} | (recorded or {}))
 
 
-def load_lira_heads(path) -> dict:
-    """The lira_heads rule's file: finite heads, one training set of pool indices per head."""
-    heads = load_tensor_file(path, LIRA_HEADS)
+def load_lira_heads(path, set_size: int, recorded: dict | None = None) -> dict:
+    """The lira_heads rule's file: finite heads, and per head the training set the rule drew, a
+    uniform random subset of |d| = `set_size` pool records by the recorded seed. The sets are
+    redrawn and compared: the attack's membership labels come from them, and a set that is not
+    the head's (identical rows, a half-balanced design, another seed) inflates or deflates every AUC."""
+    from privssl.attacks.lira import draw_training_sets  # the attack's own draw, imported only here
+
+    heads = load_tensor_file(path, LIRA_HEADS, {"|d|": set_size}, recorded)
     if heads["flat"].shape[0] != heads["shadows"] + heads["targets"]:
         fail(path, "flat", f"{heads['flat'].shape[0]} heads",
              f"shadows + targets = {heads['shadows'] + heads['targets']}")
+    drawn = draw_training_sets(heads["pool_size"], set_size, heads["flat"].shape[0], heads["seed"])
+    differ = (heads["sets"] != drawn).any(1)
+    if differ.any():
+        h = int(differ.nonzero()[0, 0])
+        fail(path, f"sets[{h}]", f"{heads['sets'][h, :8].tolist()}... ({int(differ.sum())} of {len(differ)} heads' "
+                                 f"sets differ)", f"the draw of seed {heads['seed']}: {drawn[h, :8].tolist()}...")
     return heads
 
 
@@ -620,10 +773,11 @@ CONTRASTIVE_MODEL = {"kind": Text(("supervised", "contrastive", "talos")), "lamb
 CONTRASTIVE_LAYER = {"weight": Tensor((1, "F", "n_task")), "bias": Tensor((1, "n_task"))}
 
 
-def load_contrastive_models(path) -> dict:
-    """A contrastive_train file: the role's models, each an encoder state and a finite linear layer
-    to the task's classes; λ None exactly for the supervised models."""
-    bundle = load_tensor_file(path, CONTRASTIVE_MODELS)
+def load_contrastive_models(path, role: str, dataset: str) -> dict:
+    """A contrastive_train file of `role` (target or shadow) on `dataset`: the role's models, each
+    an encoder state and a finite linear layer to the task's classes; λ None exactly for the
+    supervised models."""
+    bundle = load_tensor_file(path, CONTRASTIVE_MODELS, recorded={"role": role, "dataset": dataset})
     models = bundle.get("models")
     if not (isinstance(models, list) and models):
         fail(path, "models", repr(models)[:200], "a non-empty list of models")

@@ -24,6 +24,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def expect_argument(parser: argparse.ArgumentParser) -> None:
+    """--expect: the config's grid of rows of each input table, by path (privssl.grids; the rule
+    passes it), so that a table cut short or from another config is refused by its first reader."""
+    parser.add_argument("--expect", type=json_object, default=None,
+                        help="JSON object: input table path -> its grid of expected rows (privssl.grids)")
+
+
 def device_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu or cuda")
 

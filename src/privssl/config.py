@@ -1,9 +1,11 @@
-"""Config validation: the JSON schema, then the checks a schema cannot express (split sizes
+"""Config validation: each config file read strictly (a YAML error names its file and line, a key
+given twice is refused), the JSON schema, then the checks a schema cannot express (split sizes
 against the dataset's or graph's size, attack pairs against the shadow split, the sensitivity
 sampler's m, ρ, γ and its reference pool, batch sizes against the sets they batch, the
-contrastive branch's label maps and split sizes, the data
-files a run without download needs). Runs in the Snakefile before the DAG is built, so a bad
-config fails before any job starts and writes nothing."""
+contrastive branch's label maps and split sizes, the limits the jobs' code sets (k-NN's k, the
+label-only translation, training the convnet's top only, the one-run audit's guesses, the
+link-stealing graphs), the data files a run without download needs). Runs in the Snakefile
+before the DAG is built, so a bad config fails before any job starts and writes nothing."""
 
 from __future__ import annotations
 
@@ -15,14 +17,52 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from privssl.audit.one_run_spec import check_guesses
 from privssl.data.label_maps import label_map
-from privssl.data.splits import check_contrastive_sizes, check_split_sizes
-from privssl.graphs.splits import check_node_split_sizes
+from privssl.data.splits import DATASETS, check_contrastive_sizes, check_split_sizes, labelled_public
+from privssl.graphs.splits import check_node_split_sizes, graph_nodes
 from privssl.release.random_dp import order_statistic_index
 
 
 class ConfigError(ValueError):
     """A config value outside what is allowed; the message names the key."""
+
+
+def load_config_file(path: str | Path) -> dict:
+    """A config file as Snakemake reads it (YAML 1.1, of which JSON is a part), but strictly: a
+    syntax error names the file, line and column (Snakemake's names neither), and a key given
+    twice in one mapping, whose last value YAML lets win silently, is refused with both lines."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        _unique_keys(path, yaml.compose(text, Loader=yaml.SafeLoader), "")
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as err:
+        mark, start = err.problem_mark, err.context_mark  # where it went wrong, and where the open construct began
+        context = f" ({err.context} at line {start.line + 1})" if err.context and start else ""
+        raise ConfigError(f"config file {path}, line {mark.line + 1}, column {mark.column + 1}: {err.problem}"
+                          f"{context}") from err
+
+
+def _unique_keys(path: str | Path, node: yaml.Node | None, where: str) -> None:
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _unique_keys(path, item, f"{where}[{i}]")
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen = {}  # key -> where it was first given
+    for key, value in node.value:
+        if key.tag == "tag:yaml.org,2002:merge" or not isinstance(key, yaml.ScalarNode):  # `<<: *defaults` overrides
+            _unique_keys(path, value, where)
+            continue
+        name = f"{where}.{key.value}" if where else key.value
+        if name in seen:
+            first, again = seen[name], key.start_mark
+            at = (f"on line {again.line + 1}, columns {first.column + 1} and {again.column + 1}"
+                  if first.line == again.line else f"on lines {first.line + 1} and {again.line + 1}")
+            raise ConfigError(f"config file {path}: key '{name}' is given twice, {at} (allowed: each key once; YAML "
+                              f"would keep the last silently)")
+        seen[name] = key.start_mark
+        _unique_keys(path, value, name)
 
 
 def _key(path) -> str:
@@ -42,12 +82,26 @@ Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_c
 _DOTLESS_EXPONENT = re.compile(r"^[-+]?\d+[eE][-+]?\d+$")
 
 
+def _finite_message(err: jsonschema.ValidationError) -> str:
+    """An infinite or NaN number (YAML's .inf, or inf and nan, which YAML 1.1 reads as strings)
+    with the range the key allows; for ε, where the wish is a release without noise."""
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    bounds = [f"{sign} {schema[bound]}" for bound, sign in (("minimum", ">="), ("exclusiveMinimum", ">"),
+                                                            ("maximum", "<="), ("exclusiveMaximum", "<"))
+              if bound in schema]
+    kind = "a finite number" if err.validator_value == "number" else "an integer"
+    allowed = " and ".join([f"{kind} {bounds[0]}", *bounds[1:]]) if bounds else kind
+    if "eps" in err.absolute_path and float(err.instance) == math.inf:
+        allowed += "; ε = ∞, no noise, is the unprotected head, attacked and audited as method none in every run"
+    return f"{err.instance} is not a finite number (allowed: {allowed})"
+
+
 def _type_message(err: jsonschema.ValidationError) -> str:
     """The schema's `type` error with what to write instead."""
     value, wanted = err.instance, err.validator_value
     numeric = wanted in ("number", "integer")
     if isinstance(value, float) and not math.isfinite(value) and numeric:
-        return f"{value} is not a finite number"
+        return _finite_message(err)
     if isinstance(value, float) and wanted == "integer" and value.is_integer():
         return f"{value} is not an integer (write {int(value)})"
     if isinstance(value, str) and numeric:
@@ -56,9 +110,11 @@ def _type_message(err: jsonschema.ValidationError) -> str:
             return (f"{value!r} is a string, not a number (write {mantissa}.0e{exponent}: YAML 1.1 reads {value} "
                     f"as a string)")
         try:
-            float(value)
+            number = float(value)
         except ValueError:
             return err.message
+        if not math.isfinite(number):
+            return _finite_message(err)
         return f"{value!r} is a string, not a number (write it without quotes)"
     return err.message
 
@@ -68,8 +124,9 @@ def _message(err: jsonschema.ValidationError) -> str:
     whose type matched (e.g. 'head.batch_size: 0 is less than the minimum of 1 (or null)') rather
     than 'not valid under any of the given schemas'."""
     if err.validator in ("oneOf", "anyOf") and err.context:
-        mismatched = [e for e in err.context if e.validator == "type"]
-        others = [e for e in err.context if e.validator != "type"]
+        # a branch of another type, not an error inside the branch that fits (dpcl.eps: [inf])
+        mismatched = [e for e in err.context if e.validator == "type" and not e.relative_path]
+        others = [e for e in err.context if e not in mismatched]
         if not others:
             wanted = " or ".join(repr(e.validator_value) for e in mismatched)
             return f"{err.instance!r} is not of type {wanted}"
@@ -149,6 +206,7 @@ def validate_config(config: dict, schema_path: str | Path, overrides: Mapping | 
                     f"each, but {section}.{dataset}.splits.shadow = {shadow} gives {shadow // 2} "
                     f"(allowed: <= {2 * (shadow // 2)})")
     check_sensitivity(config)
+    check_link_stealing(config)
     check_contrastive(config)
     check_training_time(config)
     check_membership_evaluation(config)
@@ -182,6 +240,10 @@ def check_contrastive(config: dict) -> None:
             if not smallest <= batch <= entry["part"]:
                 raise ConfigError(f"config key 'contrastive.{stage}.batch_size': {batch} does not fit the training "
                                   f"set, {key}.part = {entry['part']} (allowed: {smallest}..{entry['part']})")
+        shift, side = section["attacks"]["label_only"]["translation"], DATASETS[name].image_size
+        if shift >= side:  # the label-only attack's shifted copies must keep a pixel of the image
+            raise ConfigError(f"config key 'contrastive.attacks.label_only.translation': {shift} pixels do not fit the "
+                              f"{side}×{side} images of {name} (allowed: 1..{side - 1})")
 
 
 def check_training_time(config: dict) -> None:
@@ -198,6 +260,12 @@ def check_training_time(config: dict) -> None:
     from privssl.accounting.dpcl_spec import dpcl_phases, fine_tune_phases
     from privssl.accounting.rdp import MAX_MULTIPLIER, reachable_by_bound
 
+    encoder = config["simclr"]["encoder"]
+    for name in sections:  # `top` keeps the convnet's convolutions fixed; a ResNet has no such split
+        if config[name]["trainable"] == "top" and encoder != "convnet":
+            raise ConfigError(f"config key '{name}.trainable': top trains the convnet's dense layer, but "
+                              f"simclr.encoder = {encoder} (allowed: all, or simclr.encoder: convnet)")
+
     delta = config["protect"]["delta"]
     private_sizes = sorted({size for entry in config["datasets"].values()
                             for size in (entry["splits"]["finetune"], entry["splits"]["shadow"] // 2)})
@@ -207,15 +275,23 @@ def check_training_time(config: dict) -> None:
         if (section["eps"] is None) == (section["noise_multiplier"] is None):
             raise ConfigError(f"config keys 'dpcl.eps' and 'dpcl.noise_multiplier': {section['eps']!r} and "
                               f"{section['noise_multiplier']!r} (allowed: exactly one of them given, the other null)")
+        # the k-NN evaluation's labelled neighbours are the records of d the encoder was trained on
+        d, name = min((entry["splits"]["finetune"], name) for name, entry in config["datasets"].items())
+        if section["knn_k"] > d:
+            raise ConfigError(f"config key 'dpcl.knn_k': {section['knn_k']} neighbours are more than the k-NN's "
+                              f"labelled set, |d| = datasets.{name}.splits.finetune = {d} (allowed: 1..{d})")
         for variant in section["variants"]:
             plans.append(("dpcl.eps", section["eps"] or [], lambda n, s=section, v=variant: dpcl_phases(s, v, n)))
     if "dpadapter" in config:
         section = config["dpadapter"]
-        public = min(entry["splits"]["pretrain"] for entry in config["datasets"].values())
+        # DPAdapter pre-trains a classifier on the public split's labels: its labelled images only
+        public, name = min((labelled_public(name, entry["splits"]), name) for name, entry in config["datasets"].items())
         for batch in ("perturb_batch", "update_batch"):
             if section["pretrain"][batch] > public:
                 raise ConfigError(f"config key 'dpadapter.pretrain.{batch}': {section['pretrain'][batch]} is larger "
-                                  f"than the public split it samples, |pretrain| = {public} (allowed: 1..{public})")
+                                  f"than the labelled images of {name}'s public split it samples, {public} (allowed: "
+                                  f"1..{public}; a public split of unlabelled images alone, as STL-10's, cannot "
+                                  f"pre-train DPAdapter's classifier)")
         if section["release_radius"] not in section["radii"]:
             raise ConfigError(f"config key 'dpadapter.release_radius': {section['release_radius']} is not among "
                               f"dpadapter.radii (allowed: {', '.join(map(str, section['radii']))})")
@@ -240,8 +316,12 @@ def check_training_time(config: dict) -> None:
 
 def check_membership_evaluation(config: dict) -> None:
     """The LiRA pool must hold 2|d| records (every shadow and target trains on |d| of them), and
-    the one-run audit's canary slots and fillers must fit in it beside the fixed records."""
+    the one-run audit's canary slots and fillers must fit in it beside the fixed records; its
+    guess fraction must give at least one guess on each side and no more guesses than canaries."""
     lira, canaries = config["attack"]["lira"], config["audit"]["one_run"]["canaries"]
+    problem = check_guesses(config["audit"]["one_run"]["guess_fraction"], canaries)
+    if problem:
+        raise ConfigError(f"config key 'audit.one_run.guess_fraction': {problem}")
     for section in ("datasets", "graphs"):
         for name, entry in config.get(section, {}).items():
             splits = entry["splits"]
@@ -291,6 +371,28 @@ def check_batch_sizes(config: dict) -> None:
             full = ", or null: full batch" if key == "head.batch_size" else ""
             raise ConfigError(f"config key '{key}': {batch} is larger than {symbol} = {where} = {size} "
                               f"(allowed: {smallest}..{size}{full})")
+
+
+def check_link_stealing(config: dict) -> None:
+    """The target GCN trains on round(label_rate · N) labelled nodes, at least one; the attack
+    dataset pairs every edge with a non-edge, so a generated graph needs edges, and fewer than half
+    its node pairs as edges (by 4 standard deviations of the drawn count)."""
+    for name, entry in config.get("graphs", {}).items():
+        nodes, rate = graph_nodes(name, entry), config["link_stealing"]["gcn"]["label_rate"]
+        if round(rate * nodes) < 1:
+            raise ConfigError(f"config key 'link_stealing.gcn.label_rate': {rate} of the {nodes} nodes of "
+                              f"graphs.{name} labels no node for the target GCN (allowed: > {0.5 / nodes:.3g})")
+        if "generator" not in entry:
+            continue
+        p_in, p_out, pairs = entry["generator"]["p_in"], entry["generator"]["p_out"], nodes * (nodes - 1) / 2
+        inside = sum(size * (size - 1) / 2 for size in entry["generator"]["block_sizes"])  # pairs within a block
+        edges = p_in * inside + p_out * (pairs - inside)
+        spread = math.sqrt(p_in * (1 - p_in) * inside + p_out * (1 - p_out) * (pairs - inside))
+        if not 0 < edges <= pairs / 2 - 4 * spread:
+            raise ConfigError(f"config key 'graphs.{name}.generator': p_in = {p_in} and p_out = {p_out} give "
+                              f"{edges:.0f} ± {spread:.0f} edges of the {pairs:.0f} node pairs, but the link-stealing "
+                              f"attacks pair every edge with a non-edge (allowed: some edges, and fewer than half the "
+                              f"pairs by 4 standard deviations, e.g. p_in, p_out <= 0.4, not both 0)")
 
 
 def check_graph_generator(name: str, entry: dict) -> None:

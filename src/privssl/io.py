@@ -88,10 +88,30 @@ def pick_device(requested: str = "auto") -> torch.device:
     return torch.device(requested)
 
 
+class InputError(ValueError):
+    """A script's input is missing or malformed; the message names it and what is allowed, so a
+    script reports it in one line (privssl.artefacts.ArtefactError is one)."""
+
+
+def input_error_hook(kind: type[BaseException], error: BaseException, traceback) -> None:
+    """sys.excepthook of a script: an input error (an InputError, or a FileNotFoundError of a
+    path on the command line or raised with its own message, as the data loaders do) as one line
+    `<script>: error: <message>`, as argparse reports a bad argument; anything else, a bug, with
+    its full traceback. Python exits with status 1 either way."""
+    missing = isinstance(error, FileNotFoundError) and (
+        error.filename is None or any(str(error.filename) in arg for arg in sys.argv[1:]))
+    if isinstance(error, InputError) or missing:
+        print(f"{os.path.basename(sys.argv[0])}: error: {error}", file=sys.stderr)
+    else:
+        sys.__excepthook__(kind, error, traceback)
+
+
 def script_logger(name: str) -> logging.Logger:
-    """Log to stderr (Snakemake rules redirect stderr into the rule's `log:` file). Also makes
-    SIGTERM (scancel, a job killed for its time limit) exit through Python's cleanup, so that an
-    atomic write in progress removes its temporary file instead of leaving it in results/."""
+    """Log to stderr (Snakemake rules redirect stderr into the rule's `log:` file), an input error
+    there in one line (input_error_hook). Also makes SIGTERM (scancel, a job killed for its time
+    limit) exit through Python's cleanup, so that an atomic write in progress removes its
+    temporary file instead of leaving it in results/."""
+    sys.excepthook = input_error_hook
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     return logging.getLogger(name)

@@ -24,7 +24,8 @@ import torch.nn.functional as F
 from sklearn.metrics import roc_auc_score, roc_curve
 from torch import nn
 
-METRIC_ATTACKS = ("confidence", "entropy", "modified_entropy", "loss", "correctness")
+from privssl.attacks.mia_spec import ATTACKS
+
 _EPS = 1e-30  # guards log(0) of saturated probabilities
 
 
@@ -180,7 +181,7 @@ def fit_attacks(probs: torch.Tensor, labels: torch.Tensor, is_member: torch.Tens
 
 def attack_scores(fitted: FittedAttacks, probs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
     """Scores (..., N) of every attack for probabilities (..., N, C)."""
-    return {"shadow_mlp": attack_mlp_scores(fitted.model, probs, labels), **metric_scores(probs, labels)}
+    return {ATTACKS[0]: attack_mlp_scores(fitted.model, probs, labels), **metric_scores(probs, labels)}
 
 
 def clean_attacks(attacker: dict) -> FittedAttacks:

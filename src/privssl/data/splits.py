@@ -85,6 +85,12 @@ def make_splits(dataset: str, labels, sizes: dict[str, int], seed: int) -> dict[
 CONTRASTIVE_SPLITS = ("target_train", "target_test", "shadow_train", "shadow_test", "aux")
 
 
+def labelled_public(dataset: str, sizes: dict[str, int]) -> int:
+    """Labelled images in the public pre-training split (which takes the unlabelled ones first):
+    what a pre-training that needs labels (DPAdapter's classifier) can use."""
+    return max(0, sizes["pretrain"] - DATASETS[dataset].unlabelled)
+
+
 def contrastive_capacity(dataset: str, sizes: dict[str, int]) -> int:
     """Labelled records outside the public pre-training split of `sizes` (the image track's)."""
     info = DATASETS[dataset]

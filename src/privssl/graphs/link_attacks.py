@@ -41,11 +41,11 @@ import torch
 import torch.nn.functional as F
 from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
-from privssl.graphs.link_features import ATTACK_FEATURES, DISTANCES, feature_matrix, pair_distances
+from privssl.graphs.link_features import ATTACK_FEATURES, feature_matrix, pair_distances
 from privssl.graphs.link_pairs import AttackPairs
+from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
 
 # Attack-2's four types of information (§5.3): d(f), d(F), d(f) − d(g), d(g).
-ATTACK_2_INFORMATION = ("posteriors", "attributes", "posteriors-reference", "reference")
 
 
 @dataclass(frozen=True)
@@ -265,7 +265,7 @@ def attack_6(observation: Observation, spec: AttackMLPSpec = AttackMLPSpec(), se
     """Attack-6, K = (F, A*, ×): Attack-3's features and all of Table 5.2's g and F blocks."""
     if not observation.knows_attributes:
         raise ValueError("Attack-6 needs the attributes F and the reference posteriors g")
-    return _supervised("attack-6", "posteriors+reference+attributes", observation, spec, seed)
+    return _supervised("attack-6", ALL_INFORMATION, observation, spec, seed)
 
 
 def supervised_attacks(observation: Observation, spec: AttackMLPSpec = AttackMLPSpec(),
@@ -300,7 +300,6 @@ def transfer_attacks(target: Observation, shadow: Observation, spec: AttackMLPSp
     rows = (_transfer("attack-1", "posteriors", target, shadow, spec, seed, partial_graph=False)
             + _transfer("attack-4", "posteriors", target, shadow, spec, seed, partial_graph=True))
     if target.knows_attributes and shadow.knows_attributes:
-        feature_set = "posteriors+reference+attributes"
-        rows += (_transfer("attack-5", feature_set, target, shadow, spec, seed, partial_graph=False)
-                 + _transfer("attack-7", feature_set, target, shadow, spec, seed, partial_graph=True))
+        rows += (_transfer("attack-5", ALL_INFORMATION, target, shadow, spec, seed, partial_graph=False)
+                 + _transfer("attack-7", ALL_INFORMATION, target, shadow, spec, seed, partial_graph=True))
     return rows

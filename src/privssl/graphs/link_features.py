@@ -27,7 +27,8 @@ from typing import Callable, Iterator
 
 import torch
 
-DISTANCES = ("cosine", "euclidean", "correlation", "chebyshev", "braycurtis", "manhattan", "canberra", "sqeuclidean")
+from privssl.graphs.link_spec import DISTANCES
+
 OPERATIONS = ("average", "hadamard", "weighted_l1", "weighted_l2")
 # Gathered coordinates per chunk: 2 MiB float64 temporaries stay in cache; 8 MiB ones ran 2-4x slower.
 CHUNK_ELEMENTS = 1 << 18

@@ -152,8 +152,9 @@ def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Ten
     models, history = [], []
     for repeat in range(repeats):
         run_seed = seed * 1000 + repeat
+        # as SimCLR's checkpoint: the intra-op thread count too, which splits float sums differently
         fingerprint = repr((public["encoder"], public["width"], spec.supervised, run_seed, n_task, device.type,
-                            state_digest({"images": images.float(), "task": task.float()})))
+                            torch.get_num_threads(), state_digest({"images": images.float(), "task": task.float()})))
         encoder_state, layer = _supervised_cached(
             checkpoints / f"r{repeat}_supervised.pt", fingerprint,
             lambda: train_supervised(public["encoder"], public["width"], images, task, n_task, spec.supervised,

@@ -144,11 +144,13 @@ def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.de
     history: list[dict] = []
     # Everything but the epochs that shapes the result: the spec (encoder, width, batch size,
     # temperature, lr, negatives, augmentation), the seed, the images and their order, the
-    # starting encoder, the adversary, and the device kind, whose kernels round differently (a
-    # CPU run resumed from a GPU epoch is neither).
+    # starting encoder, the adversary, the device kind, whose kernels round differently (a CPU run
+    # resumed from a GPU epoch is neither), and the intra-op thread count, which splits float sums
+    # differently (config `torch_threads`).
     data = hashlib.sha256(images.cpu().contiguous().numpy()).hexdigest()
     fingerprint = repr((replace(spec, epochs=0), seed, str(images.dtype), tuple(images.shape), data, device.type,
-                        state_digest(init_encoder), adversary.fingerprint() if adversary else None))
+                        torch.get_num_threads(), state_digest(init_encoder),
+                        adversary.fingerprint() if adversary else None))
     if checkpoint.exists():
         state = torch.load(checkpoint, map_location=device, weights_only=True)
         done = len(state["history"])
