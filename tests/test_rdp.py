@@ -192,7 +192,7 @@ def test_a_dpadapter_pretraining_batch_larger_than_the_public_split_is_refused(c
     public = min(e["splits"]["pretrain"] for e in config["datasets"].values())
     config["dpadapter"]["pretrain"][batch] = public + 1
     with pytest.raises(ConfigError, match=rf"config key 'dpadapter\.pretrain\.{batch}': {public + 1} is larger "
-                                          rf"than the public split.*1\.\.{public}"):
+                                          rf"than the labelled images of digits's public split.*1\.\.{public}"):
         check_training_time(config)
     config["dpadapter"]["pretrain"][batch] = public
     check_training_time(config)
