@@ -1,12 +1,13 @@
 rule shadow:
     """The attacker's shadow head and attack models, fitted on its own data."""
     input:
+        **tuned_inputs("head"),
         script=script("train_attack.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:
         f"{RESULTS}/{{dataset}}/attack/attacker.pt",
     params:
-        head=as_json(config["head"]),
+        head=spec_option("head", "head"),
         attack=as_json({k: v for k, v in config["attack"].items() if k not in ("train_pairs", "lira")}),
         pairs=config["attack"]["train_pairs"],
         seed=stage_seed("shadow"),
@@ -22,7 +23,7 @@ rule shadow:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} --head {params.head} --attack {params.attack}"
+        "python {input.script} --features {input.features} {params.head} --attack {params.attack}"
         " --train-pairs {params.pairs} --seed {params.seed} --out {output} {params.threads_option} 2> {log}"
 
 
@@ -30,6 +31,7 @@ rule attack:
     """The paper's membership inference, non-adaptive and adaptive, against the clean head (target
     `none`) and every method's releases, in one job per dataset."""
     input:
+        **tuned_inputs("head", "certified"),
         script=script("attack.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
@@ -41,9 +43,8 @@ rule attack:
         expect=lambda w: expect(release_records(w.dataset, MECHANISMS)),
         targets=" ".join(AUDITED),
         seed=stage_seed("attack"),
-        head=as_json(config["head"]),
-        certified=as_json(config["certified"]),
-        dpsgd=as_json(config["dpsgd"]),
+        head=spec_option("head-spec", "head"),
+        certified=spec_option("certified", "certified"),
         fpr=" ".join(map(str, config["attack"]["lira"]["fpr"])),
         bootstrap=config["attack"]["lira"]["bootstrap"],
         threads_option=threads_option("attack"),
@@ -60,7 +61,7 @@ rule attack:
     shell:
         "python {input.script} --dataset {wildcards.dataset} --features {input.features} --head {input.head}"
         " --attacker {input.attacker} --targets {params.targets} --protected {input.protected}"
-        " --head-spec {params.head} --certified {params.certified} --dpsgd {params.dpsgd} --fpr {params.fpr}"
+        " {params.head} {params.certified} --fpr {params.fpr}"
         " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} {params.threads_option}"
         " {params.expect} 2> {log}"
 

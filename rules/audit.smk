@@ -7,14 +7,15 @@ rule lira_heads:
     wildcard_constraints:
         head_kind="finetune|certified",
     input:
+        **tuned_inputs("head", "certified"),
         script=script("lira_heads.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:
         f"{RESULTS}/{{dataset}}/attack/lira/heads_{{head_kind}}.pt",
     params:
         pool=" ".join(LIRA["pool"]),
-        head=as_json(config["head"]),
-        certified=as_json(config["certified"]),
+        head=spec_option("head", "head"),
+        certified=spec_option("certified", "certified"),
         shadows=LIRA["shadows"],
         targets=LIRA["targets"],
         seed=stage_seed("lira_heads"),
@@ -31,7 +32,7 @@ rule lira_heads:
         ENV
     shell:
         "python {input.script} --features {input.features} --pool {params.pool} --head-kind {wildcards.head_kind}"
-        " --head {params.head} --certified {params.certified} --shadows {params.shadows} --targets {params.targets}"
+        " {params.head} {params.certified} --shadows {params.shadows} --targets {params.targets}"
         " --seed {params.seed} --out {output} {params.threads_option} 2> {log}"
 
 
@@ -42,6 +43,7 @@ rule lira:
         target=one_of(AUDITED),
     input:
         unpack(release_inputs),
+        **tuned_inputs("head"),
         script=script("lira.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
         heads=lambda w: f"{RESULTS}/{w.dataset}/attack/lira/heads_{lira_head_kind(w.target)}.pt",
@@ -60,8 +62,7 @@ rule lira:
                 )
             },
         ),
-        head=as_json(config["head"]),
-        dpsgd=as_json(config["dpsgd"]),
+        head=spec_option("head-spec", "head"),
         attacks=" ".join(LIRA["attacks"]),
         fpr=" ".join(map(str, LIRA["fpr"])),
         bootstrap=LIRA["bootstrap"],
@@ -81,7 +82,7 @@ rule lira:
         ENV
     shell:
         "python {input.script} --dataset {wildcards.dataset} --method {wildcards.target} --features {input.features}"
-        " --heads {input.heads} {params.release} --head-spec {params.head} --dpsgd {params.dpsgd}"
+        " --heads {input.heads} {params.release} {params.head}"
         " --attacks {params.attacks} --fpr {params.fpr} --bootstrap {params.bootstrap}"
         " --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out-csv {output.csv}"
         " --out-roc {output.roc} --out-audit {output.audit} {params.threads_option} {params.expect} 2> {log}"
@@ -90,6 +91,7 @@ rule lira:
 rule audit_one_run:
     """The one-run audit (Steinke et al. 2023) of every method at every ε, per canary kind."""
     input:
+        **tuned_inputs("head", "certified"),
         script=script("audit_one_run.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
         releases=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.{{ext}}", method=MECHANISMS, ext=["pt", "csv"]),
@@ -99,9 +101,8 @@ rule audit_one_run:
         methods=" ".join(AUDITED),
         protect_dir=lambda w: f"{RESULTS}/{w.dataset}/protect",
         pool=" ".join(LIRA["pool"]),
-        head=as_json(config["head"]),
-        certified=as_json(config["certified"]),
-        dpsgd=as_json(config["dpsgd"]),
+        head=spec_option("head-spec", "head"),
+        certified=spec_option("certified", "certified"),
         canaries=ONE_RUN["canaries"],
         fraction=ONE_RUN["guess_fraction"],
         kinds=" ".join(ONE_RUN["kinds"]),
@@ -124,8 +125,8 @@ rule audit_one_run:
         ENV
     shell:
         "python {input.script} --dataset {wildcards.dataset} --methods {params.methods} --features {input.features}"
-        " --pool {params.pool} --protect-dir {params.protect_dir} --head-spec {params.head}"
-        " --certified {params.certified} --dpsgd {params.dpsgd} --canaries {params.canaries}"
+        " --pool {params.pool} --protect-dir {params.protect_dir} {params.head}"
+        " {params.certified} --canaries {params.canaries}"
         " --guess-fraction {params.fraction} --kinds {params.kinds} --confidence {params.confidence}"
         " --delta {params.delta} --seed {params.seed} --out {output} {params.threads_option} {params.expect} 2> {log}"
 

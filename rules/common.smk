@@ -3,6 +3,7 @@ import shlex
 
 from privssl import grids
 from privssl.release.methods import PROTECT_METHODS, output_perturbation_methods, release_method
+from privssl.release.tuning_spec import tuned_sections
 
 DATASETS = list(config["datasets"])  # image datasets
 GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... attack rules, own data and encoder
@@ -10,6 +11,7 @@ GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... att
 CONTRASTIVE = list(config.get("contrastive", {}).get("datasets", {}))
 MECHANISMS = config["protect"]["mechanisms"]  # release methods of the registry (src/privssl/release/methods.py)
 OUTPUT_PERTURBATION = output_perturbation_methods(MECHANISMS)  # noise on a trained head: rule `protect`
+TUNED = tuned_sections(MECHANISMS)  # the config sections whose settings the rule `tune` chooses
 # Conda envs, relative to this file: the image track's and the graph track's (PyG).
 ENV = "../envs/privssl.yaml"
 GRAPH_ENV = "../envs/graph.yaml"
@@ -82,8 +84,27 @@ def stage_seed(stage):
         + ["lira_heads", "lira", "audit_one_run"]
         + ["contrastive_data", "contrastive_target", "contrastive_shadow", "contrastive_attack"]
         + ["dpcl", "dpadapter"]
+        + ["tune"]
     )
     return config["seed"] * 100 + stages.index(stage)
+
+
+def tuned(section):
+    """The settings rule `tune` chose for a config section (privssl.release.tuning)."""
+    return f"{RESULTS}/{{dataset}}/tuning/{section}.json"
+
+
+def tuned_inputs(*sections):
+    """Inputs `<section>_spec` of the tuned settings among `sections` that this run tunes."""
+    return {f"{section}_spec": tuned(section) for section in sections if section in TUNED}
+
+
+def spec_option(option, section):
+    """`--<option> @<tuned settings>` for a script; empty where the run does not tune `section`
+    (no release method of the config trains with it)."""
+    if section not in TUNED:
+        return ""
+    return lambda w: f"--{option} @{tuned(section).format(dataset=w.dataset)}"
 
 
 def released_head(method):
@@ -128,7 +149,7 @@ def final_outputs():
         ]
     if DPCL_METHODS:
         outputs += [f"{RESULTS}/tables/dpcl_accounting.csv", f"{RESULTS}/tables/dpcl_accounting.md"]
-        outputs += expand(f"{RESULTS}/{{dataset}}/dpcl/history.csv", dataset=DATASETS)
+        outputs += expand(f"{RESULTS}/{{dataset}}/diagnostics/not_private/dpcl_history.csv", dataset=DATASETS)
     if DPADAPTER_METHODS:
         outputs += [f"{RESULTS}/tables/dpadapter.csv", f"{RESULTS}/tables/dpadapter.md"]
     if GRAPHS:

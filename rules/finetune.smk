@@ -31,13 +31,14 @@ rule encode:
 rule finetune:
     """The released head ω = A_S(d) on the private split."""
     input:
+        **tuned_inputs("head"),
         script=script("finetune.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
         metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
     params:
-        head=as_json(config["head"]),
+        head=spec_option("head", "head"),
         device=config["device"],
         threads_option=threads_option("finetune"),
     log:
@@ -52,7 +53,7 @@ rule finetune:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} --head {params.head} --out {output.head}"
+        "python {input.script} --features {input.features} {params.head} --out {output.head}"
         " --metrics {output.metrics} --device {params.device} {params.threads_option} 2> {log}"
 
 
@@ -60,6 +61,7 @@ rule certified_head:
     """The certified head (Chaudhuri et al. 2011): L2-regularised logistic regression on clipped
     features, solved to a gradient-norm tolerance, and its proven Δ2."""
     input:
+        **tuned_inputs("certified"),
         script=script("certified_head.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:
@@ -67,7 +69,7 @@ rule certified_head:
         sensitivity=f"{RESULTS}/{{dataset}}/certified/sensitivity.json",
         metrics=f"{RESULTS}/{{dataset}}/certified/metrics.json",
     params:
-        certified=as_json(config["certified"]),
+        certified=spec_option("certified", "certified"),
         device=config["device"],
         threads_option=threads_option("certified_head"),
     log:
@@ -81,6 +83,6 @@ rule certified_head:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} --certified {params.certified}"
+        "python {input.script} --features {input.features} {params.certified}"
         " --out-head {output.head} --out-sensitivity {output.sensitivity} --out-metrics {output.metrics}"
         " --device {params.device} {params.threads_option} 2> {log}"

@@ -23,6 +23,7 @@ if OUTPUT_PERTURBATION:
             delta=config["protect"]["delta"],
             repeats=config["protect"]["repeats"],
             expect=lambda w: expect(sensitivity_records(w.dataset, OUTPUT_PERTURBATION)),
+            graph=lambda w: "--graph" if w.dataset in GRAPHS else "",
             device=config["device"],
             threads_option=threads_option("protect"),
         log:
@@ -39,13 +40,14 @@ if OUTPUT_PERTURBATION:
             "python {input.script} --dataset {wildcards.dataset} --features {input.features} --clean-head {input.clean}"
             " --mechanism {params.mechanisms} --head {params.heads} --sensitivity {params.sensitivities}"
             " --eps {params.eps} --delta {params.delta} --repeats {params.repeats} --seed {params.seeds}"
-            " --out-csv {output.csv} --out-heads {output.heads} --device {params.device}"
+            " --out-csv {output.csv} --out-heads {output.heads} --device {params.device} {params.graph}"
             " {params.threads_option} {params.expect} 2> {log}"
 
 
 rule protect_dpsgd:
     """The DP-SGD head (Opacus): one private training per (ε, draw), released as is."""
     input:
+        **tuned_inputs("head", "dpsgd"),
         script=script("protect_dpsgd.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
@@ -53,8 +55,9 @@ rule protect_dpsgd:
         csv=f"{RESULTS}/{{dataset}}/protect/dpsgd.csv",
         heads=f"{RESULTS}/{{dataset}}/protect/dpsgd.pt",
     params:
-        head=as_json(config["head"]),
-        dpsgd=as_json(config["dpsgd"]),
+        head=spec_option("head-spec", "head"),
+        dpsgd=spec_option("dpsgd", "dpsgd"),
+        graph=lambda w: "--graph" if w.dataset in GRAPHS else "",
         eps=" ".join(map(str, config["protect"]["eps"])),
         delta=config["protect"]["delta"],
         seed=stage_seed("protect_dpsgd"),
@@ -72,7 +75,7 @@ rule protect_dpsgd:
         ENV
     shell:
         "python {input.script} --dataset {wildcards.dataset} --features {input.features} --head {input.head}"
-        " --head-spec {params.head} --dpsgd {params.dpsgd} --eps {params.eps} --delta {params.delta}"
+        " {params.head} {params.dpsgd} --eps {params.eps} --delta {params.delta} {params.graph}"
         " --seed {params.seed} --out-csv {output.csv} --out-heads {output.heads} --device {params.device}"
         " {params.threads_option} 2> {log}"
 

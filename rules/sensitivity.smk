@@ -2,12 +2,13 @@ rule sensitivity:
     """Sampled Δ1, Δ2 of the head: m neighbour pairs from the reference pool (population) or inside d
     (paper), 2m batched trainings."""
     input:
+        **tuned_inputs("head"),
         script=script("sensitivity.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:
         f"{RESULTS}/{{dataset}}/sensitivity.json",
     params:
-        head=as_json(config["head"]),
+        head=spec_option("head", "head"),
         sampling=config["sensitivity"]["sampling"],
         m=config["sensitivity"]["m"],
         rho=config["sensitivity"]["rho"],
@@ -32,6 +33,6 @@ rule sensitivity:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} --head {params.head} --sampling {params.sampling}"
+        "python {input.script} --features {input.features} {params.head} --sampling {params.sampling}"
         " --m {params.m} --rho {params.rho} --gamma {params.gamma} --chunk-size {params.chunk} --seed {params.seed}"
         " {params.pretrain_size} --out {output} --device {params.device} {params.threads_option} 2> {log}"

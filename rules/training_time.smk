@@ -16,7 +16,8 @@ rule dpcl_train:
     output:
         utility=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.csv", method=DPCL_METHODS),
         releases=expand(f"{RESULTS}/{{{{dataset}}}}/dpcl/{{method}}.pt", method=DPCL_METHODS),
-        history=f"{RESULTS}/{{dataset}}/dpcl/history.csv",
+        # computed on d without noise and covered by no claim: a diagnostic, outside the releases
+        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/dpcl_history.csv",
         accounting=f"{RESULTS}/{{dataset}}/dpcl/accounting.csv",
     params:
         dpcl=as_json(config.get("dpcl", {})),

@@ -22,7 +22,6 @@ from privssl.attacks.statistics import membership_metrics
 from privssl.cli import expect_argument, json_object, target_arguments, targets_and_outputs
 from privssl.io import atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
-from privssl.release.dpsgd_spec import DPSGDSpec
 from privssl.release.methods import release_method
 from privssl.release.protection import head_inputs, released_heads
 from privssl.training.heads import HeadSpec, predict_proba, unflatten
@@ -37,7 +36,7 @@ def released_shadows(method: str, attacker: dict, protected: dict, feats: dict, 
     spec = release_method(method)
     if spec.release == "dpsgd":
         flat = dpsgd_releases(x, y, inside, n_classes, HeadSpec.from_config(args.head_spec),
-                              DPSGDSpec.from_config(args.dpsgd), protected["noise_scale"], attacker["seed"])
+                              protected["specs"], protected["noise_scale"], attacker["seed"])
         return flat[:, 0], attacker["shadow_shapes"]
     if spec.head == "certified":
         clean = train_clean_heads("certified", x, y, inside, n_classes,
@@ -56,7 +55,6 @@ def main() -> None:
     target_arguments(parser)
     parser.add_argument("--head-spec", type=json_object, default={}, help="HeadSpec fields (DP-SGD shadows)")
     parser.add_argument("--certified", type=json_object, default={}, help="CertifiedSpec fields")
-    parser.add_argument("--dpsgd", type=json_object, default={}, help="DPSGDSpec fields")
     parser.add_argument("--fpr", nargs="+", type=float, default=[0.01], help="FPR levels of the TPR columns")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, default=0)

@@ -26,7 +26,6 @@ from privssl.cli import expect_argument, json_object
 from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
-from privssl.release.dpsgd_spec import DPSGDSpec
 from privssl.release.methods import METHODS, release_method, substitution_claim
 from privssl.release.protection import head_inputs
 from privssl.training.heads import HeadSpec, head_logits, parameter_shapes, unflatten
@@ -39,8 +38,8 @@ def released_heads(method: str, design, release: dict | None, n_classes: int, ar
         return train_clean_heads("finetune", design.features, design.labels, sets, n_classes, head_spec)
     spec = release_method(method)
     if spec.release == "dpsgd":
-        return dpsgd_releases(design.features, design.labels, sets, n_classes, head_spec,
-                              DPSGDSpec.from_config(args.dpsgd), release["noise_scale"], args.seed)[:, 0]
+        return dpsgd_releases(design.features, design.labels, sets, n_classes, head_spec, release["specs"],
+                              release["noise_scale"], args.seed)[:, 0]
     certified = CertifiedSpec.from_config(args.certified) if spec.head == "certified" else None
     clean = train_clean_heads(spec.head, design.features, design.labels, sets, n_classes, head_spec, certified)
     return perturb(clean, method, release["noise_scale"], args.seed)[:, 0]
@@ -55,7 +54,6 @@ def main() -> None:
     parser.add_argument("--protect-dir", required=True, help="folder of the protect rules' {method}.pt and .csv")
     parser.add_argument("--head-spec", type=json_object, default={})
     parser.add_argument("--certified", type=json_object, default={})
-    parser.add_argument("--dpsgd", type=json_object, default={})
     parser.add_argument("--canaries", type=int, required=True, help="m: canary slots in the training set")
     parser.add_argument("--guess-fraction", type=float, required=True, help="r/m: share of canaries guessed")
     parser.add_argument("--kinds", nargs="+", choices=CANARY_KINDS, required=True)

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from privssl.accounting.dpcl import calibrate, epsilon
+from privssl.accounting.dpcl import calibrate, epsilon, poisson_epsilon
 from privssl.accounting.dpcl_spec import (
     SSE_SENSITIVITY,
     dpcl_phases,
@@ -166,7 +166,10 @@ def main() -> None:
                                    "encoder_batch": phases[0].batch_size, "encoder_steps": phases[0].steps,
                                    "head_batch": phases[1].batch_size, "head_steps": phases[1].steps,
                                    "sensitivities": sensitivity_statement(section, variant),
-                                   "eps_accountant": spent[variant, e, role],
+                                   # the claim's accountant, and the PLD accountant on the Poisson
+                                   # analogue (rate |B|/n, same steps): what Poisson sampling would cost
+                                   "eps_rdp_without_replacement": spent[variant, e, role],
+                                   "eps_pld_poisson": poisson_epsilon(phases, args.delta),
                                    "guarantee_kind": release_method(method).dp_kind})
         eps_axis = [run["eps"] for run in runs[::section["repeats"]]]
         atomic_torch_save(release_record(method, eps_axis, section["repeats"], sets.n_classes, probs),

@@ -33,7 +33,6 @@ from privssl.attacks.statistics import membership_metrics, roc
 from privssl.audit.bounds import epsilon_lower_bound_split
 from privssl.cli import expect_argument, json_object
 from privssl.io import atomic_write_csv, script_logger
-from privssl.release.dpsgd_spec import DPSGDSpec
 from privssl.release.methods import METHODS, release_method, substitution_claim
 from privssl.release.protection import head_inputs
 from privssl.training.heads import HeadSpec, head_logits, unflatten
@@ -64,7 +63,7 @@ def releases_of(method: str, heads: dict, release: dict | None, feats: dict, arg
     if release_method(method).release == "dpsgd":
         x, y = candidate_pool(feats, heads["pool"])
         flat = dpsgd_releases(x, y, heads["sets"], int(feats["n_classes"]), HeadSpec.from_config(args.head_spec),
-                              DPSGDSpec.from_config(args.dpsgd), scales, args.seed)
+                              release["specs"], scales, args.seed)
         return flat, eps
     return perturb(heads["flat"], method, scales, args.seed), eps
 
@@ -78,7 +77,6 @@ def main() -> None:
     parser.add_argument("--release", default=None, help="the method's release file (protect rules); not for none")
     parser.add_argument("--utility", default=None, help="the method's utility CSV (its guarantee kinds)")
     parser.add_argument("--head-spec", type=json_object, default={})
-    parser.add_argument("--dpsgd", type=json_object, default={})
     parser.add_argument("--attacks", nargs="+", required=True, choices=ATTACKS)
     parser.add_argument("--fpr", nargs="+", type=float, required=True, help="FPR levels for TPR at low FPR")
     parser.add_argument("--bootstrap", type=int, default=1000)

@@ -4,7 +4,8 @@ every ε of the grid, R draws each, and measure test accuracy and utility loss (
 against the non-private released head. A method's noisy heads are evaluated as one batched
 computation; all methods run in one process (the per-method work is well under the cost of
 starting Python and torch). Writes, per method, tidy CSV rows (with the exact guarantee of each
-row) and the noisy heads. The list arguments are parallel: the i-th of each belongs to the i-th
+row) and the noisy heads, and each method's noise-free limit (ε = ∞: its head without noise, a
+row of the CSV only). The list arguments are parallel: the i-th of each belongs to the i-th
 method."""
 
 import argparse
@@ -15,7 +16,7 @@ import torch
 from privssl.artefacts import HEAD, expected_of, features, load_sensitivity, load_tensor_file
 from privssl.cli import device_argument, expect_argument, positive_float
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
-from privssl.release.methods import OUTPUT_PERTURBATION_METHODS
+from privssl.release.methods import NOISE_FREE, OUTPUT_PERTURBATION_METHODS
 from privssl.release.protection import head_inputs, protected_heads, utility_loss
 from privssl.training.heads import accuracy, flatten, unflatten
 
@@ -35,6 +36,7 @@ def main() -> None:
     parser.add_argument("--out-csv", required=True, nargs="+")
     parser.add_argument("--out-heads", required=True, nargs="+")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--graph", action="store_true", help="the head is on a graph's node embeddings")
     device_argument(parser)
     expect_argument(parser)
     args = parser.parse_args()
@@ -65,7 +67,7 @@ def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, ou
     head = load_tensor_file(head_path, HEAD)
     released = {k: v.to(device) for k, v in head["params"].items()}
     noisy, calibrations = protected_heads(flatten(released)[0].cpu(), mechanism, args.eps, args.repeats, args.delta,
-                                          sensitivity, seed)
+                                          sensitivity, seed, args.graph)
     n_eps, n_rep, n_par = noisy.shape
     queries = head_inputs(x, head.get("clip_norm"))
     acc = accuracy(unflatten(noisy.reshape(-1, n_par).to(device), head["shapes"]), queries, y)
@@ -76,6 +78,15 @@ def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, ou
              "guarantee_kind": c.guarantee_kind, "guarantee": c.guarantee, "clean_accuracy": clean,
              "accuracy": float(acc[e, r]), "utility_loss": float(loss[e, r])}
             for e, c in enumerate(calibrations) for r in range(n_rep)]
+    # The noise-free limit: the same head without noise (the same in every draw), so that a
+    # reader sees what the method loses to its training and what to its noise.
+    limit = float(accuracy(released, queries, y)[0])
+    c = calibrations[0]
+    rows += [{"dataset": args.dataset, "mechanism": mechanism, "eps": float("inf"), "delta": c.delta, "repeat": r,
+              "noise_scale": 0.0, "sensitivity_norm": c.sensitivity_norm, "sensitivity": c.sensitivity,
+              "guarantee_kind": "none", "guarantee": NOISE_FREE, "clean_accuracy": clean, "accuracy": limit,
+              "utility_loss": float(utility_loss(torch.tensor(limit, dtype=torch.float64), clean))}
+             for r in range(n_rep)]
     log.info("device %s, %s: non-private accuracy %.4f; mean accuracy per eps %s", device, mechanism, clean,
              dict(zip(args.eps, acc.mean(1).round(decimals=4).tolist())))
     atomic_torch_save({"method": mechanism, "flat": noisy, "eps": torch.tensor(args.eps, dtype=torch.float64),

@@ -1,7 +1,10 @@
 #!/usr/bin/env python
-"""Rule `protect_dpsgd`: the DP-SGD head (Opacus). For every ε of the grid, σ is calibrated by
-the accountant for the run's Poisson rate and step count, and `repeats` independent private
-trainings on the private split d are released as they are. Writes the same CSV rows and heads
+"""Rule `protect_dpsgd`: the DP-SGD head (Opacus). Every ε of the grid trains with the settings
+the `tune` rule chose for it on public data; σ is calibrated by the accountant for that
+training's Poisson rate and step count, and `repeats` independent private trainings on the
+private split d are released as they are (the heads file records each ε's settings, so that the
+attacks train their shadows the same way). The noise-free limit (σ = 0 with the settings tuned
+for it, clipping kept) adds utility rows at ε = ∞, not a release. Writes the same CSV rows and heads
 file as the `protect` rule, so the attack rules read them unchanged. An ε that the accountant
 cannot reach is logged and left out of both outputs; if none is reachable nothing is written."""
 
@@ -20,8 +23,9 @@ from privssl.artefacts import HEAD, features, load_tensor_file
 from privssl.cli import device_argument, json_object, positive_float
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.release.dpsgd import DPSGDSpec, sampling_plan, train_dpsgd_head
-from privssl.release.methods import dpsgd_guarantee
+from privssl.release.methods import NOISE_FREE, dpsgd_guarantee
 from privssl.release.protection import utility_loss
+from privssl.release.tuning_spec import TUNABLE
 from privssl.training.heads import DTYPE, HeadSpec, accuracy, parameter_shapes, unflatten
 
 FEATURE_KEYS = ("finetune", "finetune_labels", "test", "test_labels", "n_classes")
@@ -39,13 +43,16 @@ def main() -> None:
     parser.add_argument("--features", required=True, help=f"features (.pt) with keys {', '.join(FEATURE_KEYS)}")
     parser.add_argument("--head", required=True, help="the non-private released head (.pt) of the finetune rule")
     parser.add_argument("--head-spec", type=json_object, default={}, help="JSON object of HeadSpec fields")
-    parser.add_argument("--dpsgd", type=json_object, default={}, help="JSON object of DPSGDSpec fields")
+    parser.add_argument("--dpsgd", type=json_object, required=True,
+                        help="the tuned settings (@tuning/dpsgd.json): per_eps [{eps, spec}] and noise_free, "
+                             "each a JSON object of DPSGDSpec fields")
     parser.add_argument("--eps", required=True, type=positive_float, nargs="+", help="target ε grid")
     parser.add_argument("--delta", type=float, default=1e-5, help="δ of the (ε, δ) guarantee")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-csv", required=True)
     parser.add_argument("--out-heads", required=True)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--graph", action="store_true", help="the head is on a graph's node embeddings")
     parser.add_argument("--search-seconds", type=positive_float, default=SEARCH_SECONDS,
                         help="time limit of the σ search per ε; slower means unreachable")
     device_argument(parser)
@@ -68,10 +75,16 @@ def main() -> None:
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")
     try:
-        spec = DPSGDSpec.from_config(args.dpsgd)
+        per_eps = {float(entry["eps"]): DPSGDSpec.from_config(entry["spec"]) for entry in args.dpsgd["per_eps"]}
+        noise_free = DPSGDSpec.from_config(args.dpsgd["noise_free"])
         head_spec = HeadSpec.from_config(args.head_spec)
-    except (TypeError, ValueError) as err:
-        parser.error(str(err))
+    except (KeyError, TypeError, ValueError) as err:
+        parser.error(f"--dpsgd / --head-spec: {type(err).__name__}: {err}")
+    extra = sorted(set(per_eps) - set(args.eps))
+    if extra:
+        parser.error(f"--dpsgd has settings for ε = {extra}, outside the --eps grid {args.eps}: from another config?")
+    if len({spec.repeats for spec in [*per_eps.values(), noise_free]}) > 1:
+        parser.error("--dpsgd: every ε's settings must have the same repeats (draws per ε)")
     feats = load_tensor_file(args.features, features("finetune", "test"))
     n_classes = int(feats["n_classes"])
     x, y = feats["finetune"], feats["finetune_labels"]
@@ -91,35 +104,39 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
 
-    # ---- σ per ε for the rate and step count Opacus will run
+    # ---- σ per ε for the rate and step count Opacus will run with that ε's settings
     n = len(y)
-    sample_rate, steps = sampling_plan(n, spec)
     start = time.perf_counter()
-    reached, unreachable = calibrate_grid(args.eps, args.delta, sample_rate, steps, spec.accountant,
-                                          args.search_seconds)
-    log.info("n = %d, q = %.6g, %d steps, %s accountant: σ per ε %s (search %.1f s)", n, sample_rate, steps,
-             spec.accountant, {c.eps: round(c.noise_multiplier, 6) for c in reached}, time.perf_counter() - start)
-    for u in unreachable:
-        log.warning("ε = %g (δ = %g) left out: %s", u.eps, u.delta, u.reason)
+    reached, unreachable = [], []
+    for eps in args.eps:
+        if eps not in per_eps:
+            unreachable.append(f"ε = {eps:g}: no point of the tuning grid reaches it (tuning/dpsgd.csv)")
+            continue
+        spec = per_eps[eps]
+        sample_rate, steps = sampling_plan(n, spec)
+        found, missed = calibrate_grid([eps], args.delta, sample_rate, steps, spec.accountant, args.search_seconds)
+        reached += [(cal, spec) for cal in found]
+        unreachable += [f"ε = {u.eps:g}: {u.reason}" for u in missed]
+    log.info("n = %d: σ per ε %s (search %.1f s)", n, {c.eps: (round(c.noise_multiplier, 6), c.sample_rate, c.steps,
+             c.accountant) for c, _ in reached}, time.perf_counter() - start)
+    for reason in unreachable:
+        log.warning("left out: %s", reason)
     if not reached:
-        sys.exit(f"protect_dpsgd: no ε of {args.eps} is reachable by the {spec.accountant} accountant "
-                 f"(q = {sample_rate:.6g}, {steps} steps, δ = {args.delta:g}): "
-                 + "; ".join(f"ε = {u.eps:g}: {u.reason}" for u in unreachable))
+        sys.exit(f"protect_dpsgd: no ε of {args.eps} is reachable (δ = {args.delta:g}): " + "; ".join(unreachable))
 
-    # ---- one private training per (ε, draw)
+    # ---- one private training per (ε, draw), each with its ε's settings; then the noise-free limit
     x, y = x.to(device=device, dtype=DTYPE), y.to(device)
-    runs = []
     start = time.perf_counter()
-    for cal in reached:
-        runs.append([train_dpsgd_head(x, y, n_classes, head_spec, spec, cal.noise_multiplier, args.delta,
-                                      draw_seed(args.seed, r)) for r in range(spec.repeats)])
+    runs = [[train_dpsgd_head(x, y, n_classes, head_spec, spec, cal.noise_multiplier, args.delta,
+                              draw_seed(args.seed, r)) for r in range(spec.repeats)] for cal, spec in reached]
+    limit = [train_dpsgd_head(x, y, n_classes, head_spec, noise_free, 0.0, args.delta, draw_seed(args.seed, r))
+             for r in range(noise_free.repeats)]
     seconds = time.perf_counter() - start
-    log.info("%d trainings in %.1f s (%.3f s each)", len(reached) * spec.repeats, seconds,
-             seconds / (len(reached) * spec.repeats))
-    for cal, row in zip(reached, runs):
+    log.info("%d trainings in %.1f s", sum(map(len, runs)) + len(limit), seconds)
+    for (cal, _), row in zip(reached, runs):
         for run in row:
-            if run.steps != steps or not run.eps_spent <= cal.eps * (1 + 1e-9):
-                raise RuntimeError(f"ε = {cal.eps:g}: the run took {run.steps} steps (planned {steps}) and spent "
+            if run.steps != cal.steps or not run.eps_spent <= cal.eps * (1 + 1e-9):
+                raise RuntimeError(f"ε = {cal.eps:g}: the run took {run.steps} steps (planned {cal.steps}) and spent "
                                    f"ε = {run.eps_spent:g}")
 
     # ---- evaluate against the non-private head's test accuracy
@@ -128,25 +145,37 @@ def main() -> None:
     x_test, y_test = x_test.to(device), y_test.to(device)
     clean = float(accuracy({k: v.to(device) for k, v in head["params"].items()}, x_test, y_test)[0])
     acc = accuracy(unflatten(flat.reshape(-1, n_par).to(device), shapes), x_test, y_test).cpu().reshape(n_eps, n_rep)
-    loss = utility_loss(acc, clean)
+    limit_acc = accuracy(unflatten(torch.stack([run.flat for run in limit]).to(device), shapes), x_test, y_test).cpu()
     rows = []
-    for e, (cal, row) in enumerate(zip(reached, runs)):
-        claim = dpsgd_guarantee(cal.eps, args.delta, cal.noise_multiplier, sample_rate, steps, spec.clip_norm,
-                                spec.accountant)
-        for r, run in enumerate(row):
-            rows.append({"dataset": args.dataset, "mechanism": "dpsgd", "eps": cal.eps, "delta": args.delta,
-                         "repeat": r, "noise_scale": cal.noise_multiplier, "sensitivity_norm": "l2",
-                         "sensitivity": spec.clip_norm, "guarantee_kind": claim.kind, "guarantee": claim.statement,
-                         "clean_accuracy": clean, "accuracy": float(acc[e, r]), "utility_loss": float(loss[e, r]),
-                         "noise_multiplier": cal.noise_multiplier, "sample_rate": run.sample_rate,
-                         "steps": run.steps, "eps_spent": run.eps_spent})
-    log.info("device %s, dpsgd: non-private accuracy %.4f; mean accuracy per eps %s", device, clean,
-             dict(zip([c.eps for c in reached], acc.mean(1).round(decimals=4).tolist())))
+    for e, ((cal, spec), row) in enumerate(zip(reached, runs)):
+        claim = dpsgd_guarantee(cal.eps, args.delta, cal.noise_multiplier, cal.sample_rate, cal.steps, spec.clip_norm,
+                                spec.accountant, args.graph)
+        rows += [result_row(args, spec, r, run, cal.eps, claim.kind, claim.statement, clean, float(acc[e, r]))
+                 for r, run in enumerate(row)]
+    rows += [result_row(args, noise_free, r, run, math.inf, "none", NOISE_FREE, clean, float(limit_acc[r]))
+             for r, run in enumerate(limit)]
+    log.info("device %s, dpsgd: non-private accuracy %.4f; mean accuracy per eps %s; noise-free limit %.4f", device,
+             clean, dict(zip([c.eps for c, _ in reached], acc.mean(1).round(decimals=4).tolist())),
+             float(limit_acc.mean()))
     atomic_torch_save({"method": "dpsgd", "flat": flat.to(DTYPE),
-                       "eps": torch.tensor([c.eps for c in reached], dtype=torch.float64),
-                       "noise_scale": torch.tensor([c.noise_multiplier for c in reached], dtype=torch.float64),
+                       "eps": torch.tensor([c.eps for c, _ in reached], dtype=torch.float64),
+                       "noise_scale": torch.tensor([c.noise_multiplier for c, _ in reached], dtype=torch.float64),
+                       "specs": [spec.__dict__ for _, spec in reached],  # each ε's training, for the attacks' shadows
                        "shapes": shapes, "clip_norm": None}, args.out_heads)
     atomic_write_csv(pd.DataFrame(rows), args.out_csv)
+
+
+def result_row(args, spec: DPSGDSpec, repeat: int, run, eps: float, kind: str, claim: str, clean: float,
+               acc: float) -> dict:
+    """A utility row of draw `repeat`'s training, with the settings it trained with."""
+    noise_multiplier = run.noise_multiplier
+    return {"dataset": args.dataset, "mechanism": "dpsgd", "eps": eps, "delta": args.delta, "repeat": repeat,
+            "noise_scale": noise_multiplier, "sensitivity_norm": "l2", "sensitivity": spec.clip_norm,
+            "guarantee_kind": kind, "guarantee": claim, "clean_accuracy": clean, "accuracy": acc,
+            "utility_loss": float(utility_loss(torch.tensor(acc, dtype=torch.float64), clean)),
+            "noise_multiplier": noise_multiplier,
+            "sample_rate": run.sample_rate, "steps": run.steps, "eps_spent": run.eps_spent,
+            **{f"dpsgd_{field}": getattr(spec, field) for field in TUNABLE["dpsgd"]}}
 
 
 if __name__ == "__main__":

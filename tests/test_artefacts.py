@@ -168,6 +168,20 @@ def test_a_release_of_another_eps_grid_is_refused(tmp_path):
     assert f"{grid!r} (expected {[*grid, 100.0]!r}" in message
 
 
+def test_a_dpsgd_release_carries_the_settings_of_each_eps(tmp_path):
+    spec = {"clip_norm": 1.0, "batch_size": 10, "epochs": 2, "lr": 0.5, "momentum": 0.5, "repeats": 3,
+            "accountant": "pld"}
+    ok = release("dpsgd") | {"specs": [spec, spec | {"epochs": 5}]}
+    loaded = artefacts.load_release(save(ok, tmp_path / "dpsgd.pt"), "dpsgd")
+    assert [s.epochs for s in loaded["specs"]] == [2, 5]  # as DPSGDSpecs, one per ε
+    assert "a list of 2 DP-SGD settings, one per ε" in refused(
+        save(release("dpsgd"), tmp_path / "none.pt"), "specs", artefacts.load_release, "dpsgd")
+    assert "a list of 2 DP-SGD settings" in refused(
+        save(ok | {"specs": [spec]}, tmp_path / "one.pt"), "specs", artefacts.load_release, "dpsgd")
+    assert "dpsgd.lr = -1" in refused(
+        save(ok | {"specs": [spec, spec | {"lr": -1}]}, tmp_path / "bad.pt"), "specs", artefacts.load_release, "dpsgd")
+
+
 def test_a_truncated_tensor_file_is_refused(tmp_path):
     path = save(release(), tmp_path / "laplace.pt")
     path.write_bytes(path.read_bytes()[:200])
@@ -456,18 +470,19 @@ def test_a_one_run_audit_with_impossible_counts_is_refused(tmp_path, change, fie
                               artefacts.load_csv_file, artefacts.AUDIT)
 
 
-def accounting_rows(eps_accountant=(0.9995, 9.9949)) -> pd.DataFrame:
+def accounting_rows(eps_rdp=(0.9995, 9.9949)) -> pd.DataFrame:
     return pd.DataFrame([{"dataset": "digits", "method": "dpcl", "variant": "dpcl", "role": "target", "n": 150,
                           "eps_target": target, "delta": 1e-5, "noise_multiplier": 1.0, "mechanisms": "gradient",
                           "encoder_steps": 6, "head_steps": 60, "encoder_batch": 50, "head_batch": 50,
-                          "eps_accountant": spent, "guarantee_kind": "approx_dp", "sensitivities": "Δ = 4C"}
-                         for target, spent in zip((1.0, 10.0), eps_accountant)])
+                          "eps_rdp_without_replacement": spent, "eps_pld_poisson": 0.5 * spent,
+                          "guarantee_kind": "approx_dp", "sensitivities": "Δ = 4C"}
+                         for target, spent in zip((1.0, 10.0), eps_rdp)])
 
 
 def test_an_accountant_epsilon_above_its_target_is_refused(tmp_path):
     artefacts.load_csv_file(write_csv(accounting_rows(), tmp_path / "ok.csv"), artefacts.DPCL_ACCOUNTING)
     assert "55 on line 2 (expected at most the row's eps_target" in refused(
-        write_csv(accounting_rows((55.0, 9.9949)), tmp_path / "accounting.csv"), "eps_accountant",
+        write_csv(accounting_rows((55.0, 9.9949)), tmp_path / "accounting.csv"), "eps_rdp_without_replacement",
         artefacts.load_csv_file, artefacts.DPCL_ACCOUNTING)
     fixed = accounting_rows((55.0, 9.9949)).assign(eps_target=math.nan)  # a fixed noise multiplier: no target
     artefacts.load_csv_file(write_csv(fixed, tmp_path / "fixed.csv"), artefacts.DPCL_ACCOUNTING)

@@ -1,7 +1,10 @@
 """Certified output perturbation (Chaudhuri, Monteleoni & Sarwate 2011): the proven Δ2 bounds
 the distance of heads trained on neighbouring sets, the solver finds the regularised minimiser
-(checked against scikit-learn and torch autograd), a solver that misses the tolerance releases
-nothing, the rule script's files, and the Gamma-norm noise the ε-DP release adds."""
+(checked against scikit-learn, a tight L-BFGS and torch autograd) after a fixed, data-independent
+number of accelerated gradient steps whose sufficiency rests on the smoothness β (checked against
+the numeric Hessian) and Nesterov's rate (checked on every iterate), unreasonable specs are
+refused up front, a head above the tolerance releases nothing, the rule script's files, and the
+Gamma-norm noise the ε-DP release adds."""
 
 import json
 import math
@@ -15,11 +18,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 from scipy import stats
+from scipy.optimize import minimize
+from scipy.special import log_softmax
 from sklearn.linear_model import LogisticRegression
 
 from privssl.release.certified import (
+    MAX_ITERATIONS,
     CertifiedSpec,
     ConvergenceError,
+    accelerated_gradient,
     certified_sensitivity,
     fit_certified_head,
     train_certified_head,
@@ -31,7 +38,7 @@ from privssl.training.heads import flatten, head_logits
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "certified_head.py"
 RECORD_KEYS = {"sampling", "sensitivity_kind", "delta2", "delta1", "lipschitz", "clip_norm", "l2", "tolerance",
-               "finetune_size", "adjacency", "statement"}
+               "beta", "iterations", "finetune_size", "adjacency", "statement"}
 
 
 def synthetic(n, generator, n_features=5, n_classes=3, scale=2.0):
@@ -56,7 +63,7 @@ def clipped_augmented(x, clip_norm):
 
 def test_certified_bound_holds_on_random_neighbouring_pairs():
     spec = CertifiedSpec(clip_norm=1.0, l2=1.0, tolerance=1e-6)
-    unclipped = CertifiedSpec(clip_norm=1e6, l2=1.0, tolerance=1e-6)
+    unclipped = CertifiedSpec(clip_norm=100.0, l2=1.0, tolerance=1e-6)  # rows of norm ~4.5 stay as they are
     generator = torch.Generator().manual_seed(2011)
     ratios, unclipped_ratios = [], []
     for pair in range(200):
@@ -107,13 +114,192 @@ def test_gradient_norm_at_solution_below_tolerance_by_autograd():
         assert fit.iterations >= 1
 
 
-def test_non_convergence_refused_naming_tolerance():
-    generator = torch.Generator().manual_seed(3)
-    x, y = synthetic(40, generator)
-    with pytest.raises(ConvergenceError, match=r"tolerance g = 1e-06.*max_iter = 1\b"):
-        train_certified_head(x, y, 3, CertifiedSpec(clip_norm=1.0, l2=0.1, max_iter=1))
-    with pytest.raises(ConvergenceError, match="gradient norm"):
-        train_certified_head(x, y, 3, CertifiedSpec(clip_norm=1.0, l2=0.1, tolerance=1e-300))
+def beta(spec):
+    """β = (R² + 1)/2 + λ, written out independently of the module."""
+    return (spec.clip_norm ** 2 + 1) / 2 + spec.l2
+
+
+def objective(w, x, onehot, l2):
+    """J and ∇J on W̃ flattened (F + 1, C), numpy, independent of the module's solver."""
+    weights = w.reshape(x.shape[1], onehot.shape[1])
+    log_p = log_softmax(x @ weights, axis=1)
+    value = -(onehot * log_p).sum() / len(x) + 0.5 * l2 * (w @ w)
+    return value, (x.T @ (np.exp(log_p) - onehot) / len(x) + l2 * weights).ravel()
+
+
+def reference_minimiser(x, y, n_classes, spec):
+    """W̃* by scipy L-BFGS to a gradient norm far below g, with its gradient norm."""
+    xa, onehot = clipped_augmented(x, spec.clip_norm).numpy(), np.eye(n_classes)[y.numpy()]
+    result = minimize(objective, np.zeros(xa.shape[1] * n_classes), args=(xa, onehot, spec.l2), jac=True,
+                      method="L-BFGS-B", options={"maxiter": 100_000, "maxfun": 200_000, "ftol": 0.0,
+                                                  "gtol": 1e-13, "maxcor": 30})
+    return result.x, float(np.linalg.norm(objective(result.x, xa, onehot, spec.l2)[1]))
+
+
+def adversarial_sets(generator, n=40, n_features=5, n_classes=3, clip_norm=1.0):
+    """Data sets a data-dependent stopping rule might stall on, and a random one."""
+    x, y = synthetic(n, generator, n_features, n_classes)
+    at_clip = x / x.norm(dim=1, keepdim=True) * clip_norm  # every row exactly at the clip norm
+    separable = at_clip.clone()
+    separable[:, 0] = torch.where(y == 0, 1.0, -1.0) * clip_norm  # class 0 apart from the others
+    return {
+        "random": (x, y),
+        "all labels one class": (x, torch.zeros(n, dtype=torch.long)),
+        "duplicated rows": (x[:1].repeat(n, 1), y),
+        "duplicated rows, one class": (x[:1].repeat(n, 1) * 50, torch.full((n,), 2)),
+        "features at the clip norm": (at_clip, y),
+        "separable at the clip norm": (separable, (y == 0).long()),
+        "n = 1": (x[:1], y[:1]),
+        "zero features": (torch.zeros(n, n_features, dtype=torch.float64), y),
+    }
+
+
+SPECS = [CertifiedSpec(clip_norm=1.0, l2=0.01, tolerance=1e-6), CertifiedSpec(clip_norm=2.0, l2=1e-4, tolerance=1e-6),
+         CertifiedSpec(clip_norm=0.5, l2=0.3, tolerance=1e-3)]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"R{s.clip_norm:g}-l{s.l2:g}-g{s.tolerance:g}")
+def test_released_point_within_g_over_lambda_of_a_tight_solver_on_adversarial_sets(spec):
+    generator = torch.Generator().manual_seed(17)
+    for name, (x, y) in adversarial_sets(generator, clip_norm=spec.clip_norm).items():
+        fit = fit_certified_head(x, y, 3, spec)
+        assert fit.gradient_norm <= spec.tolerance, name
+        assert fit.iterations == spec.iterations(3), name
+        reference, reference_gradient = reference_minimiser(x, y, 3, spec)
+        assert reference_gradient <= spec.tolerance / 100, name  # much tighter than the solver under test
+        ours = torch.cat([fit.params["weight"][0], fit.params["bias"]], dim=0).numpy().ravel()
+        # ‖W − W*‖ ≤ ‖∇J(W)‖/λ ≤ g/λ, and the reference is within its own ‖∇J‖/λ of W*.
+        distance = np.linalg.norm(ours - reference)
+        assert distance <= (spec.tolerance + reference_gradient) / spec.l2, name
+        assert distance <= (fit.gradient_norm + reference_gradient) / spec.l2 * (1 + 1e-6) + 1e-12, name
+
+
+def test_iteration_count_depends_only_on_the_spec_and_classes():
+    spec = CertifiedSpec(clip_norm=1.0, l2=0.01, tolerance=1e-6)
+    generator = torch.Generator().manual_seed(23)
+    easy_x, easy_y = torch.zeros(30, 4, dtype=torch.float64), torch.zeros(30, dtype=torch.long)  # J* at once
+    hard_x, hard_y = synthetic(30, generator, n_features=4, n_classes=4, scale=10.0)
+    counts = {fit_certified_head(x, y, 4, spec).iterations for x, y in ((easy_x, easy_y), (hard_x, hard_y))}
+    assert counts == {spec.iterations(4)}
+    assert spec.iterations(4) == 274  # smallest k with 2β(1 − √(λ/β))^k ln 4 ≤ g², β = 1.01
+    # The count is the smallest one the bound allows: k − 1 steps would not be proven enough.
+    rate = 1 - math.sqrt(spec.l2 / beta(spec))
+    phi = min(2 * (spec.clip_norm ** 2 + 1) / spec.l2, math.log(4))
+    for k, enough in ((spec.iterations(4), True), (spec.iterations(4) - 1, False)):
+        assert (2 * beta(spec) * rate ** k * phi <= spec.tolerance ** 2) is enough
+    # Without C the bound uses Φ0 ≤ L²/λ: at least the count for every C.
+    assert spec.iterations() >= max(spec.iterations(c) for c in (2, 10, 1000))
+
+
+def j_hessian(x, y, n_classes, l2, weights):
+    """The (P, P) Hessian of J at W̃ by autograd, P = (F + 1)·C."""
+    def j(w):
+        return F.cross_entropy(x @ w.reshape(x.shape[1], n_classes), y) + 0.5 * l2 * w.pow(2).sum()
+    return torch.autograd.functional.hessian(j, weights.reshape(-1))
+
+
+def test_smoothness_beta_bounds_the_numeric_hessian():
+    generator = torch.Generator().manual_seed(29)
+    for clip_norm, l2, n_classes in ((1.0, 0.01, 3), (2.0, 0.1, 2), (0.5, 1e-4, 5)):
+        spec = CertifiedSpec(clip_norm=clip_norm, l2=l2)
+        assert spec.smoothness == pytest.approx(beta(spec), rel=1e-15)
+        largest = []
+        for trial in range(20):
+            x, y = synthetic(int(torch.randint(1, 30, (1,), generator=generator)), generator, 4, n_classes)
+            if trial % 4 == 0:
+                x = x[:1].repeat(len(x), 1)  # identical rows: the data term's Hessian is rank-deficient
+            xa = clipped_augmented(x, clip_norm)
+            weights = torch.randn(xa.shape[1], n_classes, generator=generator, dtype=torch.float64) * (trial % 3)
+            eigenvalues = torch.linalg.eigvalsh(j_hessian(xa, y, n_classes, l2, weights))
+            assert eigenvalues.min().item() >= l2 * (1 - 1e-9)  # λ-strongly convex
+            largest.append(eigenvalues.max().item())
+        assert max(largest) <= beta(spec) * (1 + 1e-12)
+    # The bound is attained: two classes, every row the same at the clip norm, W̃ = 0 (p = ½, ½).
+    spec = CertifiedSpec(clip_norm=1.5, l2=0.01)
+    x = torch.zeros(7, 3, dtype=torch.float64)
+    x[:, 0] = spec.clip_norm
+    hessian = j_hessian(clipped_augmented(x, spec.clip_norm), torch.zeros(7, dtype=torch.long), 2, spec.l2,
+                        torch.zeros(4, 2, dtype=torch.float64))
+    assert torch.linalg.eigvalsh(hessian).max().item() == pytest.approx(beta(spec), rel=1e-12)
+
+
+def test_nesterov_rate_holds_on_every_iterate_of_j():
+    """J(W_k) − J* ≤ (1 − √(λ/β))^k Φ0 with Φ0 = J(0) − J* + (λ/2)‖W*‖² ≤ min(L²/λ, ln C)."""
+    generator = torch.Generator().manual_seed(31)
+    spec = CertifiedSpec(clip_norm=2.0, l2=1e-3, tolerance=1e-6)
+    for name, (x, y) in adversarial_sets(generator, n_classes=4, clip_norm=spec.clip_norm).items():
+        xa, onehot = clipped_augmented(x, spec.clip_norm).numpy(), np.eye(4)[y.numpy()]
+        reference, reference_gradient = reference_minimiser(x, y, 4, spec)
+        # J* from the reference, lowered by its own suboptimality bound ‖∇J‖²/(2λ)
+        optimum = objective(reference, xa, onehot, spec.l2)[0] - reference_gradient ** 2 / (2 * spec.l2)
+        potential = objective(np.zeros_like(reference), xa, onehot, spec.l2)[0] - optimum \
+            + 0.5 * spec.l2 * (reference @ reference)
+        lipschitz_squared = 2 * (spec.clip_norm ** 2 + 1)
+        assert potential <= min(lipschitz_squared / spec.l2, math.log(4)) + 1e-12, name
+        rate = 1 - math.sqrt(spec.l2 / beta(spec))
+        gaps = []
+
+        def gradient(w_t):  # the solver's layout: W̃ᵀ, (C, F + 1)
+            return objective(w_t.T.ravel(), xa, onehot, spec.l2)[1].reshape(xa.shape[1], 4).T
+
+        accelerated_gradient(gradient, np.zeros((4, xa.shape[1])), beta(spec), spec.l2, 400,
+                             callback=lambda k, w_t: gaps.append((k, objective(w_t.T.ravel(), xa, onehot, spec.l2)[0])))
+        assert [k for k, _ in gaps] == list(range(1, 401))
+        for k, value in gaps:
+            assert value - optimum <= rate ** k * potential + 1e-13, (name, k)
+
+
+def test_nesterov_rate_holds_on_ill_conditioned_quadratics():
+    """f(x) = ½ xᵀAx, spectrum in [μ, L] (endpoints included): f(x_k) ≤ (1 − √(μ/L))^k (f(x_0) + μ/2‖x_0‖²)."""
+    rng = np.random.default_rng(37)
+    for mu, smooth in ((1e-4, 1.0), (1e-2, 3.0), (0.5, 1.0)):
+        for _ in range(5):
+            basis = np.linalg.qr(rng.standard_normal((30, 30)))[0]
+            spectrum = np.r_[mu, smooth, np.exp(rng.uniform(math.log(mu), math.log(smooth), 28))]
+            matrix = basis @ np.diag(spectrum) @ basis.T
+            start = rng.standard_normal(30)
+            potential = 0.5 * start @ matrix @ start + 0.5 * mu * start @ start
+            rate, values = 1 - math.sqrt(mu / smooth), []
+            accelerated_gradient(lambda v: matrix @ v, start, smooth, mu, 3000,
+                                 callback=lambda k, v: values.append(0.5 * v @ matrix @ v))
+            bounds = rate ** np.arange(1, 3001) * potential
+            assert np.all(np.array(values) <= bounds + 1e-14)
+
+
+def test_unreasonable_spec_refused_before_any_work_naming_values():
+    with pytest.raises(ValueError, match=rf"l2 λ = 1e-09.*needs up to \d+ solver iterations.*{MAX_ITERATIONS}"):
+        CertifiedSpec(clip_norm=1.0, l2=1e-9, tolerance=1e-3)
+    with pytest.raises(ValueError, match=r"tolerance g = 1e-300.*float64 cannot certify"):
+        CertifiedSpec(clip_norm=1.0, l2=0.1, tolerance=1e-300)
+    with pytest.raises(ValueError, match="clip_norm R = 1e\\+06"):
+        CertifiedSpec(clip_norm=1e6, l2=1.0)
+    # the configuration keys: an iteration cap is no setting any more
+    with pytest.raises(ValueError, match="unknown field.*max_iter"):
+        CertifiedSpec.from_config({"clip_norm": 1.0, "l2": 0.1, "tolerance": 1e-6, "max_iter": 1000})
+    with pytest.raises(ValueError, match="l2"):
+        CertifiedSpec.from_config({"clip_norm": 1.0})
+    assert CertifiedSpec.from_config({"clip_norm": 1.0, "l2": 0.1}) == CertifiedSpec(1.0, 0.1, 1e-6)
+
+
+def test_bad_fit_inputs_raise_before_any_work():
+    x, y = synthetic(10, torch.Generator().manual_seed(41))
+    spec = CertifiedSpec(clip_norm=1.0, l2=0.1)
+    with pytest.raises(ValueError, match="labels in"):
+        fit_certified_head(x, y, 2, spec)  # a label 2 with two classes
+    with pytest.raises(ValueError, match="labels in"):
+        fit_certified_head(x, -y, 3, spec)
+    with pytest.raises(ValueError, match="finite"):
+        fit_certified_head(x.clone().fill_(math.nan), y, 3, spec)
+    with pytest.raises(ValueError, match="n ≥ 1"):
+        fit_certified_head(x[:0], y[:0], 3, spec)
+
+
+def test_a_point_above_the_tolerance_is_not_released(monkeypatch):
+    """The theorem excludes it; were round-off to push the computed norm above g, nothing is released."""
+    monkeypatch.setattr(CertifiedSpec, "iterations", lambda self, n_classes=None: 1)
+    x, y = synthetic(40, torch.Generator().manual_seed(3))
+    with pytest.raises(ConvergenceError, match=r"gradient norm .* tolerance g = 1e-06 after the 1 iterations"):
+        train_certified_head(x, y, 3, CertifiedSpec(clip_norm=1.0, l2=0.1))
 
 
 def save_features(path, generator, n=40, n_test=25, n_features=5):
@@ -124,10 +310,16 @@ def save_features(path, generator, n=40, n_test=25, n_features=5):
     return path
 
 
-def run_script(tmp_path, certified):
+def run_script(tmp_path, certified, iterations=None):
+    """The rule script in a child process; `iterations`: force the solver's step count (a stand-in
+    for round-off, the only way its released point can miss the tolerance)."""
     outputs = {name: tmp_path / f"{name}.{ext}" for name, ext in
                (("head", "pt"), ("sensitivity", "json"), ("metrics", "json"))}
-    command = [sys.executable, str(SCRIPT), "--features", str(tmp_path / "features.pt"),
+    launcher = [str(SCRIPT)] if iterations is None else [
+        "-c", "import runpy, sys; from privssl.release.certified import CertifiedSpec; "
+              f"CertifiedSpec.iterations = lambda self, n_classes=None: {iterations}; "
+              "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')", str(SCRIPT)]
+    command = [sys.executable, *launcher, "--features", str(tmp_path / "features.pt"),
                "--certified", json.dumps(certified), "--out-head", str(outputs["head"]),
                "--out-sensitivity", str(outputs["sensitivity"]), "--out-metrics", str(outputs["metrics"]),
                "--threads", "1", "--device", "cpu"]
@@ -135,25 +327,28 @@ def run_script(tmp_path, certified):
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120), outputs
 
 
-def test_script_non_convergence_exits_nonzero_writing_nothing(tmp_path):
+def test_script_head_above_tolerance_exits_nonzero_writing_nothing(tmp_path):
     save_features(tmp_path / "features.pt", torch.Generator().manual_seed(5))
-    result, outputs = run_script(tmp_path, {"clip_norm": 1.0, "l2": 0.1, "max_iter": 1})
+    result, outputs = run_script(tmp_path, {"clip_norm": 1.0, "l2": 0.1}, iterations=1)
     assert result.returncode != 0
-    assert "tolerance" in result.stderr
+    assert "tolerance" in result.stderr and "round-off" in result.stderr
     assert not any(path.exists() for path in outputs.values())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["features.pt"]  # no temporary files either
 
 
-def test_script_rejects_bad_spec_naming_field(tmp_path):
+@pytest.mark.parametrize("certified, named", [({"clip_norm": 1.0, "l2": -0.5}, ["l2", "-0.5"]),
+                                               ({"clip_norm": 1.0, "l2": 0.1, "max_iter": 10}, ["max_iter"]),
+                                               ({"clip_norm": 1.0, "l2": 1e-9, "tolerance": 1e-3}, ["1e-09", "limit"])])
+def test_script_rejects_bad_spec_naming_field(tmp_path, certified, named):
     save_features(tmp_path / "features.pt", torch.Generator().manual_seed(5))
-    result, outputs = run_script(tmp_path, {"clip_norm": 1.0, "l2": -0.5})
-    assert result.returncode == 2 and "l2" in result.stderr and "-0.5" in result.stderr
+    result, outputs = run_script(tmp_path, certified)
+    assert result.returncode == 2 and all(word in result.stderr for word in named), result.stderr
     assert not any(path.exists() for path in outputs.values())
 
 
 def test_script_writes_head_sensitivity_metrics_reproducing_accuracy(tmp_path):
     features = torch.load(save_features(tmp_path / "features.pt", torch.Generator().manual_seed(9)))
-    certified = {"clip_norm": 1.0, "l2": 0.05, "tolerance": 1e-6, "max_iter": 1000}
+    certified = {"clip_norm": 1.0, "l2": 0.05, "tolerance": 1e-6}
     result, outputs = run_script(tmp_path, certified)
     assert result.returncode == 0, result.stderr
     head = torch.load(outputs["head"], weights_only=True)
@@ -172,6 +367,8 @@ def test_script_writes_head_sensitivity_metrics_reproducing_accuracy(tmp_path):
     assert record["adjacency"] == "substitution of one record of d (|d| fixed)"
     assert record["delta2"] == pytest.approx(expected_delta2(40, CertifiedSpec(**certified)), rel=1e-12)
     assert f"{record['delta2']:.6g}" in record["statement"]
+    assert record["beta"] == pytest.approx(1.05, rel=1e-15) and record["n_classes"] == 3
+    assert record["iterations"] == metrics["iterations"] == CertifiedSpec(**certified).iterations(3)
 
     for split, key in (("finetune", "train_accuracy"), ("test", "test_accuracy")):
         logits = head_logits(head["params"], head_inputs(features[split].double(), head["clip_norm"]))
@@ -189,13 +386,6 @@ def test_bad_spec_values_raise_naming_field(field, value):
         CertifiedSpec(**{**good, field: value})
     with pytest.raises(ValueError, match=field):
         CertifiedSpec.from_config({**good, field: value})
-
-
-def test_bad_max_iter_and_missing_field_raise_naming_field():
-    with pytest.raises(ValueError, match="max_iter"):
-        CertifiedSpec(clip_norm=1.0, l2=0.1, max_iter=0)
-    with pytest.raises(ValueError, match="l2"):
-        CertifiedSpec.from_config({"clip_norm": 1.0})
 
 
 N_DRAWS, DIM = 5000, 20

@@ -24,8 +24,8 @@ from privssl.config import (
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 TINY = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
-SPLITS = {"pretrain": 200, "finetune": 60, "nonmember": 60, "shadow": 120, "test": 100, "reference": 60}
-NODE_SPLITS = {"finetune": 40, "nonmember": 40, "shadow": 60, "test": 40, "reference": 40}
+SPLITS = {"pretrain": 200, "finetune": 60, "nonmember": 60, "shadow": 120, "test": 100, "reference": 120}
+NODE_SPLITS = {"finetune": 40, "nonmember": 40, "shadow": 60, "test": 40, "reference": 80}
 
 
 def tiny(**sections) -> dict:
@@ -53,6 +53,11 @@ def refused(config: dict) -> str:
     (("protect", "delta"), "0.5", "'0.5' is a string, not a number (write it without quotes)"),
     (("head", "batch_size"), 0, "config key 'head.batch_size': 0 is less than the minimum of 1 (or null)"),
     (("head", "batch_size"), "all", "config key 'head.batch_size': 'all' is not of type 'null' or 'integer'"),
+    (("link_stealing", "gcn", "weight_decay_layers"), "second",
+     "config key 'link_stealing.gcn.weight_decay_layers': 'second' is not one of ['first', 'all'] "
+     "(allowed: first, all)"),
+    (("link_stealing", "gcn", "normalize_features"), "yes",
+     "config key 'link_stealing.gcn.normalize_features': 'yes' is not a boolean (allowed: true, false)"),
 ])
 def test_schema_messages_say_what_to_write(key, value, expected):
     config = tiny()
@@ -90,9 +95,9 @@ def test_generator_errors_name_the_generator_key():
     ("simclr", 200, "config key 'simclr.batch_size': 201 is larger than |D| = datasets.digits.splits.pretrain = 200 "
                     "(allowed: 2..200)"),
     # the smallest |d| of the tiny config is a graph's: the shared rules train the heads of both tracks
-    ("head", 30, "config key 'head.batch_size': 31 is larger than |d| = graphs.sbm_shadow.splits.finetune = 30 "
-                 "(allowed: 1..30, or null: full batch)"),
-    ("dpsgd", 30, "config key 'dpsgd.batch_size': 31 is larger than |d| = graphs.sbm_shadow.splits.finetune = 30"),
+    ("head", 25, "config key 'head.batch_size': 26 is larger than |d| = graphs.sbm_shadow.splits.finetune = 25 "
+                 "(allowed: 1..25, or null: full batch)"),
+    ("dpsgd", 25, "config key 'dpsgd.batch_size': 26 is larger than |d| = graphs.sbm_shadow.splits.finetune = 25"),
 ])
 def test_a_batch_larger_than_its_set_is_refused(key, largest, message):
     config = tiny()
@@ -100,6 +105,19 @@ def test_a_batch_larger_than_its_set_is_refused(key, largest, message):
     assert message in refused(config)
     config[key]["batch_size"] = largest  # the whole set in one batch is allowed
     validate_config(config, SCHEMA)
+
+
+def test_tuning_needs_more_reference_records_than_d_and_batches_within_d():
+    config = tiny()
+    config["datasets"]["digits"]["splits"]["reference"] = config["datasets"]["digits"]["splits"]["finetune"]
+    assert ("config key 'datasets.digits.splits.reference': 60 records leave none to score the tuning rule's points, "
+            "which train on |d| = finetune = 60 of them (allowed: reference > 60") in refused(config)
+    config = tiny()
+    config["tuning"] = {"dpsgd": {"batch_size": [10, 26]}}
+    assert "config key 'tuning.dpsgd.batch_size': 26 is larger than the smallest |d| = 25 (allowed: 1..25)" \
+        in refused(config)
+    config["tuning"] = {"dpsgd": {"max_grad": [1.0]}}
+    assert "config key 'tuning.dpsgd'" in refused(config)  # not a field DP-SGD tuning may vary
 
 
 # --------------------------------------------------------------------------------- data on disk
@@ -333,7 +351,7 @@ def test_an_infinite_number_in_a_one_of_names_its_range_not_the_types():
 def test_dpadapter_needs_labelled_public_images():
     # STL-10's public split is unlabelled: DPAdapter's pre-trained classifier has no label to learn
     config = tiny(download=True, datasets={"stl10": {"splits": {
-        "pretrain": 100000, "finetune": 500, "nonmember": 500, "shadow": 1000, "test": 500, "reference": 500}}})
+        "pretrain": 100000, "finetune": 500, "nonmember": 500, "shadow": 1000, "test": 500, "reference": 600}}})
     config.pop("contrastive")
     assert re.search(r"dpadapter.pretrain.perturb_batch': \d+ is larger than the labelled images of stl10's public "
                      r"split it samples, 0 \(allowed: 1..0", refused(config)), refused(config)

@@ -48,6 +48,21 @@ def test_release_accuracy_pools_the_draws_with_the_clopper_pearson_interval_of_t
     assert "`results/digits/utility.csv`" in text and "`results/digits/splits.json`" in text
 
 
+def test_a_fall_of_accuracy_as_eps_grows_is_named_only_where_the_intervals_are_disjoint():
+    n_test = 100
+    rows = [{"mechanism": m, "eps": e, "repeat": 0, "accuracy": a, "guarantee_kind": "approx_dp",
+             "clean_accuracy": 0.9}
+            for m, points in (("dpsgd", ((1.0, 0.50), (10.0, 0.80), (100.0, 0.40), (math.inf, 0.45))),
+                              ("alm", ((1.0, 0.50), (10.0, 0.45), (math.inf, 0.90))))
+            for e, a in points]
+    # dpsgd 0.80 → 0.40 over 100 decisions each: disjoint Clopper–Pearson intervals; alm 0.50 → 0.45: overlapping
+    assert digest.accuracy_drops(pd.DataFrame(rows), n_test) == [("dpsgd", 10.0, 100.0, 0.80, 0.40)]
+    text = digest.release_accuracy("digits", pd.DataFrame(rows), n_test)
+    assert "`dpsgd` from ε = 10 to 100 (0.800 → 0.400)" in text and "`alm` from" not in text
+    rows = [r for r in rows if r["mechanism"] == "alm"]
+    assert "No method's accuracy falls as ε grows" in digest.release_accuracy("digits", pd.DataFrame(rows), n_test)
+
+
 def test_release_accuracy_refuses_accuracies_that_are_no_counts_over_the_test_split():
     utility = pd.DataFrame([{"mechanism": "alm", "eps": 1.0, "repeat": 0, "accuracy": 0.123, "guarantee_kind": "none",
                              "clean_accuracy": 0.5}])

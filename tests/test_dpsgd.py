@@ -3,6 +3,7 @@ dp_accounting, the σ calibration, the module against heads.py, seeding, unreach
 validation and the script end to end."""
 
 import json
+import math
 import os
 import runpy
 import subprocess
@@ -168,8 +169,11 @@ def script_arguments(tmp_path: Path, eps: list[str], head_spec: dict) -> list[st
     torch.save({"params": params, "shapes": parameter_shapes(spec, x.shape[1], N_CLASSES), "spec": spec.__dict__,
                 "n_classes": N_CLASSES}, tmp_path / "head.pt")
     dpsgd = {k: getattr(SPEC, k) for k in SPEC.__dataclass_fields__}
+    # the tune rule's choice: ε = 100 trains one epoch longer than the others
+    tuned = {"per_eps": [{"eps": float(e), "spec": dpsgd | ({"epochs": 3} if float(e) == 100 else {})} for e in eps],
+             "noise_free": dpsgd}
     return ["--dataset", "blobs", "--features", str(feats), "--head", str(tmp_path / "head.pt"),
-            "--head-spec", json.dumps(head_spec), "--dpsgd", json.dumps(dpsgd), "--eps", *eps, "--delta", str(DELTA),
+            "--head-spec", json.dumps(head_spec), "--dpsgd", json.dumps(tuned), "--eps", *eps, "--delta", str(DELTA),
             "--seed", "11", "--out-csv", str(tmp_path / "dpsgd.csv"), "--out-heads", str(tmp_path / "dpsgd.pt"),
             "--threads", "1", "--device", "cpu"]
 
@@ -181,21 +185,29 @@ def test_script_end_to_end(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                           timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "ε = 0.0001 (δ = 1e-05) left out" in done.stderr
-    table = pd.read_csv(tmp_path / "dpsgd.csv")
-    assert list(table.columns) == ["dataset", "mechanism", "eps", "delta", "repeat", "noise_scale", "sensitivity_norm",
-                                   "sensitivity", "guarantee_kind", "guarantee", "clean_accuracy", "accuracy",
-                                   "utility_loss", "noise_multiplier", "sample_rate", "steps", "eps_spent"]
-    assert len(table) == 2 * SPEC.repeats  # reached ε × repeats
+    assert "left out: ε = 0.0001" in done.stderr
+    everything = pd.read_csv(tmp_path / "dpsgd.csv")
+    assert list(everything.columns) == [
+        "dataset", "mechanism", "eps", "delta", "repeat", "noise_scale", "sensitivity_norm", "sensitivity",
+        "guarantee_kind", "guarantee", "clean_accuracy", "accuracy", "utility_loss", "noise_multiplier", "sample_rate",
+        "steps", "eps_spent", "dpsgd_lr", "dpsgd_epochs", "dpsgd_batch_size", "dpsgd_clip_norm", "dpsgd_momentum"]
+    assert len(everything) == 3 * SPEC.repeats  # (reached ε + the noise-free limit) × repeats
+    limit, table = everything[everything.eps == math.inf], everything[everything.eps < math.inf]
+    assert (limit.noise_scale == 0).all() and (limit.guarantee_kind == "none").all()
+    assert (limit.eps_spent == math.inf).all() and (limit.steps == 8).all()
     assert sorted(set(table.eps)) == [1.0, 100.0]
     assert (table.mechanism == "dpsgd").all() and (table.guarantee_kind == "approx_dp").all()
     assert (table.sensitivity == SPEC.clip_norm).all()
-    assert (table.steps == 8).all() and (table.sample_rate == 0.25).all()
+    # each ε trained with its own tuned settings: 4 steps an epoch, 2 epochs at ε = 1 and 3 at ε = 100
+    assert table.groupby("eps").steps.unique().to_dict() == {1.0: [8], 100.0: [12]}
+    assert table.groupby("eps").dpsgd_epochs.unique().to_dict() == {1.0: [2], 100.0: [3]}
+    assert (table.sample_rate == 0.25).all()
     assert (table.eps_spent <= table.eps).all() and (table.noise_scale == table.noise_multiplier).all()
     assert table.groupby("eps").noise_scale.first()[1.0] > table.groupby("eps").noise_scale.first()[100.0]
-    assert table.clean_accuracy.nunique() == 1
+    assert everything.clean_accuracy.nunique() == 1
     heads = torch.load(tmp_path / "dpsgd.pt", weights_only=True)
-    assert set(heads) == {"method", "flat", "eps", "noise_scale", "shapes", "clip_norm"}
+    assert set(heads) == {"method", "flat", "eps", "noise_scale", "shapes", "clip_norm", "specs"}
+    assert [s["epochs"] for s in heads["specs"]] == [2, 3]
     shapes = parameter_shapes(HeadSpec(**head_spec), 6, N_CLASSES)
     assert heads["method"] == "dpsgd" and heads["clip_norm"] is None and heads["shapes"] == shapes
     assert heads["flat"].dtype == torch.float64

@@ -103,3 +103,25 @@ def test_bad_noise_multipliers_are_refused():
     x, y, c = _data(n=6)
     with pytest.raises(ValueError, match="noise multipliers"):
         train_dpsgd_heads(x, y, torch.arange(6)[None], c, head_spec, DPSGDSpec(), torch.tensor([-1.0]), seed=0)
+
+
+def test_the_attacks_train_each_eps_with_that_releases_own_settings():
+    """attacks.adaptive.dpsgd_releases: ε e's shadow heads train with specs[e] (the release's tuned
+    settings), grouped by equal settings; one ε alone is train_dpsgd_heads with its spec."""
+    from privssl.attacks.adaptive import dpsgd_releases
+
+    x, y, c = _data(n=30)
+    head_spec = HeadSpec(architecture="linear")
+    sets = torch.stack([torch.randperm(30, generator=torch.Generator().manual_seed(s))[:20] for s in range(3)])
+    still = DPSGDSpec(clip_norm=1.0, batch_size=5, epochs=1, lr=1e-12, momentum=0.0)  # barely moves
+    moves = DPSGDSpec(clip_norm=1.0, batch_size=5, epochs=3, lr=0.5, momentum=0.5)
+    sigma = torch.tensor([0.0, 0.0, 0.0], dtype=DTYPE)
+    released = dpsgd_releases(x, y, sets, c, head_spec, [still, moves, still], sigma, seed=4)
+    start = flatten(init_heads(head_spec, x.shape[1], c, 3))
+    assert released.shape == (3, 3, start.shape[1])
+    assert torch.allclose(released[0], start, atol=1e-9) and torch.allclose(released[2], start, atol=1e-9)
+    assert (released[1] - start).abs().max() > 1e-2
+    alone = dpsgd_releases(x, y, sets, c, head_spec, [moves], sigma[:1], seed=4)[0]
+    assert torch.equal(alone, flatten(train_dpsgd_heads(x, y, sets, c, head_spec, moves, sigma, seed=4)))
+    with pytest.raises(ValueError, match="one DP-SGD spec per noise multiplier"):
+        dpsgd_releases(x, y, sets, c, head_spec, [moves], sigma, seed=4)

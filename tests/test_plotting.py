@@ -246,3 +246,29 @@ def test_plot_figures_script_writes_three_figures(frames, tmp_path, monkeypatch)
                                       "--fig2", str(outputs[1]), "--fig3", str(outputs[2])])
     runpy.run_path(str(ROOT / "scripts" / "plot_figures.py"), run_name="__main__")
     assert all(p.stat().st_size > 0 for p in outputs)
+
+
+def test_each_methods_noise_free_limit_is_a_dotted_line_not_a_point_of_its_curve(frames):
+    utility, _ = frames
+    limits = {"alm": 0.81, "dpsgd": 0.62}  # the ε = ∞ rows the protect rules add: no noise, no claim
+    rows = [{**utility.iloc[0].to_dict(), "mechanism": m, "eps": np.inf, "repeat": r, "noise_scale": 0.0,
+             "guarantee_kind": "none", "accuracy": a + 0.01 * r, "utility_loss": 1 - (a + 0.01 * r) / 0.9}
+            for m, a in limits.items() for r in range(REPEATS)]
+    with_limits = pd.concat([utility, pd.DataFrame(rows)], ignore_index=True)
+    dataset = utility.iloc[0].dataset
+    for figure, column in ((figure3, "accuracy"), (figure1, "utility_loss")):
+        ax = figure(with_limits).axes[DATASETS.index(dataset)]
+        assert_styles_follow_kinds(ax)  # the curves are the finite ε only
+        drawn = {line.get_gid(): line.get_ydata()[0] for line in ax.get_lines()
+                 if str(line.get_gid()).startswith("noise_free/")}
+        expected = pd.DataFrame(rows).groupby("mechanism")[column].mean()
+        assert drawn == pytest.approx({f"noise_free/{m}": expected[m] for m in limits})
+
+
+def test_table2_reads_releases_only_not_the_noise_free_limits(frames):
+    utility, mia = frames
+    limit = utility[utility.mechanism == "alm"].assign(eps=np.inf, noise_scale=0.0, guarantee_kind="none",
+                                                       accuracy=0.99)
+    with_limits = pd.concat([utility, limit], ignore_index=True)
+    targets = (1.0, 1e6)
+    pd.testing.assert_frame_equal(table2(with_limits, mia, targets=targets), table2(utility, mia, targets=targets))

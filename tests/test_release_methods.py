@@ -96,3 +96,26 @@ def test_dpsgd_claim_states_its_accounting():
 def test_unknown_sensitivity_source_named():
     with pytest.raises(ValueError, match="'oracle'"):
         output_perturbation_guarantee("alm", 1.0, 1e-5, {**POPULATION, "sampling": "oracle"})
+
+
+@pytest.mark.parametrize("claim", [
+    lambda graph: output_perturbation_guarantee("alm", 1.0, 1e-5, POPULATION, graph),
+    lambda graph: output_perturbation_guarantee("certified_pure", 1.0, 1e-5, CERTIFIED, graph),
+    lambda graph: dpsgd_guarantee(1.0, 1e-5, 1.234, 1 / 3, 90, 1.0, "pld", graph),
+], ids=["sampled", "certified", "dpsgd"])
+def test_a_release_on_a_graph_claims_the_membership_of_a_labelled_node_only(claim):
+    """The DGI encoder saw the whole graph, d's nodes and edges included: on a graph the claim is
+    the membership of a labelled node in the head's training set, the graph itself public."""
+    image, graph = claim(False).statement, claim(True).statement
+    assert "one record of the fine-tuning set d" in image and "treated as public" not in image
+    assert "one record of the fine-tuning set d" not in graph
+    assert "one labelled node of the head's training set d" in graph
+    assert "the graph (node features and edges) is treated as public" in graph
+    assert claim(True).kind == claim(False).kind
+
+
+def test_tuned_releases_say_their_settings_cost_no_privacy():
+    for claim in (output_perturbation_guarantee("alm", 1.0, 1e-5, POPULATION),
+                  output_perturbation_guarantee("certified_gaussian", 1.0, 1e-5, CERTIFIED),
+                  dpsgd_guarantee(1.0, 1e-5, 1.234, 1 / 3, 90, 1.0, "pld")):
+        assert "chosen on public data only (rule tune), at no privacy cost" in claim.statement

@@ -8,6 +8,7 @@ on one xdist worker and starts it first (tests/conftest.py): it is the longest u
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -44,7 +45,10 @@ FINAL_OUTPUTS = (
     + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
                                                            "metrics.csv")]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
-    + [f"{RESULTS}/digits/{name}" for name in ("dpcl/history.csv", "dpcl/accounting.csv", "dpadapter/results.csv")]
+    + [f"{RESULTS}/digits/{name}" for name in ("diagnostics/not_private/dpcl_history.csv", "dpcl/accounting.csv",
+                                                "dpadapter/results.csv")]
+    + [f"{RESULTS}/digits/tuning/{section}.{ext}" for section in ("head", "certified", "dpsgd")
+       for ext in ("csv", "json")]
     + [f"{RESULTS}/digest.md"]
     + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing", "contrastive", "dpadapter",
                                                        "dpcl_accounting")
@@ -184,10 +188,12 @@ def training_time_releases(config: dict) -> set[tuple[str, float, int]]:
             | {("dpadapter", float(e), r) for e in dpadapter["eps"] for r in range(dpadapter["repeats"])})
 
 
-def expected_releases(config: dict) -> set[tuple[str, float, int]]:
-    """(method, ε, draw) of every release the config asks for (DP-SGD: its own draws per ε)."""
+def expected_releases(config: dict, noise_free: bool = False) -> set[tuple[str, float, int]]:
+    """(method, ε, draw) of every release the config asks for (DP-SGD: its own draws per ε);
+    `noise_free`: with each protect method's noise-free limit at ε = ∞ (its draws too), the rows
+    utility.csv adds."""
     protect = config["protect"]
-    return {(m, float(e), r) for m in protect["mechanisms"] for e in protect["eps"]
+    return {(m, float(e), r) for m in protect["mechanisms"] for e in [*protect["eps"], *[math.inf] * noise_free]
             for r in range(config["dpsgd"]["repeats"] if m == "dpsgd" else protect["repeats"])} \
         | training_time_releases(config)
 
@@ -198,7 +204,7 @@ def test_utility_table(tiny_run):
                            "guarantee", "clean_accuracy", "accuracy", "utility_loss"], "utility.csv")
     rows = list(zip(table["mechanism"], table["eps"].astype(float), table["repeat"]))
     assert len(rows) == len(set(rows))
-    assert set(rows) == expected_releases(tiny_run.expected)
+    assert set(rows) == expected_releases(tiny_run.expected, noise_free=True)
     assert (table["dataset"] == "digits").all()
     # Definition 6.1 against the non-private head of the finetune rule
     clean = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())["test_accuracy"]
@@ -210,6 +216,38 @@ def test_utility_table(tiny_run):
     assert (scale[1.0] > scale[1000.0]).all(), scale
     # every row is compared with the same non-private head
     assert table["clean_accuracy"].nunique() == 1
+    # the noise-free limits: no noise, no claim; the ALM family's is the non-private head itself,
+    # the certified methods' the certified head (its own metrics)
+    limits = table[np.isinf(table.eps)]
+    assert (limits.noise_scale == 0).all() and (limits.guarantee_kind == "none").all()
+    alm_family = limits[limits.mechanism.isin(["alm", "laplace", "gaussian", "gaussian_analytic"])]
+    np.testing.assert_allclose(alm_family.accuracy, clean, rtol=0, atol=1e-12)
+    certified = json.loads(tiny_run.path(f"{RESULTS}/digits/certified/metrics.json").read_text())["test_accuracy"]
+    np.testing.assert_allclose(limits[limits.mechanism.str.startswith("certified")].accuracy, certified, atol=1e-12)
+
+
+def test_the_tuning_rules_choice_is_what_the_releases_train_with(tiny_run):
+    """Each tuning table scores every grid point on public data; the head, the certified head and
+    every DP-SGD ε train with the chosen point (the release files and records say so)."""
+    tuning = tiny_run.path(f"{RESULTS}/digits/tuning")
+    head = json.loads((tuning / "head.json").read_text())
+    released = torch.load(tiny_run.path(f"{RESULTS}/digits/finetune/head.pt"), weights_only=True)
+    assert released["spec"] == head
+    table = pd.read_csv(tuning / "head.csv")
+    grid = tiny_run.expected["tuning"]["head"]["epochs"]
+    assert sorted(table.epochs) == sorted(grid) and table.chosen.sum() == 1
+    assert table[table.chosen].epochs.item() == head["epochs"] == table.loc[table.accuracy.idxmax(), "epochs"]
+    certified = json.loads((tuning / "certified.json").read_text())
+    record = json.loads(tiny_run.path(f"{RESULTS}/digits/certified/sensitivity.json").read_text())
+    assert (record["l2"], record["clip_norm"]) == (certified["l2"], certified["clip_norm"])
+    dpsgd = json.loads((tuning / "dpsgd.json").read_text())
+    release = torch.load(tiny_run.path(f"{RESULTS}/digits/protect/dpsgd.pt"), weights_only=True)
+    chosen = {entry["eps"]: entry["spec"] for entry in dpsgd["per_eps"]}
+    assert [chosen[e] for e in release["eps"].tolist()] == release["specs"]
+    scores = pd.read_csv(tuning / "dpsgd.csv")
+    for eps, spec in chosen.items():  # the chosen point is the best scored at its ε
+        at = scores[scores.eps == eps]
+        assert at[at.chosen].accuracy.item() == at.accuracy.max() and at[at.chosen].lr.item() == spec["lr"]
 
 
 def test_guarantee_kinds_follow_the_sensitivity_source(tiny_run):
@@ -330,9 +368,9 @@ def test_the_issues_inconsistent_files_are_refused_by_their_first_reader(tiny_ru
     config = tiny_run.expected
     # an accountant ε of 55 on a row whose target is ε = 10: the accounting table reads it first
     accounting = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpcl/accounting.csv"))
-    accounting.loc[0, "eps_accountant"] = 55.0
+    accounting.loc[0, "eps_rdp_without_replacement"] = 55.0
     accounting.to_csv(tmp_path / "accounting.csv", index=False)
-    with pytest.raises(artefacts.ArtefactError, match="field 'eps_accountant': 55 on line 2"):
+    with pytest.raises(artefacts.ArtefactError, match="field 'eps_rdp_without_replacement': 55 on line 2"):
         artefacts.load_csv_file(tmp_path / "accounting.csv", artefacts.DPCL_ACCOUNTING)
     # a one-run audit with more right guesses than guesses: its merge rule reads it first
     one_run = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/audit/one_run.csv"))
@@ -392,7 +430,7 @@ def test_training_time_branches(tiny_run):
     pre-trainings, and each release's claim within its budget, of the kind its sensitivity allows."""
     dpcl, dpadapter = tiny_run.expected["dpcl"], tiny_run.expected["dpadapter"]
     methods = [DPCL_METHOD_OF_VARIANT[v] for v in dpcl["variants"]]
-    history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpcl/history.csv"))
+    history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/diagnostics/not_private/dpcl_history.csv"))
     assert len(history) == len(methods) * len(dpcl["eps"]) * dpcl["repeats"] * dpcl["encoder"]["epochs"]
     assert set(history.method) == set(methods) and (history.objective == dpcl["objective"]).all()
     # privacy spent only grows with the steps, and stays within the release's budget
@@ -400,8 +438,9 @@ def test_training_time_branches(tiny_run):
         spent = epochs.sort_values("epoch").eps_spent.to_numpy()
         assert (np.diff(spent) > 0).all() and spent[-1] <= run[1], (run, spent)
     accounting = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpcl/accounting.csv"))
-    assert (accounting.eps_accountant <= accounting.eps_target * (1 + 1e-9)).all()
-    assert (accounting.eps_accountant >= accounting.eps_target * (1 - 2e-3)).all()
+    assert (accounting.eps_rdp_without_replacement <= accounting.eps_target * (1 + 1e-9)).all()
+    assert (accounting.eps_rdp_without_replacement >= accounting.eps_target * (1 - 2e-3)).all()
+    assert (accounting.eps_pld_poisson < accounting.eps_rdp_without_replacement).all()  # tighter, Poisson
     assert set(accounting.role) == {"target", "shadow"}
     utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
     kinds = utility.groupby("mechanism").guarantee_kind.unique().map(tuple).to_dict()

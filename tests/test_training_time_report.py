@@ -192,21 +192,27 @@ def test_accounting_markdown_lists_our_rows_and_the_paper_settings():
     ours = pd.DataFrame([
         {"dataset": "digits", "method": "dpcl", "role": "target", "n": 150, "eps_target": 10.0,
          "noise_multiplier": 1.23456, "mechanisms": "gradient, similarity", "encoder_steps": 6, "encoder_batch": 50,
-         "head_steps": 60, "head_batch": 50, "eps_accountant": 9.9912, "guarantee_kind": "heuristic_dp",
+         "head_steps": 60, "head_batch": 50, "eps_rdp_without_replacement": 9.9912, "eps_pld_poisson": 7.25,
+         "guarantee_kind": "heuristic_dp",
          "sensitivities": "gradient 4C; similarity 4√(2|B| − 1)"},
         {"dataset": "digits", "method": "dpcl_naive", "role": "shadow", "n": 150, "eps_target": math.nan,
          "noise_multiplier": 0.75, "mechanisms": "gradient", "encoder_steps": 6, "encoder_batch": 50,
-         "head_steps": 60, "head_batch": 50, "eps_accountant": 123.4, "guarantee_kind": "approx_dp",
+         "head_steps": 60, "head_batch": 50, "eps_rdp_without_replacement": 123.4, "eps_pld_poisson": 31.5,
+         "guarantee_kind": "approx_dp",
          "sensitivities": "gradient 4|B|C"}])
     paper = pd.DataFrame([{"objective": "simclr", "variant": "dpcl", "epochs": 200,
-                           "eps_at_paper_multipliers": 123456.7, "noise_multipliers": "0.41; 0.41"}])
+                           "eps_rdp_without_replacement": 123456.7, "eps_pld_poisson": 27.447,
+                           "noise_multipliers": "0.41; 0.41"}])
     text = accounting_markdown(ours, paper)
-    assert ("| digits | dpcl | target | 150 | 10 | 1.235 | gradient, similarity | 6 (50) | 60 (50) | 9.991 "
+    assert ("| digits | dpcl | target | 150 | 10 | 1.235 | gradient, similarity | 6 (50) | 60 (50) | 9.991 | 7.25 "
             "| heuristic_dp | gradient 4C; similarity 4√(2∣B∣ − 1) |") in text
-    assert "| digits | dpcl_naive | shadow | 150 | — | 0.75 | gradient | 6 (50) | 60 (50) | 123.4 | approx_dp " \
+    assert "| digits | dpcl_naive | shadow | 150 | — | 0.75 | gradient | 6 (50) | 60 (50) | 123.4 | 31.5 | approx_dp " \
            "| gradient 4∣B∣C |" in text  # '|' inside a cell would split it
-    assert "| objective | variant | epochs | eps_at_paper_multipliers | noise_multipliers |" in text
-    assert "| simclr | dpcl | 200 | 1.235e+05 | 0.41; 0.41 |" in text
+    assert "| ε, RDP, without replacement (the claim) | ε, PLD, Poisson analogue |" in text
+    assert ("| objective | variant | epochs | eps_rdp_without_replacement | eps_pld_poisson "
+            "| noise_multipliers |") in text
+    assert "| simclr | dpcl | 200 | 1.235e+05 | 27.45 | 0.41; 0.41 |" in text
+    assert "Neither is a lower bound" in text and "not the mechanisms' privacy loss" in text
 
 
 # --------------------------------------------------------------------------- figure

@@ -524,12 +524,29 @@ def one_run_counts(path, frame: pd.DataFrame) -> None:
                 "at most the row's n, the guesses made")
 
 
+def noise_free_limits(path, frame: pd.DataFrame) -> None:
+    """A utility row at ε = ∞ is its method's noise-free limit (privssl.release.tuning: the same
+    training, no noise) and claims nothing; a row at a finite ε is a release, whose noise is never 0."""
+    limit = np.isinf(frame.eps.to_numpy())
+    _first_line(path, "noise_scale", limit & (frame.noise_scale != 0).to_numpy(), frame.noise_scale,
+                "0 at eps = inf (the noise-free limit)")
+    _first_line(path, "noise_scale", ~limit & (frame.noise_scale <= 0).to_numpy(), frame.noise_scale,
+                "> 0 at a finite eps (a release adds noise)")
+    bad_kind = limit & (frame.guarantee_kind != "none").to_numpy()
+    if bad_kind.any():
+        i = int(np.flatnonzero(bad_kind)[0])
+        fail(path, "guarantee_kind", f"{frame.guarantee_kind.iloc[i]!r} on line {i + 2}",
+             "none at eps = inf (the noise-free limit is not a release)")
+
+
 def accountant_within_target(path, frame: pd.DataFrame) -> None:
     """The calibration returns the smallest noise whose accountant ε is at most the target, so a
     row whose accountant ε exceeds its target ε (beyond float rounding) was not produced by it and
-    would publish a budget the release does not meet. At a fixed noise multiplier there is no target."""
-    over = (frame.eps_accountant > frame.eps_target * (1 + 1e-9)).to_numpy()  # NaN target: never over
-    _first_line(path, "eps_accountant", over, frame.eps_accountant,
+    would publish a budget the release does not meet. At a fixed noise multiplier there is no target.
+    The calibrating accountant is the RDP one for sampling without replacement; the PLD ε of the
+    Poisson analogue beside it is no claim and has no such bound."""
+    over = (frame.eps_rdp_without_replacement > frame.eps_target * (1 + 1e-9)).to_numpy()  # NaN target: never over
+    _first_line(path, "eps_rdp_without_replacement", over, frame.eps_rdp_without_replacement,
                 "at most the row's eps_target: the calibrated noise reaches the target")
 
 
@@ -598,16 +615,20 @@ SAMPLED_SENSITIVITY = {  # sensitivity rule: Δ̂ = the k-th smallest of m sampl
 POPULATION = {"rho": Num(0, 1, low_open=True, high_open=True),
               "gamma": Num("rho", 1, low_open=True, high_open=True)}
 CERTIFIED_SENSITIVITY = {**_SENSITIVITY, "sampling": Text(("certified",)), "lipschitz": POSITIVE,
-                         "clip_norm": POSITIVE, "l2": POSITIVE, "tolerance": Num(0)}
+                         "clip_norm": POSITIVE, "l2": POSITIVE, "tolerance": Num(0),
+                         "beta": POSITIVE, "iterations": COUNT}  # the solver's data-independent step count
 
 _KEY = {"dataset": Text(), "attack": Text(), "adaptive": Flag()}
 _METHOD = Text(("none", *METHODS))
 _METRICS = {name: PROBABILITY for name in ("accuracy", "accuracy_lo", "accuracy_hi", "auc", "auc_lo", "auc_hi",
                                            "tpr_at_*")} | {"n_members": COUNT, "n_nonmembers": COUNT, "fp_at_*": COUNT}
-UTILITY = {"dataset": Text(), "mechanism": Text(METHODS), "eps": POSITIVE, "delta": Num(0, 1, high_open=True),
-           "repeat": COUNT, "noise_scale": POSITIVE, "sensitivity_norm": Text(("l1", "l2")), "sensitivity": POSITIVE,
+# eps = inf: the method's noise-free limit (noise_scale 0, no claim; relation noise_free_limits)
+UTILITY = {"dataset": Text(), "mechanism": Text(METHODS), "eps": Num(0, low_open=True, finite=False),
+           "delta": Num(0, 1, high_open=True), "repeat": COUNT, "noise_scale": Num(0),
+           "sensitivity_norm": Text(("l1", "l2")), "sensitivity": POSITIVE,
            "guarantee_kind": Text(GUARANTEE_KINDS), "guarantee": Text(), "clean_accuracy": Num(0, 1, low_open=True),
-           "accuracy": PROBABILITY, "utility_loss": Num(None, 1), "grid": (("dataset", "mechanism"), ("eps", "repeat"))}
+           "accuracy": PROBABILITY, "utility_loss": Num(None, 1), "grid": (("dataset", "mechanism"), ("eps", "repeat")),
+           "relations": noise_free_limits}
 MIA = {**_KEY, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("mechanism", "none")), "repeat": COUNT,
        **_METRICS, "grid": (("dataset", "mechanism", "attack", "adaptive"), ("eps", "repeat"))}
 LIRA = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
@@ -632,7 +653,8 @@ DPCL_ACCOUNTING = {"dataset": Text(), "method": Text(TRAINING_TIME_METHODS), "va
                    "noise_multiplier": POSITIVE, "mechanisms": Text(), "encoder_steps": COUNT, "head_steps": COUNT,
                    "encoder_batch": Num(1, integer=True), "head_batch": Num(1, integer=True),
                    "eps_target": Num(0, low_open=True, nan=True),  # empty at a fixed noise multiplier
-                   "eps_accountant": Num(0), "guarantee_kind": Text(GUARANTEE_KINDS), "sensitivities": Text(),
+                   "eps_rdp_without_replacement": Num(0), "eps_pld_poisson": Num(0),
+                   "guarantee_kind": Text(GUARANTEE_KINDS), "sensitivities": Text(),
                    "relations": accountant_within_target}
 # contrastive_attack rule (thesis Ch. 4): membership rows have no baseline, attribute rows no AUC or TPR
 _MEMBERSHIP_ONLY = Num(0, 1, nan_where=("inference", "attribute"))
@@ -709,8 +731,22 @@ def load_sensitivity(path, recorded: dict | None = None) -> dict:
 
 def load_release(path, method: str, recorded: dict | None = None) -> dict:
     """A protect rule's release file of `method`: one positive noise scale per ε of a positive
-    grid, the released heads (ε, draw, parameter) of the length its shapes give."""
-    return load_tensor_file(path, RELEASE, recorded={"method": method} | (recorded or {}))
+    grid, the released heads (ε, draw, parameter) of the length its shapes give. A DP-SGD
+    release also records each ε's training settings (`specs`, the tune rule's choice), returned
+    as DPSGDSpecs: the attacks train their shadow heads with them."""
+    from privssl.release.dpsgd_spec import DPSGDSpec
+
+    release = load_tensor_file(path, RELEASE, recorded={"method": method} | (recorded or {}))
+    if method == "dpsgd":
+        specs = release.get("specs")
+        if not isinstance(specs, list) or len(specs) != len(release["eps"]):
+            fail(path, "specs", f"{type(specs).__name__} of {len(specs) if isinstance(specs, list) else 0} entries",
+                 f"a list of {len(release['eps'])} DP-SGD settings, one per ε")
+        try:
+            release["specs"] = [DPSGDSpec.from_config(spec) for spec in specs]
+        except (TypeError, ValueError) as err:
+            fail(path, "specs", str(err), "DP-SGD settings (privssl.release.dpsgd_spec.DPSGDSpec)")
+    return release
 
 
 def load_lira_heads(path, set_size: int, recorded: dict | None = None) -> dict:

@@ -7,9 +7,17 @@ import json
 
 
 def json_object(text: str) -> dict:
-    """argparse type: a JSON object given inline, e.g. --head '{"architecture": "linear"}'."""
+    """argparse type: a JSON object given inline, e.g. --head '{"architecture": "linear"}', or
+    `@path`: the JSON object in that file (a spec another rule chose, e.g. results/…/tuning/head.json)."""
+    source = text
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as handle:
+                source = handle.read()
+        except OSError as err:
+            raise argparse.ArgumentTypeError(f"cannot read the JSON file {text[1:]!r}: {err.strerror}") from err
     try:
-        value = json.loads(text)
+        value = json.loads(source)
     except json.JSONDecodeError as err:
         raise argparse.ArgumentTypeError(f"not valid JSON ({err}): {text!r}") from err
     if not isinstance(value, dict):

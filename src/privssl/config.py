@@ -116,6 +116,8 @@ def _type_message(err: jsonschema.ValidationError) -> str:
         if not math.isfinite(number):
             return _finite_message(err)
         return f"{value!r} is a string, not a number (write it without quotes)"
+    if wanted == "boolean":
+        return f"{value!r} is not a boolean (allowed: true, false)"
     return err.message
 
 
@@ -211,6 +213,7 @@ def validate_config(config: dict, schema_path: str | Path, overrides: Mapping | 
     check_training_time(config)
     check_membership_evaluation(config)
     check_batch_sizes(config)
+    check_tuning(config)
     check_data_present(config)
 
 
@@ -371,6 +374,27 @@ def check_batch_sizes(config: dict) -> None:
             full = ", or null: full batch" if key == "head.batch_size" else ""
             raise ConfigError(f"config key '{key}': {batch} is larger than {symbol} = {where} = {size} "
                               f"(allowed: {smallest}..{size}{full})")
+
+
+def check_tuning(config: dict) -> None:
+    """The tune rule trains each point on |d| reference records and scores it on the others, so
+    every dataset and graph needs more reference records than |d|; a batch of a grid point is
+    bounded by |d| as the section's own batch is (check_batch_sizes)."""
+    for section in ("datasets", "graphs"):
+        for name, entry in config.get(section, {}).items():
+            splits = entry["splits"]
+            if splits["reference"] <= splits["finetune"]:
+                raise ConfigError(
+                    f"config key '{section}.{name}.splits.reference': {splits['reference']} records leave none to "
+                    f"score the tuning rule's points, which train on |d| = finetune = {splits['finetune']} of them "
+                    f"(allowed: reference > {splits['finetune']}; 2 |d| gives as many validation as training records)")
+    sizes = [entry["splits"]["finetune"] for section in ("datasets", "graphs")
+             for entry in config.get(section, {}).values()]
+    for key in ("head", "dpsgd"):
+        batches = [b for b in config.get("tuning", {}).get(key, {}).get("batch_size", []) if b is not None]
+        if sizes and batches and max(batches) > min(sizes):
+            raise ConfigError(f"config key 'tuning.{key}.batch_size': {max(batches)} is larger than the smallest "
+                              f"|d| = {min(sizes)} (allowed: 1..{min(sizes)})")
 
 
 def check_link_stealing(config: dict) -> None:

@@ -18,6 +18,7 @@ from privssl.attacks.mia_spec import ATTACKS as MIA_ATTACKS
 from privssl.audit.one_run_spec import one_run_audit_name
 from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
+from privssl.release.tuning_spec import varied_fields
 
 NONE = [None]  # an empty cell: the clean head's ε, a supervised model's λ
 
@@ -66,23 +67,39 @@ def lira_heads_record(config: dict, head_kind: str, seed: int) -> dict:
 
 def sensitivity_record(config: dict, dataset: str, head: str) -> dict:
     """What the sensitivity record of a head records about itself: the sampler's settings (the
-    sensitivity rule's) or the certified learner's, and |d|."""
+    sensitivity rule's) or the certified learner's, and |d|. The certified settings the tuning
+    grid varies are the tune rule's choice, known only once it ran: not fixed here."""
     section = config["datasets"].get(dataset) or config["graphs"][dataset]
     record = {"finetune_size": section["splits"]["finetune"]}
     if head == "certified":
-        certified = config["certified"]
-        return record | {"sampling": "certified"} | {k: certified[k] for k in ("clip_norm", "l2", "tolerance")}
+        certified, tuned = config["certified"], set(varied_fields(config, "certified"))
+        return record | {"sampling": "certified"} | {k: certified[k] for k in ("clip_norm", "l2", "tolerance")
+                                                     if k not in tuned}
     sampler = config["sensitivity"]
     record |= {"sampling": sampler["sampling"], "m": sampler["m"]}
     return record | ({"rho": sampler["rho"], "gamma": sampler["gamma"]} if sampler["sampling"] == "population" else {})
 
 
+def noise_free_draws(config: dict, method: str) -> list[int]:
+    """The draws of a method's noise-free limit (ε = ∞): none for a training-time method (its
+    branch trains at the ε targets only), else the method's own draws, so that every method's
+    rows stay a full ε × draw grid (an output-perturbation method's head without noise is the
+    same in each of its draws; DP-SGD's σ = 0 trainings still sample their own Poisson batches)."""
+    if release_method(method).release == "training_time":
+        return []
+    return release_grid(config, method)[1]
+
+
 def utility(config: dict, dataset: str, methods: list[str] | None = None) -> list[dict]:
-    """utility.csv (and each method's protect/<method>.csv): every (ε, draw) of every method."""
+    """utility.csv (and each method's protect/<method>.csv): every (ε, draw) of every method, and
+    its noise-free limit at ε = ∞."""
     blocks = []
     for method in methods or release_methods(config, dataset):
         eps, repeats = release_grid(config, method)
         blocks.append({"dataset": [dataset], "mechanism": [method], "eps": eps, "repeat": repeats})
+        if noise_free_draws(config, method):
+            blocks.append({"dataset": [dataset], "mechanism": [method], "eps": [float("inf")],
+                           "repeat": noise_free_draws(config, method)})
     return blocks
 
 

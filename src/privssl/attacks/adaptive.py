@@ -61,14 +61,24 @@ def perturb(clean: torch.Tensor, method: str, noise_scales: torch.Tensor, seed: 
 
 
 def dpsgd_releases(features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor, n_classes: int,
-                   head_spec: HeadSpec, spec: DPSGDSpec, noise_multipliers: torch.Tensor,
+                   head_spec: HeadSpec, specs: list[DPSGDSpec], noise_multipliers: torch.Tensor,
                    seed: int) -> torch.Tensor:
-    """(E, B, P): a DP-SGD head per (noise multiplier, set), trained in chunks of heads."""
+    """(E, B, P): a DP-SGD head per (ε, set), ε e trained with settings specs[e] (the release's,
+    tuned per ε) at noise multiplier noise_multipliers[e]; the ε's of equal settings train
+    together, in chunks of heads. Chunk c of the ε-major stack draws from seed + its first index."""
     n_sets = sets.shape[0]
-    all_sets = sets.repeat(len(noise_multipliers), 1)
-    sigma = torch.as_tensor(noise_multipliers, dtype=DTYPE).repeat_interleave(n_sets)
+    sigma = torch.as_tensor(noise_multipliers, dtype=DTYPE)
+    if len(specs) != len(sigma):
+        raise ValueError(f"need one DP-SGD spec per noise multiplier, got {len(specs)} and {len(sigma)}")
     chunk = heads_per_chunk(sets.shape[1], max(features.shape[1], head_spec.hidden))
-    parts = [flatten(train_dpsgd_heads(features, labels, all_sets[i:i + chunk], n_classes, head_spec, spec,
-                                       sigma[i:i + chunk], seed + i))
-             for i in range(0, len(all_sets), chunk)]
-    return torch.cat(parts).reshape(len(noise_multipliers), n_sets, -1)
+    out = [None] * len(sigma)
+    for spec in dict.fromkeys(specs):  # distinct settings, in order
+        levels = [e for e, s in enumerate(specs) if s == spec]
+        all_sets = sets.repeat(len(levels), 1)
+        level_sigma = sigma[levels].repeat_interleave(n_sets)
+        parts = [flatten(train_dpsgd_heads(features, labels, all_sets[i:i + chunk], n_classes, head_spec, spec,
+                                           level_sigma[i:i + chunk], seed + levels[0] * n_sets + i))
+                 for i in range(0, len(all_sets), chunk)]
+        for j, flat in enumerate(torch.cat(parts).reshape(len(levels), n_sets, -1)):
+            out[levels[j]] = flat
+    return torch.stack(out)

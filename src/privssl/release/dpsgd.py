@@ -3,9 +3,9 @@ would pick instead of adding noise to a trained head.
 
 One training is Opacus' DP-SGD as documented: `PrivacyEngine.make_private` over SGD with
 momentum, per-example gradients clipped to L2 norm C, Gaussian noise σ·C on their sum, Poisson
-sampling of the batches. σ for a target (ε, δ) comes from `get_noise_multiplier` for the
-sample rate and step count the run will actually have, and the run's ε is what the engine's
-accountant reports afterwards. The claim is (ε, δ)-DP under addition or removal of one record.
+sampling of the batches. σ for a target (ε, δ) is calibrated by the spec's accountant (`pld`,
+`rdp` or `prv`) for the sample rate and step count the run will actually have, and the run's ε is
+that accountant's over the steps the engine recorded. The claim is (ε, δ)-DP under addition or removal of one record.
 
 Choices, and why:
 - The module keeps heads.py's parameter layout (weights (in, out)), so `flatten` of its
@@ -33,7 +33,7 @@ from opacus import PrivacyEngine
 from opacus.grad_sample import register_grad_sampler
 from torch import nn
 
-from privssl.accounting.dpsgd import epsilon_spent
+from privssl.accounting.dpsgd import OPACUS_ACCOUNTANTS, epsilon_spent
 from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan  # noqa: F401  (re-exported: the spec of this head)
 from privssl.training.heads import DTYPE, HeadSpec, flatten, init_heads
 
@@ -136,7 +136,7 @@ class DPSGDRun:
     noise_multiplier: float
     sample_rate: float
     steps: int  # optimiser steps taken (each one a Poisson-sampled noisy step)
-    eps_spent: float  # the engine's accountant at δ after training
+    eps_spent: float  # the spec's accountant at δ over the engine's recorded steps, after training
     delta: float
     module: HeadModule  # the trained module itself (flat == flatten(module.head_params())[0])
 
@@ -167,7 +167,10 @@ def train_dpsgd_head(features: torch.Tensor, labels: torch.Tensor, n_classes: in
                                          generator=sampler_gen)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Secure RNG turned off")  # seeded on purpose
-        engine = PrivacyEngine(accountant=spec.accountant, secure_mode=False)
+        # Opacus has no PLD accountant: a `pld` run records its steps in Opacus' RDP accountant's
+        # history of (σ, q, steps), and epsilon_spent composes that history in the PLD accountant
+        engine = PrivacyEngine(accountant=spec.accountant if spec.accountant in OPACUS_ACCOUNTANTS else "rdp",
+                               secure_mode=False)
     private, dp_optimizer, dp_loader = engine.make_private(
         module=module, optimizer=optimizer, data_loader=loader, noise_multiplier=noise_multiplier,
         max_grad_norm=spec.clip_norm, poisson_sampling=True, noise_generator=noise_gen)
@@ -185,7 +188,8 @@ def train_dpsgd_head(features: torch.Tensor, labels: torch.Tensor, n_classes: in
     steps = sum(s for _, _, s in engine.accountant.history)
     if steps != planned_steps:
         raise RuntimeError(f"DP-SGD took {steps} steps, the calibration assumed {planned_steps}")
-    eps = epsilon_spent(engine, delta)
+    # σ = 0: the noise-free limit
+    eps = epsilon_spent(engine, delta, spec.accountant) if noise_multiplier > 0 else math.inf
     module = private.to_standard_module().eval()  # Opacus' hooks and per-sample attributes removed
     flat = flatten(module.head_params())[0].to(device="cpu", dtype=DTYPE)
     return DPSGDRun(flat, float(noise_multiplier), sample_rate, steps, eps, delta, module)

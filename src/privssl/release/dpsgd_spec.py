@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ACCOUNTANTS = ("rdp", "prv")  # Opacus accountants the DP-SGD head may use
+ACCOUNTANTS = ("rdp", "pld", "prv")  # Opacus' RDP and PRV, dp_accounting's PLD (privssl.accounting.dpsgd)
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class DPSGDSpec:
     lr: float = 0.1
     momentum: float = 0.9
     repeats: int = 3  # independent trainings per ε
-    accountant: str = "rdp"
+    accountant: str = "pld"
 
     def __post_init__(self) -> None:
         def bad(field: str, allowed: str) -> ValueError:

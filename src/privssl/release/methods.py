@@ -31,7 +31,28 @@ GUARANTEE_KINDS = ("pure_dp", "approx_dp", "random_dp", "heuristic_dp", "none")
 # over a sensitivity that is not proven (DPCL), dotted none.
 KIND_LINESTYLE = {"pure_dp": "-", "approx_dp": "-", "random_dp": "--", "heuristic_dp": "-.", "none": ":"}
 SUBSTITUTION = "substitution of one record of the fine-tuning set d (|d| fixed)"
+# The claim of a utility row at ε = ∞ (privssl.release.tuning): a reference point, never released.
+NOISE_FREE = "none: the noise-free limit (ε = ∞), the method's training without noise, clipping kept; not a release"
 ADD_REMOVE = "addition or removal of one record of the fine-tuning set d"
+# On a graph the head is trained on DGI embeddings of the whole graph, d's nodes and edges
+# included: what the noise protects is only which labelled nodes trained the head.
+GRAPH_PUBLIC = ("; the graph (node features and edges) is treated as public: the DGI encoder was trained on the "
+                "whole graph, d's nodes and edges included, so the claim covers the membership of a labelled node "
+                "in the head's training set only")
+
+
+# The head, the certified head and DP-SGD train with settings chosen on the public reference
+# split (privssl.release.tuning): the choice reads no record of d, so it costs no privacy.
+TUNED_ON_PUBLIC = "training settings chosen on public data only (rule tune), at no privacy cost"
+
+
+def adjacency(method: "ReleaseMethod", graph: bool = False) -> str:
+    """The neighbouring relation a release of `method` is private under, in words: on a graph,
+    the membership of one labelled node in the head's training set, the graph itself public."""
+    if not graph:
+        return method.adjacency
+    return method.adjacency.replace("one record of the fine-tuning set d", "one labelled node of the head's "
+                                    "training set d") + GRAPH_PUBLIC
 
 
 @dataclass(frozen=True)
@@ -115,11 +136,13 @@ class Guarantee:
     statement: str  # the claim, exactly
 
 
-def output_perturbation_guarantee(name: str, eps: float, delta: float, sensitivity: dict) -> Guarantee:
+def output_perturbation_guarantee(name: str, eps: float, delta: float, sensitivity: dict,
+                                  graph: bool = False) -> Guarantee:
     """The claim of releasing a head with `name`'s noise at (ε, δ), given the sensitivity record.
 
     `sensitivity` is the content of sensitivity.json (or the certified head's record); its
-    `sampling` says where Δ comes from: `certified`, `population` or `paper`.
+    `sampling` says where Δ comes from: `certified`, `population` or `paper`. `graph`: the head
+    was trained on node embeddings of a graph (adjacency()).
     """
     method = release_method(name)
     if method.release != "output_perturbation":
@@ -132,13 +155,13 @@ def output_perturbation_guarantee(name: str, eps: float, delta: float, sensitivi
     budget = f"({eps:g}, {delta:g})" if method.uses_delta else f"{eps:g}"
     if source == "certified":
         return Guarantee(method.dp_kind, f"{budget}-DP; {which} = {value:.6g} proven "
-                         f"(Chaudhuri et al. 2011 bound); adjacency: {method.adjacency}")
+                         f"(Chaudhuri et al. 2011 bound); adjacency: {adjacency(method, graph)}; {TUNED_ON_PUBLIC}")
     if source == "population":
         budget = (f"({eps:g}, {delta:g}, γ={sensitivity['gamma']:g})" if method.uses_delta
                   else f"({eps:g}, γ={sensitivity['gamma']:g})")
         return Guarantee("random_dp", f"{budget}-random DP over the reference distribution; {which} = {value:.6g}, "
                          f"the {sensitivity['k']}-th smallest of {sensitivity['m']} sampled pairs; "
-                         f"adjacency: {method.adjacency}")
+                         f"adjacency: {adjacency(method, graph)}; {TUNED_ON_PUBLIC}")
     if source == "paper":
         return Guarantee("none", f"none: {which} = {value:.6g} estimated from the private data "
                          f"({sensitivity['m']} pairs inside d, sets of size |d|-1)")
@@ -146,11 +169,13 @@ def output_perturbation_guarantee(name: str, eps: float, delta: float, sensitivi
 
 
 def dpsgd_guarantee(eps: float, delta: float, noise_multiplier: float, sample_rate: float, steps: int,
-                    clip_norm: float, accountant: str) -> Guarantee:
+                    clip_norm: float, accountant: str, graph: bool = False) -> Guarantee:
     """The claim of a DP-SGD head: (ε, δ)-DP from the accountant of the Poisson-subsampled Gaussian."""
+    library = {"rdp": "Opacus' Rényi DP", "pld": "dp_accounting's privacy loss distribution",
+               "prv": "Opacus' privacy random variable"}.get(accountant, accountant)
     return Guarantee("approx_dp", f"({eps:g}, {delta:g})-DP by DP-SGD (σ = {noise_multiplier:.4g}, C = {clip_norm:g}, "
-                     f"Poisson rate q = {sample_rate:.4g}, {steps} steps, {accountant} accountant); "
-                     f"adjacency: {ADD_REMOVE}")
+                     f"Poisson rate q = {sample_rate:.4g}, {steps} steps, {accountant} accountant: {library}); "
+                     f"adjacency: {adjacency(REGISTRY['dpsgd'], graph)}; {TUNED_ON_PUBLIC}")
 
 
 def training_time_guarantee(name: str, eps: float, delta: float, noise_multiplier: float, mechanisms: str,
@@ -173,12 +198,14 @@ def substitution_claim(name: str, eps: float, delta: float) -> tuple[float, floa
     every membership audit here tests (a candidate in or out of a training set of fixed size |d|).
 
     Methods whose adjacency is substitution claim their own (ε, δ) (δ = 0 for the pure ones).
-    Under addition/removal (DP-SGD) a substitution is two steps, so group privacy gives
-    (2ε, 2e^ε δ); where that δ reaches 1 there is no claim, returned as ε = ∞ at the method's
-    own δ (the audit still measures what it can at that δ)."""
+    Under addition/removal (DP-SGD) a substitution is a removal then an addition, so group
+    privacy gives (2ε, (1 + e^ε) δ): the two steps' δ's add after the first is scaled by e^ε
+    (P[M(d) ∈ S] ≤ e^ε P[M(d'') ∈ S] + δ ≤ e^ε (e^ε P[M(d') ∈ S] + δ) + δ). Where that δ reaches
+    1 there is no claim, returned as ε = ∞ at the method's own δ (the audit still measures what
+    it can at that δ)."""
     method = release_method(name)
     own_delta = 0.0 if method.dp_kind == "pure_dp" else delta  # the accountant's δ too (heuristic_dp)
     if method.adjacency == SUBSTITUTION:
         return eps, own_delta
-    group_delta = 2 * math.exp(min(eps, 700.0)) * own_delta
+    group_delta = (1 + math.exp(min(eps, 700.0))) * own_delta
     return (2 * eps, group_delta) if group_delta < 1 else (math.inf, own_delta)

@@ -31,9 +31,10 @@ class Calibration:
     guarantee: str
 
 
-def calibrate(name: str, eps: float, delta: float, sensitivity: dict) -> Calibration:
+def calibrate(name: str, eps: float, delta: float, sensitivity: dict, graph: bool = False) -> Calibration:
     """Noise scale of output-perturbation method `name` at (ε, δ) and its claim, from the
-    sensitivity record (sensitivity.json: `delta1`, `delta2`, `sampling`, ...)."""
+    sensitivity record (sensitivity.json: `delta1`, `delta2`, `sampling`, ...); `graph`: a head
+    on a graph's node embeddings (the claim's adjacency says so)."""
     method = release_method(name)
     if method.release != "output_perturbation":
         raise ValueError(f"{name!r} releases no noisy copy of a trained head (its release is {method.release!r})")
@@ -43,15 +44,15 @@ def calibrate(name: str, eps: float, delta: float, sensitivity: dict) -> Calibra
                          f"(needed by {name!r})")
     used_delta = delta if method.uses_delta else 0.0
     scale = method.scale(value, eps, delta if method.uses_delta else None)
-    claim = output_perturbation_guarantee(name, eps, delta, sensitivity)
+    claim = output_perturbation_guarantee(name, eps, delta, sensitivity, graph)
     return Calibration(name, eps, used_delta, "l1" if method.sensitivity == "l1" else "l2", value, scale,
                        claim.kind, claim.statement)
 
 
 def protected_heads(released: torch.Tensor, name: str, eps_grid: list[float], repeats: int, delta: float,
-                    sensitivity: dict, seed: int) -> tuple[torch.Tensor, list[Calibration]]:
+                    sensitivity: dict, seed: int, graph: bool = False) -> tuple[torch.Tensor, list[Calibration]]:
     """Noisy copies (len(eps_grid), repeats, P) of the flat released head (P,)."""
-    calibrations = [calibrate(name, eps, delta, sensitivity) for eps in eps_grid]
+    calibrations = [calibrate(name, eps, delta, sensitivity, graph) for eps in eps_grid]
     generator = torch.Generator().manual_seed(seed)
     noise = standard_noise(release_method(name).noise, (repeats, released.numel()), generator, dtype=released.dtype)
     scales = torch.tensor([c.noise_scale for c in calibrations], dtype=released.dtype)

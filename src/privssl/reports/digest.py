@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from privssl.attacks.statistics import accuracy_interval
+from privssl.release.methods import release_method
 
 PROVEN = ("pure_dp", "approx_dp")  # claims an audit bound above them would contradict
 
@@ -30,8 +31,8 @@ def fmt(value: float) -> str:
 
 
 def eps_text(eps: float) -> str:
-    """An ε of the grid as the config writes it (0.1, 1, 100000)."""
-    return f"{eps:g}"
+    """An ε of the grid as the config writes it (0.1, 1, 100000); ∞ for a noise-free limit."""
+    return "∞ (no noise)" if math.isinf(eps) else f"{eps:g}"
 
 
 def interval(row: pd.Series, column: str) -> str:
@@ -83,12 +84,16 @@ def pooled_accuracy(accuracies, n_test: int) -> tuple[float, float, float, int]:
 
 
 def release_accuracy(dataset: str, utility: pd.DataFrame, n_test: int) -> str:
-    """Test accuracy of every release method at every ε, pooled over its draws, with its interval."""
+    """Test accuracy of every release method at every ε, pooled over its draws, with its interval,
+    and its noise-free limit (ε = ∞: an output-perturbation method's head without noise is one
+    head, counted once; DP-SGD's σ = 0 trainings are independent draws)."""
     grid = sorted(utility.eps.unique())
     rows = []
     for method, rows_of in utility.groupby("mechanism", sort=False):
-        kinds = "/".join(dict.fromkeys(rows_of.guarantee_kind))
+        kinds = "/".join(dict.fromkeys(rows_of[np.isfinite(rows_of.eps)].guarantee_kind))
         by_eps = dict(tuple(rows_of.groupby("eps")))
+        if math.inf in by_eps and release_method(method).release == "output_perturbation":
+            by_eps[math.inf] = by_eps[math.inf].head(1)
         cells = []
         for e in grid:
             if e in by_eps:
@@ -98,13 +103,38 @@ def release_accuracy(dataset: str, utility: pd.DataFrame, n_test: int) -> str:
                 cells.append("")
         rows.append([f"`{method}`", kinds, *cells])
     clean, lo, hi, n = pooled_accuracy([utility.clean_accuracy.iloc[0]], n_test)
+    drops = accuracy_drops(utility, n_test)
+    falls = ("Accuracy falls as ε grows, beyond the intervals (disjoint 95 % intervals), at: "
+             + "; ".join(f"`{m}` from ε = {eps_text(a)} to {eps_text(b)} ({fmt(x)} → {fmt(z)})"
+                         for m, a, b, x, z in drops)
+             + " (docs/tuning.md says why it can)." if drops else
+             "No method's accuracy falls as ε grows by more than its interval (consecutive ε of each method, "
+             "disjoint 95 % intervals).")
     return "\n".join([
         f"### {dataset}", "",
         f"Test accuracy with its Clopper–Pearson 95 % interval and (decisions): every draw's answers on the "
         f"{n_test} test images pooled; the non-private head: {fmt(clean)} [{fmt(lo)}, {fmt(hi)}] ({n}).", "",
         markdown_table(["method", "guarantee kind", *[f"ε = {eps_text(float(e))}" for e in grid]], rows), "",
+        falls, "",
         source(f"results/{dataset}/utility.csv", "`accuracy` (pooled over `repeat`), `guarantee_kind`, "
                "`clean_accuracy`") + " " + source(f"results/{dataset}/splits.json", "the size of `splits.test`")])
+
+
+def accuracy_drops(utility: pd.DataFrame, n_test: int) -> list[tuple[str, float, float, float, float]]:
+    """(method, ε, next ε, accuracy, next accuracy) wherever a method's pooled test accuracy at
+    the next larger ε of its grid (its noise-free limit included) lies below the interval at ε,
+    the two 95 % intervals disjoint: a fall that the draws' variation does not explain."""
+    drops = []
+    for method, rows_of in utility.groupby("mechanism", sort=False):
+        once = release_method(method).release == "output_perturbation"
+        points = []
+        for eps, draws in sorted(rows_of.groupby("eps"), key=lambda item: item[0]):
+            points.append((eps, *pooled_accuracy((draws.head(1) if once and math.isinf(eps) else draws).accuracy,
+                                                 n_test)))
+        for (eps, acc, lo, _, _), (after, acc_after, _, hi_after, _) in zip(points, points[1:]):
+            if hi_after < lo:
+                drops.append((method, float(eps), float(after), acc, acc_after))
+    return drops
 
 
 def audits(dataset: str, audit: pd.DataFrame) -> str:

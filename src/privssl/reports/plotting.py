@@ -16,7 +16,14 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from privssl.io import atomic_path  # noqa: E402
 from privssl.release.methods import KIND_LINESTYLE, METHODS, REGISTRY, release_method  # noqa: E402
-from privssl.reports.release_table import attach_kinds, paper_attack, point_kinds, pooled_accuracy  # noqa: E402
+from privssl.reports.release_table import (  # noqa: E402
+    attach_kinds,
+    noise_free,
+    paper_attack,
+    point_kinds,
+    pooled_accuracy,
+    releases,
+)
 
 KIND_KEY = {"-": "proven DP (ε-DP, (ε, δ)-DP)", "--": "random DP (sampled Δ)", "-.": "heuristic DP (Δ not proven)",
             ":": "no guarantee"}
@@ -78,6 +85,17 @@ def _draw(ax, mechanism: str, x, stats: pd.DataFrame, spread: str | None = "band
             ax.errorbar(x[run], mean[run], [mean[run] - lo, hi - mean[run]], fmt="none", ecolor=method.colour)
 
 
+def _noise_free_lines(ax, utility: pd.DataFrame, dataset: str, column: str) -> None:
+    """Each method's noise-free limit (its ε = ∞ rows) as a thin dotted line in its colour, so
+    that a reader sees what the method loses to its training and what to its noise."""
+    for row in noise_free(utility[utility.dataset == dataset]).itertuples(index=False):
+        ax.axhline(getattr(row, column), color=release_method(row.mechanism).colour, ls=(0, (1, 3)), lw=1.2,
+                   gid=f"noise_free/{row.mechanism}")
+
+
+NOISE_FREE_KEY = "dotted, thin, in a method's colour: its noise-free limit (ε = ∞)"
+
+
 def _methods(frame: pd.DataFrame) -> list[str]:
     """The methods present, in registry order (an unknown name is an error, not a default style)."""
     return sorted({release_method(m).name for m in frame.mechanism if m != "none"}, key=METHODS.index)
@@ -91,6 +109,7 @@ def _figure_legend(fig: plt.Figure, methods: list[str], title: str = "line style
     # One legend below the panels (two figure legends overlap on a one-panel figure): the
     # methods first, then the line-style key under its own heading.
     heading = Line2D([], [], ls="none", label=f"— {title} —")
+    key.append(Line2D([], [], color="dimgrey", ls=(0, (1, 3)), lw=1.2, label=NOISE_FREE_KEY))
     fig.legend(handles=handles + [heading] + key, loc="outside lower center", ncol=2, fontsize=7,
                title="method (colour, marker)", title_fontsize=7)
 
@@ -113,9 +132,10 @@ def figure1(utility: pd.DataFrame) -> plt.Figure:
     datasets = _datasets(utility)
     fig, axes = _panels(1, len(datasets), 4.8)
     for ax, dataset in zip(axes[0], datasets):
-        stats = _with_kinds(_mean_std(utility[utility.dataset == dataset], "utility_loss"), kinds, dataset)
+        stats = _with_kinds(_mean_std(releases(utility[utility.dataset == dataset]), "utility_loss"), kinds, dataset)
         for mechanism, group in stats.groupby("mechanism", sort=False):
             _draw(ax, mechanism, group.eps, group)
+        _noise_free_lines(ax, utility, dataset, "utility_loss")
         ax.set(xscale="log", xlabel="privacy budget ε", ylabel="utility loss", title=dataset)
         ax.axhline(0, color="grey", lw=0.8)
     _figure_legend(fig, _methods(utility))
@@ -140,7 +160,7 @@ def figure2(utility: pd.DataFrame, mia: pd.DataFrame) -> plt.Figure:
         top, bottom = axes[0, col], axes[1, col]
         clean = pooled_accuracy(mia[(mia.dataset == dataset) & (mia.mechanism == "none")])
         attack_stats = _pooled(attacked[attacked.dataset == dataset])
-        loss_stats = _mean_std(utility[utility.dataset == dataset], "utility_loss")
+        loss_stats = _mean_std(releases(utility[utility.dataset == dataset]), "utility_loss")
         for mechanism, group in attack_stats.groupby("mechanism", sort=False):
             _draw(top, mechanism, group.eps, group, spread="interval")
             joined = group.merge(loss_stats, on=["mechanism", "eps"], suffixes=("", "_loss"))
@@ -167,9 +187,10 @@ def figure3(utility: pd.DataFrame) -> plt.Figure:
     fig, axes = _panels(1, len(datasets), 4.8)
     for ax, dataset in zip(axes[0], datasets):
         rows = utility[utility.dataset == dataset]
-        stats = _with_kinds(_mean_std(rows, "accuracy"), kinds, dataset)
+        stats = _with_kinds(_mean_std(releases(rows), "accuracy"), kinds, dataset)
         for mechanism, group in stats.groupby("mechanism", sort=False):
             _draw(ax, mechanism, group.eps, group)
+        _noise_free_lines(ax, utility, dataset, "accuracy")
         # Every release of a dataset is measured against the same non-private head (protect rule).
         clean = rows.clean_accuracy.mean()
         ax.axhline(clean, color="black", ls="-.", lw=1, label=f"non-private head ({clean:.3f})", gid="non_private")
@@ -195,9 +216,11 @@ def graph_protection_figure(utility: pd.DataFrame, mia: pd.DataFrame, links: pd.
     fig, axes = _panels(3, len(datasets), 12)
     for col, dataset in enumerate(datasets):
         loss_ax, mia_ax, link_ax = axes[:, col]
-        loss_stats = _with_kinds(_mean_std(utility[utility.dataset == dataset], "utility_loss"), kinds, dataset)
+        loss_stats = _with_kinds(_mean_std(releases(utility[utility.dataset == dataset]), "utility_loss"), kinds,
+                                 dataset)
         for mechanism, group in loss_stats.groupby("mechanism", sort=False):
             _draw(loss_ax, mechanism, group.eps, group, spread="bars")
+        _noise_free_lines(loss_ax, utility, dataset, "utility_loss")
         mia_stats = _with_kinds(_mean_std(attacked[attacked.dataset == dataset], "accuracy"), kinds, dataset)
         for mechanism, group in mia_stats.groupby("mechanism", sort=False):
             _draw(mia_ax, mechanism, group.eps, group, spread="bars")

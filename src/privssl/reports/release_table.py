@@ -58,6 +58,18 @@ def point_kinds(utility: pd.DataFrame) -> pd.DataFrame:
     return kinds.drop(columns="nunique").rename(columns={"first": "guarantee_kind"})
 
 
+def releases(utility: pd.DataFrame) -> pd.DataFrame:
+    """The rows of released heads: every finite ε (ε = ∞ is a method's noise-free limit)."""
+    return utility[np.isfinite(utility.eps.to_numpy(float))]
+
+
+def noise_free(utility: pd.DataFrame) -> pd.DataFrame:
+    """Each method's noise-free limit (the ε = ∞ rows): mean accuracy and utility loss over its
+    draws, per (dataset, mechanism)."""
+    limits = utility[np.isinf(utility.eps.to_numpy(float))]
+    return limits.groupby(["dataset", "mechanism"], sort=False)[["accuracy", "utility_loss"]].mean().reset_index()
+
+
 def paper_attack(mia: pd.DataFrame) -> pd.DataFrame:
     """The rows of the paper's shadow-MLP attack in its adaptive form (shadow released like the
     victim; for the clean head, the one attack there is)."""
@@ -112,7 +124,7 @@ def table2(utility: pd.DataFrame, mia: pd.DataFrame, targets=(1.0, 10.0)) -> pd.
                          f"mia.csv datasets {sorted(set(mia.dataset))}")
     attach_kinds(mia, utility)  # every attacked release must be one utility.csv has
     shadow = paper_attack(mia)
-    rows = []
+    rows, utility = [], releases(utility)
     for dataset in datasets:
         measured, attacks = utility[utility.dataset == dataset], shadow[shadow.dataset == dataset]
         rows.append({"dataset": dataset, "method": "none", "label": "non-private head",

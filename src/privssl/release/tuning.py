@@ -1,0 +1,176 @@
+"""Each release method's training chosen on public data only: the `reference` split, never d.
+
+Procedure (docs/tuning.md). The reference split is public (the sampler's pool), and it has more
+than |d| records. Each of `folds` folds draws |d| of its records at random to train on — the
+size of d, so that DP-SGD's sampling rate and step count, the certified head's Δ2 and hence the
+noise at every ε are exactly those of the release — and scores the trained head on the fold's
+other reference records. A point's score pools the decisions of every fold (and noise draw):
+accuracy = correct / decisions. The grids are `privssl.release.tuning_spec`; the choice is the
+best score, the first point of the grid on ties:
+
+- `head` (A_S, perturbed by the ALM family and attacked as the clean head): the noise-free
+  accuracy. Its noise is calibrated to a sampled sensitivity, which is the mechanism's own part
+  and not tuned; the head is trained once and released at every ε, so it is chosen once.
+- `certified`: one head released at every ε too, so one (λ, R): the point whose largest shortfall
+  from the best point of each (certified method, ε) is smallest (least worst-case regret), each
+  point's head perturbed exactly as the release would be (its proven Δ2 at n = |d|). The table
+  holds every row's regret, so a reader sees what per-ε tuning would add.
+- `dpsgd`: one private training per ε, so one point per ε, each scored at that ε's σ (the
+  accountant's, for that point's q and steps), and the noise-free limit (σ = 0, clipping kept).
+
+Tuning reads no record of d, so it spends no privacy budget of d: the releases' claims hold as
+stated (privssl.release.methods), and the chosen values are a function of public data only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from privssl.accounting.dpsgd import calibrate_grid
+from privssl.release.certified import CertifiedSpec, certified_sensitivity, fit_certified_head
+from privssl.release.dpsgd_batched import train_dpsgd_heads
+from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
+from privssl.release.protection import head_inputs, protected_heads
+from privssl.training.heads import DTYPE, HeadSpec, accuracy, flatten, train_heads_on_sets, unflatten
+
+
+def folds(n_reference: int, n_train: int, count: int, seed: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """`count` (train, validation) index pairs of the reference split: a random n_train of its
+    records, and the rest."""
+    if not 0 < n_train < n_reference:
+        raise ValueError(f"tuning trains on |d| = {n_train} of the {n_reference} reference records and scores on "
+                         f"the rest: needs 0 < |d| < |reference|")
+    out = []
+    for fold in range(count):
+        order = torch.from_numpy(np.random.default_rng([seed, fold]).permutation(n_reference))
+        out.append((order[:n_train], order[n_train:]))
+    return out
+
+
+def _pooled(correct: np.ndarray, decisions: np.ndarray) -> float:
+    return float(correct.sum() / decisions.sum())
+
+
+def _correct(params: dict, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    """Correct decisions (B,) of B stacked heads on one validation set."""
+    return (accuracy(params, x, y) * len(y)).round().numpy()
+
+
+def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dict],
+              splits: list[tuple[torch.Tensor, torch.Tensor]]) -> list[dict]:
+    """Noise-free validation accuracy of A_S at every point: one batched training per point
+    (its folds stacked)."""
+    rows = []
+    sets = torch.stack([train for train, _ in splits])
+    for index, point in enumerate(points):
+        heads = train_heads_on_sets(HeadSpec.from_config(point), x, y, sets, n_classes)
+        correct = np.array([_correct({k: v[f:f + 1] for k, v in heads.items()}, x[val], y[val])[0]
+                            for f, (_, val) in enumerate(splits)])
+        decisions = np.array([len(val) for _, val in splits])
+        rows.append({"point": index, "eps": math.inf, "method": "head", "correct": int(correct.sum()),
+                     "decisions": int(decisions.sum()), "accuracy": _pooled(correct, decisions)})
+    return rows
+
+
+def tune_certified(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dict],
+                   splits: list[tuple[torch.Tensor, torch.Tensor]], methods: list[str], eps_grid: list[float],
+                   delta: float, draws: int, seed: int) -> list[dict]:
+    """Validation accuracy of every (λ, R) point, released by each certified method at every ε
+    (`draws` noise draws per fold) and noise-free (ε = ∞)."""
+    rows = []
+    for index, point in enumerate(points):
+        spec = CertifiedSpec.from_config(point)
+        n = len(splits[0][0])
+        record = certified_sensitivity(n, n_classes, spec)
+        correct = {}  # (method, ε) -> correct decisions per fold
+        for f, (train, val) in enumerate(splits):
+            fit = fit_certified_head(x[train], y[train], n_classes, spec)
+            flat = flatten(fit.params)[0]
+            shapes = {k: tuple(v.shape[1:]) for k, v in fit.params.items()}
+            queries = head_inputs(x[val], spec.clip_norm)
+            correct.setdefault(("noise_free", math.inf), []).append(
+                _correct(fit.params, queries, y[val]).sum() * draws)
+            for m, method in enumerate(methods):
+                noisy, _ = protected_heads(flat, method, eps_grid, draws, delta, record, seed + 1000 * f + m)
+                hits = _correct(unflatten(noisy.reshape(-1, flat.numel()), shapes), queries, y[val])
+                for e, eps in enumerate(eps_grid):
+                    correct.setdefault((method, eps), []).append(hits.reshape(len(eps_grid), draws)[e].sum())
+        decisions = np.array([len(val) * draws for _, val in splits])
+        for (method, eps), hits in correct.items():
+            hits = np.array(hits)
+            rows.append({"point": index, "eps": eps, "method": method, "correct": int(hits.sum()),
+                         "decisions": int(decisions.sum()), "accuracy": _pooled(hits, decisions)})
+    return rows
+
+
+def tune_dpsgd(x: torch.Tensor, y: torch.Tensor, n_classes: int, head_spec: HeadSpec, points: list[dict],
+               splits: list[tuple[torch.Tensor, torch.Tensor]], eps_grid: list[float], delta: float,
+               seed: int, search_seconds: float | None) -> list[dict]:
+    """Validation accuracy of every DP-SGD point at every ε of the grid that its (q, steps) can
+    reach (σ by the point's accountant) and at σ = 0: per point one batched training of
+    (ε's + 1) × folds heads (privssl.release.dpsgd_batched, Opacus' algorithm). An unreachable
+    ε gets a row with no score (it cannot be chosen there)."""
+    rows = []
+    n = len(splits[0][0])
+    sets = torch.stack([train for train, _ in splits])
+    calibrated = {}  # (q, steps, accountant) -> σ per ε: points differing in lr or clip share it
+    for index, point in enumerate(points):
+        spec = DPSGDSpec.from_config(point)
+        sample_rate, steps = sampling_plan(n, spec)
+        plan = (sample_rate, steps, spec.accountant)
+        if plan not in calibrated:
+            calibrated[plan] = calibrate_grid(eps_grid, delta, sample_rate, steps, spec.accountant, search_seconds)
+        reached, unreachable = calibrated[plan]
+        levels = [(c.eps, c.noise_multiplier) for c in reached] + [(math.inf, 0.0)]
+        sigma = torch.tensor([s for _, s in levels], dtype=DTYPE).repeat_interleave(len(splits))
+        heads = train_dpsgd_heads(x, y, sets.repeat(len(levels), 1), n_classes, head_spec, spec, sigma, seed)
+        decisions = np.array([len(val) for _, val in splits])
+        for e, (eps, noise_multiplier) in enumerate(levels):
+            hits = np.array([_correct({k: v[e * len(splits) + f:e * len(splits) + f + 1] for k, v in heads.items()},
+                                      x[val], y[val])[0] for f, (_, val) in enumerate(splits)])
+            rows.append({"point": index, "eps": eps, "method": "dpsgd", "noise_multiplier": noise_multiplier,
+                         "sample_rate": sample_rate, "steps": steps, "correct": int(hits.sum()),
+                         "decisions": int(decisions.sum()), "accuracy": _pooled(hits, decisions)})
+        rows += [{"point": index, "eps": u.eps, "method": "dpsgd", "noise_multiplier": math.nan,
+                  "sample_rate": sample_rate, "steps": steps, "correct": 0, "decisions": 0, "accuracy": math.nan}
+                 for u in unreachable]
+    return rows
+
+
+def best_point(rows: list[dict], eps: float) -> int | None:
+    """The point of the highest pooled accuracy at ε `eps` (∞: the noise-free limit); the first
+    such point on ties; None if no point is scored there (an ε no point reaches)."""
+    scores = {row["point"]: row["accuracy"] for row in rows if row["eps"] == eps and not math.isnan(row["accuracy"])}
+    if not scores:
+        return None
+    top = max(scores.values())
+    return min(p for p, v in scores.items() if v == top)
+
+
+def regrets(rows: list[dict]) -> list[float]:
+    """Each row's shortfall from the best point at its own (method, ε): best accuracy − its
+    accuracy (NaN where unscored)."""
+    best: dict[tuple, float] = {}
+    for row in rows:
+        if not math.isnan(row["accuracy"]):
+            key = (row["method"], row["eps"])
+            best[key] = max(best.get(key, -math.inf), row["accuracy"])
+    return [best.get((row["method"], row["eps"]), math.nan) - row["accuracy"] for row in rows]
+
+
+def least_regret_point(rows: list[dict]) -> int:
+    """One point for every finite ε (a head released at every ε): the one whose largest shortfall
+    from each (method, ε)'s own best is smallest, so that no ε of the grid is given up for the
+    others (the mean over the grid would favour the large ε, where every point is near its
+    noise-free limit); the first such point on ties."""
+    finite = [(row, regret) for row, regret in zip(rows, regrets(rows)) if math.isfinite(row["eps"])]
+    worst: dict[int, float] = {}
+    for row, regret in finite:
+        worst[row["point"]] = max(worst.get(row["point"], 0.0), regret)
+    if not worst or any(math.isnan(v) for v in worst.values()):
+        raise ValueError("every point must be scored at every ε to compare their regrets")
+    least = min(worst.values())
+    return min(p for p, v in worst.items() if v == least)

@@ -1,0 +1,55 @@
+"""What the tuning rule searches (config `tuning`), free of torch: the Snakefile and the config
+check read it before any job runs.
+
+Every release method's training is chosen on public data (privssl.release.tuning): a grid of
+values of some fields of the method's config section, each point scored on the `reference`
+split. `tuning.<section>` maps a field to the values it tries; the fields it leaves out keep
+the section's value, so an absent section (or an absent `tuning`) scores the config's one point.
+
+- `head`: A_S, the head the ALM family (alm, laplace, gaussian, gaussian_analytic) perturbs and
+  the attacks' clean head; chosen once, by noise-free accuracy.
+- `certified`: the certified head of certified_gaussian and certified_pure; chosen once, by the
+  least worst-case shortfall from each ε's own best.
+- `dpsgd`: the DP-SGD head; chosen per ε (each ε is its own training) and for the noise-free limit.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+TUNABLE = {  # config section -> the fields a grid may vary
+    "head": ("epochs", "lr", "weight_decay", "hidden", "batch_size"),
+    "certified": ("l2", "clip_norm"),
+    "dpsgd": ("lr", "epochs", "batch_size", "clip_norm", "momentum"),
+}
+SECTIONS = tuple(TUNABLE)
+
+
+def tuned_sections(mechanisms) -> list[str]:
+    """The sections a run tunes: the head always (it is the clean head every attack compares
+    with), the certified head and DP-SGD where a release method uses them."""
+    sections = ["head"]
+    if any(m in ("certified_gaussian", "certified_pure") for m in mechanisms):
+        sections.append("certified")
+    if "dpsgd" in mechanisms:
+        sections.append("dpsgd")
+    return sections
+
+
+def grid_points(config: dict, section: str) -> list[dict]:
+    """Every point of a section's grid as the whole section (config values, the grid's fields
+    replaced), in the order of the product of the grid's lists, the fields taken in alphabetical
+    order (the last varies fastest) and each list as written."""
+    if section not in TUNABLE:
+        raise ValueError(f"no tuning of section {section!r}; allowed: {', '.join(SECTIONS)}")
+    grid = config.get("tuning", {}).get(section, {})
+    unknown = sorted(set(grid) - set(TUNABLE[section]))
+    if unknown:
+        raise ValueError(f"tuning.{section} may vary {', '.join(TUNABLE[section])}; not {', '.join(unknown)}")
+    fields = sorted(grid)
+    return [config[section] | dict(zip(fields, values)) for values in itertools.product(*(grid[f] for f in fields))]
+
+
+def varied_fields(config: dict, section: str) -> list[str]:
+    """The fields the section's grid varies (the columns of its tuning table), alphabetically."""
+    return sorted(config.get("tuning", {}).get(section, {}))
