@@ -17,6 +17,8 @@ from privssl.artefacts import features, load_tensor_file
 from privssl.cli import json_object, positive_float
 from privssl.io import atomic_write_csv, atomic_write_json, script_logger
 from privssl.release import tuning
+from privssl.release.certified import CertifiedSpec
+from privssl.release.dpsgd_spec import DPSGDSpec
 from privssl.release.methods import output_perturbation_methods, release_method
 from privssl.release.tuning_spec import SECTIONS, grid_points, tuned_sections, varied_fields
 from privssl.training.heads import DTYPE, HeadSpec
@@ -60,10 +62,11 @@ def main() -> None:
                      f"{protect['mechanisms']} need: {tuned_sections(protect['mechanisms'])}")
     try:
         points = {section: grid_points(config, section) for section in args.sections}
-        for point in points.get("head", []):
-            HeadSpec.from_config(point)
+        for section, spec in (("head", HeadSpec), ("certified", CertifiedSpec), ("dpsgd", DPSGDSpec)):
+            for point in points.get(section, []):  # every point refused before any training
+                spec.from_config(point)
     except (TypeError, ValueError) as err:
-        parser.error(str(err))
+        parser.error(f"--config: {err}")
     if args.threads:
         torch.set_num_threads(args.threads)
     feats = load_tensor_file(args.features, features("finetune", "reference"))

@@ -163,3 +163,11 @@ def test_heads_on_sets_equal_separate_trainings_on_each_set(spec, batch_size):
         alone = train_head(spec, features[rows], labels[rows], N_CLASSES)
         assert_heads_close(one_head(batched, b), alone)
     assert (flatten(batched)[0] - flatten(batched)[1]).abs().max() > 1e-6
+
+
+@pytest.mark.parametrize("field, value", [("epochs", 0), ("epochs", 2.5), ("hidden", True), ("lr", float("nan")),
+                                          ("lr", 0.0), ("momentum", 1.0), ("weight_decay", -1e-3),
+                                          ("batch_size", 0), ("init_seed", -1)])
+def test_a_head_spec_from_a_file_is_refused_naming_its_bad_field(field, value):
+    with pytest.raises(ValueError, match=rf"head\.{field} = .* is not allowed; allowed: "):
+        HeadSpec(**{field: value})

@@ -4,6 +4,9 @@ reference split, the grid, the scores against independent computations, the choi
 import argparse
 import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,3 +158,22 @@ def test_a_spec_is_read_from_a_file_given_as_at_path(tmp_path):
     path.write_text("[1, 2]")
     with pytest.raises(argparse.ArgumentTypeError, match="expected a JSON object"):
         json_object(f"@{path}")
+
+
+def test_the_tune_script_refuses_a_grid_point_before_any_training(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    x, y = blobs(40)
+    torch.save({"n_classes": 3, "finetune": x[:10], "finetune_labels": y[:10], "reference": x[10:],
+                "reference_labels": y[10:]}, tmp_path / "features.pt")
+    config = {"head": {"architecture": "linear", "epochs": 5, "lr": 0.01},
+              "certified": {"clip_norm": 1.0, "l2": 0.01, "tolerance": 1e-6},
+              "dpsgd": {}, "protect": {"mechanisms": ["alm", "certified_pure"], "eps": [1.0], "delta": 1e-5,
+                                       "repeats": 2},
+              "tuning": {"certified": {"l2": [0.01, 1e-12]}}}  # λ = 1e-12 would need ~6e7 solver steps
+    done = subprocess.run([sys.executable, str(root / "scripts" / "tune.py"), "--dataset", "blobs", "--features",
+                           str(tmp_path / "features.pt"), "--config", json.dumps(config), "--sections", "head",
+                           "certified", "--seed", "0", "--out-dir", str(tmp_path / "tuning")],
+                          capture_output=True, text=True, env={"PYTHONPATH": str(root / "src"), "PATH": ""})
+    assert done.returncode == 2
+    assert "tune.py: error: --config: certified spec (clip_norm R = 1, l2 λ = 1e-12" in done.stderr
+    assert not (tmp_path / "tuning").exists()

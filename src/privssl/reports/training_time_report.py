@@ -171,9 +171,11 @@ def accounting_markdown(ours: pd.DataFrame, paper: pd.DataFrame) -> str:
               "sharing each step's batch, as the training does, and `_separate` with each mechanism sampled on its own "
               "batch, as the paper accounts (which reproduces its ε = 1000 for the RDP accountant); then the "
               "multipliers the RDP accountant needs for ε = 1000 (same ratios between mechanisms) and its ε there "
-              "(`eps_at`). DPCL's figures of 1e5 and more are the RDP bound's looseness at the small effective σ of "
-              "mechanisms that share a batch, not the mechanisms' privacy loss: on the Poisson analogue the PLD "
-              "accountant gives them over three orders of magnitude less.", "",
+              "(`eps_at`). Do not read DPCL's figures of 1e5 and more as the mechanisms' privacy loss: they are "
+              "what the RDP bound for this sampling proves at the small effective σ of mechanisms that share a "
+              "batch, an upper bound that is loose there; the true loss of the training lies below it and neither "
+              "accountant computes it, while on the Poisson analogue the PLD accountant gives over three orders of "
+              "magnitude less.", "",
               "| " + " | ".join(paper.columns) + " |", "|" + "---|" * len(paper.columns)]
     for row in paper.itertuples(index=False):
         lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row) + " |")

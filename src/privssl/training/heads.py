@@ -40,10 +40,31 @@ class HeadSpec:
     init_seed: int = 0
 
     def __post_init__(self) -> None:
+        # A spec also arrives from a file (the tune rule's tuning/head.json), not only from the
+        # checked config: every field is checked here, before any training.
         if self.architecture not in ARCHITECTURES:
             raise ValueError(f"head architecture {self.architecture!r} unknown; allowed: {ARCHITECTURES}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"head optimizer {self.optimizer!r} unknown; allowed: {OPTIMIZERS}")
+
+        def whole(value) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        def real(value) -> bool:
+            return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+        checks = {"hidden": whole(self.hidden) and self.hidden >= 1,
+                  "epochs": whole(self.epochs) and self.epochs >= 1,
+                  "batch_size": self.batch_size is None or (whole(self.batch_size) and self.batch_size >= 1),
+                  "lr": real(self.lr) and self.lr > 0, "momentum": real(self.momentum) and 0 <= self.momentum < 1,
+                  "weight_decay": real(self.weight_decay) and self.weight_decay >= 0,
+                  "init_seed": whole(self.init_seed) and self.init_seed >= 0}
+        allowed = {"hidden": "an integer >= 1", "epochs": "an integer >= 1", "batch_size": "null or an integer >= 1",
+                   "lr": "a finite number > 0", "momentum": "a number in [0, 1)",
+                   "weight_decay": "a finite number >= 0", "init_seed": "an integer >= 0"}
+        for field, ok in checks.items():
+            if not ok:
+                raise ValueError(f"head.{field} = {getattr(self, field)!r} is not allowed; allowed: {allowed[field]}")
 
     @classmethod
     def from_config(cls, cfg: dict) -> "HeadSpec":
