@@ -93,9 +93,9 @@ def test_epsilon_of_a_training_run_agrees_with_dp_accounting_rdp(trained_run):
 
 def test_noise_multiplier_reaches_target_eps_and_falls_as_eps_grows():
     q, steps = 1 / 3, 30
-    reached, unreachable = calibrate_grid([0.5, 8.0], DELTA, q, steps, "rdp")  # searched in a forked child
+    reached, unreachable = calibrate_grid([0.5, 8.0], DELTA, q, steps, "rdp")
     assert unreachable == [] and [c.eps for c in reached] == [0.5, 8.0]
-    reached.insert(1, noise_multiplier(2.0, DELTA, q, steps, "rdp", time_limit=None))  # searched in process
+    reached.insert(1, noise_multiplier(2.0, DELTA, q, steps, "rdp", time_limit=None))
     for cal in reached:
         again = accountant_epsilon(cal.noise_multiplier, q, steps, DELTA, "rdp")
         assert again == pytest.approx(cal.eps_at_sigma, rel=1e-12)

@@ -21,9 +21,11 @@ Choices, and why:
   Opacus' bisection (`get_noise_multiplier`) takes ~20: 0.1–0.5 s per ε for `pld` and `rdp` at
   q = 1/3, 90 steps. The accountants' ε are cached per (σ, q, steps, δ): a pure function, which
   every draw at one ε asks for again.
-- The σ search runs in a forked child with a time limit: the PRV accountant needs seconds to
+- The PRV accountant's σ search runs in a forked child with a time limit: PRV needs seconds to
   minutes per evaluation at small σ (and overflows to ε = ∞), so a large ε can take longer
-  than a job should. Such an ε is reported unreachable, never silently replaced.
+  than a job should. Such an ε is reported unreachable, never silently replaced. The PLD and RDP
+  searches run in this process: they take a fraction of a second, and a forked copy of a process
+  that holds torch counts twice in the memory a scheduler measures (the process tree's RSS).
 """
 
 from __future__ import annotations
@@ -188,9 +190,9 @@ def noise_multiplier(eps: float, delta: float, sample_rate: float, steps: int, a
     """σ with accountant ε(σ) in [(1 - EPS_RTOL) eps, eps] (`_search`).
 
     Raises UnreachableEpsilon where the search fails (σ would exceed 1e6: ε too small for this
-    q, steps and δ), returns no valid σ (ε(σ) not finite or above the target), or outlasts
-    `time_limit` seconds (run in a forked child that is then killed; None, or a platform without
-    fork: in this process, unlimited)."""
+    q, steps and δ), returns no valid σ (ε(σ) not finite or above the target), or, for the PRV
+    accountant, outlasts `time_limit` seconds (run in a forked child that is then killed; None, or
+    a platform without fork: in this process, unlimited). PLD and RDP searches run in this process."""
     if not (eps > 0 and math.isfinite(eps)):
         raise UnreachableEpsilon(eps, "ε must be finite and > 0")
     if not 0 < delta < 1:
@@ -199,13 +201,14 @@ def noise_multiplier(eps: float, delta: float, sample_rate: float, steps: int, a
         raise ValueError(f"need 0 < q <= 1 and steps >= 1, got q = {sample_rate}, steps = {steps}")
     _check_accountant(accountant)
     args = (eps, delta, sample_rate, steps, accountant)
-    accountant_epsilon(1.0, 0.5, 1, delta, accountant)  # load the accountant's lazy parts before forking
-    if time_limit is None or "fork" not in multiprocessing.get_all_start_methods():
+    forked = accountant == "prv" and time_limit is not None and "fork" in multiprocessing.get_all_start_methods()
+    if not forked:
         try:
             sigma, eps_at = _search(*args)
         except Exception as err:
             raise UnreachableEpsilon(eps, f"the σ search failed ({type(err).__name__}: {err})") from err
     else:
+        accountant_epsilon(1.0, 0.5, 1, delta, accountant)  # load the accountant's lazy parts before forking
         context = multiprocessing.get_context("fork")
         receive, send = context.Pipe(duplex=False)
         child = context.Process(target=_search_child, args=(send, args), daemon=True)
