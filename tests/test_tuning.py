@@ -125,6 +125,7 @@ def test_certified_scores_use_the_releases_noise_at_each_eps():
     correct = sum(round(float(accuracy(fit_certified_head(x[t], y[t], 3, spec).params,
                                        head_inputs(x[v], 1.0), y[v])[0]) * len(v)) for t, v in splits)
     assert by["noise_free", math.inf]["accuracy"] == pytest.approx(correct / 80)
+    assert by["noise_free", math.inf]["decisions"] == 80  # one head per fold: its decisions counted once
     assert by["certified_gaussian", 1e6]["accuracy"] == pytest.approx(correct / 80, abs=0.05)
     assert by["certified_gaussian", 0.01]["accuracy"] < 0.6  # the noise at ε = 0.01 drowns the head
     assert by["certified_gaussian", 0.01]["decisions"] == 2 * 40 * 4  # folds × validation × draws

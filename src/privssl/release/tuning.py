@@ -91,15 +91,15 @@ def tune_certified(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: lis
             flat = flatten(fit.params)[0]
             shapes = {k: tuple(v.shape[1:]) for k, v in fit.params.items()}
             queries = head_inputs(x[val], spec.clip_norm)
-            correct.setdefault(("noise_free", math.inf), []).append(
-                _correct(fit.params, queries, y[val]).sum() * draws)
+            correct.setdefault(("noise_free", math.inf), []).append(_correct(fit.params, queries, y[val]).sum())
             for m, method in enumerate(methods):
                 noisy, _ = protected_heads(flat, method, eps_grid, draws, delta, record, seed + 1000 * f + m)
                 hits = _correct(unflatten(noisy.reshape(-1, flat.numel()), shapes), queries, y[val])
                 for e, eps in enumerate(eps_grid):
                     correct.setdefault((method, eps), []).append(hits.reshape(len(eps_grid), draws)[e].sum())
-        decisions = np.array([len(val) * draws for _, val in splits])
         for (method, eps), hits in correct.items():
+            # the noise-free head is one head per fold; each noisy release, `draws` of them
+            decisions = np.array([len(val) * (1 if math.isinf(eps) else draws) for _, val in splits])
             hits = np.array(hits)
             rows.append({"point": index, "eps": eps, "method": method, "correct": int(hits.sum()),
                          "decisions": int(decisions.sum()), "accuracy": _pooled(hits, decisions)})
