@@ -85,6 +85,7 @@ def stage_seed(stage):
         + ["contrastive_data", "contrastive_target", "contrastive_shadow", "contrastive_attack"]
         + ["dpcl", "dpadapter"]
         + ["tune"]
+        + ["semileak_data", "semileak_target", "semileak_shadow", "semileak_attack"]
     )
     return config["seed"] * 100 + stages.index(stage)
 
@@ -142,6 +143,13 @@ def final_outputs():
             f"{RESULTS}/tables/contrastive.csv",
             f"{RESULTS}/tables/contrastive.md",
         ]
+    if config.get("semileak", {}).get("datasets"):
+        outputs += [
+            f"{RESULTS}/figures/fig_semileak_{name}.{ext}"
+            for name in ("attacks", "steps", "ablations")
+            for ext in ("png", "pdf")
+        ]
+        outputs += [f"{RESULTS}/tables/semileak.csv", f"{RESULTS}/tables/semileak.md"]
     if TRAINING_TIME:
         outputs += [
             f"{RESULTS}/figures/fig_training_time_dp.png",
@@ -172,6 +180,8 @@ def digest_tables():
     if DATASETS:
         tables += [("image", "Sensitivity (Table 1)", f"{RESULTS}/tables/table1.md")]
         tables += [("image", "Table 2", f"{RESULTS}/tables/table2.md")]
+    if config.get("semileak", {}).get("datasets"):
+        tables.append(("branches", "Semi-supervised learning (Semi-Leak)", f"{RESULTS}/tables/semileak.md"))
     if CONTRASTIVE:
         tables.append(("branches", "Contrastive privacy", f"{RESULTS}/tables/contrastive.md"))
     if DPCL_METHODS:

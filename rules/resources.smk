@@ -30,17 +30,17 @@ def measured(name, column):
     return float(MEASURED_PEAKS[name][column])
 
 
-def job_memory(rule):
-    """mem_mb of the rule's jobs, rounded up to 100 MB."""
+def job_memory(rule, scale=dataset_scale):
+    """mem_mb of the rule's jobs, rounded up to 100 MB; `scale(wildcards, key)`: the dataset's scale."""
     peak = measured(rule, "max_rss_mb")
     return lambda wildcards, attempt: 100 * math.ceil(
-        peak * MEMORY_MARGIN * dataset_scale(wildcards, "mem_scale") * attempt / 100
+        peak * MEMORY_MARGIN * scale(wildcards, "mem_scale") * attempt / 100
     )
 
 
-def job_runtime(rule):
+def job_runtime(rule, scale=dataset_scale):
     """runtime (minutes) of the rule's jobs."""
     seconds = measured(rule, "s")
     return lambda wildcards, attempt: math.ceil(
-        max(RUNTIME_FLOOR_MIN, seconds * RUNTIME_MARGIN / 60) * dataset_scale(wildcards, "runtime_scale") * attempt
+        max(RUNTIME_FLOOR_MIN, seconds * RUNTIME_MARGIN / 60) * scale(wildcards, "runtime_scale") * attempt
     )

@@ -35,7 +35,9 @@ from privssl.release.methods import DPCL_METHOD_OF_VARIANT
 pytestmark = pytest.mark.workflow
 
 FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "fig4_roc", "fig5_audit", "link_stealing",
-           "graph_protection", "fig_contrastive_privacy", "fig_talos_lambda", "fig_training_time_dp"]
+           "graph_protection", "fig_contrastive_privacy", "fig_talos_lambda", "fig_training_time_dp",
+           "fig_semileak_attacks", "fig_semileak_steps", "fig_semileak_ablations"]
+SEMILEAK_TARGETS = ["fixmatch", "flexmatch", "uda", "supervised", "fixmatch_dpsgd"]
 TINY_GRAPHS = ["sbm", "sbm_shadow"]
 FINAL_OUTPUTS = (
     [f"{RESULTS}/{dataset}/{name}" for dataset in ["digits", *TINY_GRAPHS]
@@ -45,12 +47,16 @@ FINAL_OUTPUTS = (
     + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
                                                            "metrics.csv")]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
+    + [f"{RESULTS}/digits/semileak/{name}" for name in ("splits.json", "metrics.csv", "history.csv")]
+    + [f"{RESULTS}/digits/semileak/{role}/{target}{ext}" for role in ("target", "shadow")
+       for target in SEMILEAK_TARGETS for ext in (".pt", "_history.csv")]
     + [f"{RESULTS}/digits/{name}" for name in ("diagnostics/not_private/dpcl_history.csv", "dpcl/accounting.csv",
                                                 "dpadapter/results.csv")]
     + [f"{RESULTS}/digits/tuning/{section}.{ext}" for section in ("head", "certified", "dpsgd")
        for ext in ("csv", "json")]
     + [f"{RESULTS}/digest.md"]
-    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing", "contrastive", "dpadapter",
+    + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing", "contrastive", "semileak",
+                                                       "dpadapter",
                                                        "dpcl_accounting")
        for ext in ("csv", "md")]
 )
@@ -333,6 +339,7 @@ def test_lira_roc_and_audit_tables(tiny_run):
 # the issue's cases: `head -N file` keeps a well-formed table of fewer rows, which the file's own
 # grid cannot tell from a whole one when the rows lost are whole values of a key
 CUT_AT_A_LINE_END = [("digits/contrastive/metrics.csv", "CONTRASTIVE", "contrastive"),
+                     ("digits/semileak/metrics.csv", "SEMILEAK", "semileak"),
                      ("digits/lira.csv", "LIRA", "lira"), ("digits/dpcl/accounting.csv", "DPCL_ACCOUNTING",
                                                            "dpcl_accounting"),
                      ("digits/dpadapter/results.csv", "DPADAPTER_RESULTS", "dpadapter"),
@@ -423,6 +430,50 @@ def test_contrastive_branch_outputs(tiny_run):
     table = tiny_run.path(f"{RESULTS}/tables/contrastive.md").read_text()
     for claim in ("membership", "attribute", "talos"):
         assert f"| digits | {claim} |" in table
+
+
+def test_semileak_branch_outputs(tiny_run):
+    """Thesis Ch. 3 end to end: the parts and labelled sets, every target's checkpoints, the DP-SGD
+    targets' spent ε within their target, the attacks' grid and the claims table."""
+    from privssl import artefacts, grids
+
+    cfg = tiny_run.expected["semileak"]
+    part, labels = cfg["datasets"]["digits"]["part"], cfg["datasets"]["digits"]["labels"]
+    splits = artefacts.load_semileak_splits(tiny_run.path(f"{RESULTS}/digits/semileak/splits.json"))
+    assert [len(splits["splits"][s]) for s in ("target_train", "target_test", "shadow_train", "shadow_test")] \
+        == [part] * 4
+    assert [len(splits["labelled"][s]) for s in ("target_train", "shadow_train")] == [labels] * 2
+    train = cfg["train"]
+    checkpoints = list(range(train["checkpoint_every"], train["steps"] + 1, train["checkpoint_every"]))
+    for target in SEMILEAK_TARGETS:
+        bundle = artefacts.load_semileak_models(tiny_run.path(f"{RESULTS}/digits/semileak/target/{target}.pt"),
+                                                "target", target, "digits")
+        if target == "fixmatch_dpsgd":
+            assert [m["eps"] for m in bundle["models"]] == cfg["defences"]["dpsgd"]["eps"]
+            assert all(0 < m["eps_spent"] <= m["eps"] for m in bundle["models"])
+            assert bundle["steps"] == cfg["defences"]["dpsgd"]["steps"]
+        else:
+            assert sorted(bundle["models"][0]["states"]) == checkpoints
+    metrics = artefacts.load_csv_file(tiny_run.path(f"{RESULTS}/digits/semileak/metrics.csv"), artefacts.SEMILEAK,
+                                      grids.semileak(tiny_run.expected, "digits"))
+    members = metrics[metrics.target != "supervised"]
+    # the unlabelled and labelled members of the SSL targets split the part; every row scores every non-member
+    assert set(members.groupby("member_kind").n_members.unique().map(tuple)) == {(part,), (labels,),
+                                                                                 (part - labels,)}
+    assert (metrics.n_nonmembers == part).all()
+    history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/semileak/history.csv"))
+    assert len(history[(history.role == "target") & (history.target == "fixmatch")]) == len(checkpoints)
+    table = tiny_run.path(f"{RESULTS}/tables/semileak.md").read_text()
+    for claim in ("ada_above_baselines", "ada_unlabelled", "no_overfitting", "views", "early_stopping", "dpsgd"):
+        assert f"| {claim} |" in table, claim
+
+
+def test_editing_the_semileak_attack_settings_does_not_retrain_the_targets(tiny_run, tmp_path):
+    config = yaml.safe_load(tiny_run.config.read_text())
+    config["semileak"]["attack"]["epochs"] += 1
+    edited = write_config(config, tmp_path / "edited.yaml")
+    proc = run_snakemake(tiny_run.workdir, edited, "-n", snakefile=tiny_run.snakefile)
+    assert planned_jobs(proc) == {"semileak_attack": 1, "semileak_report": 1, "digest": 1, "all": 1}
 
 
 def test_training_time_branches(tiny_run):
@@ -535,7 +586,7 @@ def test_digest_quotes_the_files_of_the_run(tiny_run):
     """The digest includes every Markdown table of the run whole and copies its figures from the
     files it names: the head's accuracy from metrics.json, each method's mean accuracy over draws."""
     text = tiny_run.path(f"{RESULTS}/digest.md").read_text()
-    for table in ("table1", "table2", "contrastive", "dpcl_accounting", "dpadapter", "link_stealing"):
+    for table in ("table1", "table2", "semileak", "contrastive", "dpcl_accounting", "dpadapter", "link_stealing"):
         included = tiny_run.path(f"{RESULTS}/tables/{table}.md").read_text().strip()
         assert f"*Included whole from `{RESULTS}/tables/{table}.md`.*\n\n{included}" in text, table
     metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())

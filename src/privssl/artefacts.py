@@ -33,12 +33,14 @@ import torch
 
 from privssl.attacks.contrastive_spec import CLAIMS
 from privssl.data.images import load_pool
-from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SPLITS
+from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
 from privssl.io import InputError
 from privssl.release.methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
 from privssl.release.training_time import EVALUATED, PrivateSets
 from privssl.training.encoders import ENCODERS, build_encoder
+from privssl.training.semi_supervised_spec import ARCHITECTURES, ATTACKS, DEFENCES, MEMBER_KINDS, SIMILARITIES, TARGETS
+from privssl.training.semi_supervised_spec import CLAIMS as SEMILEAK_CLAIMS
 
 
 class ArtefactError(InputError):
@@ -670,6 +672,19 @@ CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "
                **{name: Num(0, 1, nan_where=("inference", "membership"))
                   for name in ("baseline", "baseline_lo", "baseline_hi")},
                "grid": (("dataset", "target", "inference", "attack"), ("lambda", "repeat"))}
+# semileak_attack rule (thesis Ch. 3): eps only for the DP-SGD target; views and similarity only for A_DA
+SEMILEAK = {"dataset": Text(), "target": Text(TARGETS), "eps": Num(0, low_open=True, nan=True),
+            "step": Num(1, integer=True),
+            "steps": Num(1, integer=True), "defence": Text(DEFENCES), "attack": Text(ATTACKS),
+            "similarity": Text(("", *SIMILARITIES), empty=True), "views": Num(1, integer=True, nan=True),
+            "is_default": Flag(), "member_kind": Text(MEMBER_KINDS), **_METRICS,
+            **{f"{split}_accuracy{end}": PROBABILITY for split in ("test", "train") for end in ("", "_lo", "_hi")},
+            "n_test": Num(1, integer=True), "n_train": Num(1, integer=True), "overfitting": Num(-1, 1),
+            "js_entropy": Num(0, 1), "js_entropy_lo": Num(0, 1), "js_entropy_hi": Num(0, 1),
+            "noise_multiplier": Num(0, nan=True), "eps_spent": Num(0, nan=True),
+            "delta": Num(0, 1, nan=True), "accountant": Text(("", "pld", "rdp", "prv"), empty=True),
+            "grid": (("dataset", "target", "eps", "step", "defence", "attack", "similarity", "views"),
+                     ("member_kind",))}
 _LINK = {"dataset": Text(), "attack": Text(), "feature_set": Text(), "distance": Text(empty=True),  # supervised: none
          "auc": PROBABILITY, "precision": PROBABILITY, "recall": PROBABILITY, "f1": PROBABILITY}
 LINK_ROWS = {**_LINK, "shadow": Text(empty=True), "run": COUNT,  # shadow: empty for the attacks without one
@@ -826,6 +841,61 @@ def load_contrastive_models(path, role: str, dataset: str) -> dict:
     return bundle
 
 
+def load_semileak_splits(path) -> dict:
+    """The semileak_data rule's splits.json: four pairwise disjoint parts of one size, index lists into
+    the dataset's pool, and the labelled images of each train part, a subset of that part."""
+    record = load_json_file(path, {"dataset": Text(tuple(DATASETS)), "n_classes": Num(2, integer=True),
+                                   "splits": Each(Tensor(None, "int", None)),
+                                   "labelled": Each(Tensor(None, "int", None))})
+    info = DATASETS[record["dataset"]]
+    bound = {"pool": info.labelled + info.unlabelled}
+    index = Num(0, "pool", high_open=True, integer=True)
+    check_fields(path, record["splits"], {s: Tensor(("part",), "int", index) for s in SEMILEAK_SPLITS}, bound,
+                 "splits.")
+    train = ("target_train", "shadow_train")
+    check_fields(path, record["labelled"], {s: Tensor((f"|{s}|",), "int", index) for s in train}, bound, "labelled.")
+    _check_disjoint(path, record["splits"])
+    for name in train:
+        outside = sorted(set(record["labelled"][name]) - set(record["splits"][name]))
+        if outside or len(set(record["labelled"][name])) != len(record["labelled"][name]):
+            fail(path, f"labelled.{name}", f"indices {outside[:5]} outside the part, or repeated",
+                 f"distinct indices of splits.{name}")
+    return record
+
+
+SEMILEAK_MODELS = {"role": Text(("target", "shadow")), "target": Text(TARGETS), "dataset": Text(tuple(DATASETS)),
+                   "architecture": Text(ARCHITECTURES), "width": Num(1, integer=True),
+                   "in_channels": Num(1, integer=True), "n_classes": Num(2, integer=True),
+                   "steps": Num(1, integer=True)}
+
+
+def load_semileak_models(path, role: str, target: str | None, dataset: str) -> dict:
+    """A semileak_train file of `role` on `dataset` (of `target`, when given): one model per ε (one
+    model, ε None, without DP-SGD), each the EMA states at its checkpoint steps, the last of them
+    at `steps`; the DP-SGD models with their σ, δ and spent ε."""
+    recorded = {"role": role, "dataset": dataset} | ({} if target is None else {"target": target})
+    bundle = load_tensor_file(path, SEMILEAK_MODELS, recorded=recorded)
+    models = bundle.get("models")
+    if not (isinstance(models, list) and models):
+        fail(path, "models", repr(models)[:200], "a non-empty list of models")
+    private = {"eps": POSITIVE, "noise_multiplier": POSITIVE, "eps_spent": Num(0), "delta": Num(0, 1, low_open=True),
+               "accountant": Text(("pld", "rdp", "prv"))}
+    for i, model in enumerate(models):
+        if (bundle["target"] == "fixmatch_dpsgd") != (model.get("eps") is not None):
+            fail(path, f"models[{i}].eps", repr(model.get("eps")), "a number > 0 for fixmatch_dpsgd, None otherwise")
+        if model["eps"] is not None:
+            check_fields(path, model, private, prefix=f"models[{i}].")
+        states = model.get("states")
+        if not (isinstance(states, dict) and states and all(isinstance(k, int) and 1 <= k <= bundle["steps"]
+                                                            for k in states) and bundle["steps"] in states):
+            fail(path, f"models[{i}].states", repr(sorted(states) if isinstance(states, dict) else states)[:200],
+                 f"EMA states at integer steps 1 .. {bundle['steps']}, the last step among them")
+        for step, state in states.items():
+            check_fields(path, state, {name: Tensor(None, "number") for name in state},
+                         prefix=f"models[{i}].states[{step}].")
+    return bundle
+
+
 def load_encoder(path, device: torch.device) -> torch.nn.Module:
     """Rebuild the encoder saved by scripts/pretrain.py."""
     saved = load_tensor_file(path, ENCODER)
@@ -852,3 +922,4 @@ def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> P
 
 # resources/thesis_contrastive.csv: the thesis's statement and quoted values of each contrastive claim
 THESIS_CLAIMS = {"claim": Text(CLAIMS), "statement": Text(), "quoted_values": Text(), "source": Text()}
+THESIS_SEMILEAK = {**THESIS_CLAIMS, "claim": Text(SEMILEAK_CLAIMS)}  # the same columns, thesis Ch. 3's claims

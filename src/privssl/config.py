@@ -19,7 +19,13 @@ import yaml
 
 from privssl.audit.one_run_spec import check_guesses
 from privssl.data.label_maps import label_map
-from privssl.data.splits import DATASETS, check_contrastive_sizes, check_split_sizes, labelled_public
+from privssl.data.splits import (
+    DATASETS,
+    check_contrastive_sizes,
+    check_semileak_sizes,
+    check_split_sizes,
+    labelled_public,
+)
 from privssl.graphs.splits import check_node_split_sizes, graph_nodes
 from privssl.release.random_dp import order_statistic_index
 
@@ -210,6 +216,7 @@ def validate_config(config: dict, schema_path: str | Path, overrides: Mapping | 
     check_sensitivity(config)
     check_link_stealing(config)
     check_contrastive(config)
+    check_semileak(config)
     check_training_time(config)
     check_membership_evaluation(config)
     check_batch_sizes(config)
@@ -247,6 +254,45 @@ def check_contrastive(config: dict) -> None:
         if shift >= side:  # the label-only attack's shifted copies must keep a pixel of the image
             raise ConfigError(f"config key 'contrastive.attacks.label_only.translation': {shift} pixels do not fit the "
                               f"{side}×{side} images of {name} (allowed: 1..{side - 1})")
+
+
+def check_semileak(config: dict) -> None:
+    """The semi-supervised branch: its datasets among the image datasets (the data rule's), four
+    parts with at least one labelled and one unlabelled image each, checkpoint steps that divide
+    the training, an early-stopping step among them, padding that the reflect crop can do, and
+    DP-SGD's Poisson sampling rates (B / labelled, μB / unlabelled) at most 1."""
+    section = config.get("semileak")
+    if section is None:
+        return
+    train = section["train"]
+    for name, entry in section["datasets"].items():
+        key = f"semileak.datasets.{name}"
+        if name not in config["datasets"]:
+            raise ConfigError(f"config key '{key}': {name} is not among the image datasets (allowed: "
+                              f"{', '.join(config['datasets']) or 'none'}: the data rule provides their images)")
+        try:
+            check_semileak_sizes(name, entry["part"], entry["labels"])
+        except ValueError as err:
+            raise ConfigError(f"config key '{key}': {err}") from err
+        padding, side = section["augmentation"]["padding"], DATASETS[name].image_size
+        if padding >= side:  # reflect padding needs a pixel to mirror
+            raise ConfigError(f"config key 'semileak.augmentation.padding': {padding} pixels do not fit the "
+                              f"{side}×{side} images of {name} (allowed: 0..{side - 1})")
+        dpsgd = section["defences"].get("dpsgd")
+        batch, unlabelled = train["batch_size"], train["batch_size"] * train["unlabelled_ratio"]
+        if dpsgd is not None and (batch > entry["labels"] or unlabelled > entry["part"] - entry["labels"]):
+            raise ConfigError(f"config key 'semileak.train.batch_size': DP-SGD samples B = {batch} of {key}.labels = "
+                              f"{entry['labels']} labelled and μB = {unlabelled} of {entry['part'] - entry['labels']} "
+                              f"unlabelled images per step (allowed: B <= labels and μB <= part - labels, sampling "
+                              f"rates <= 1)")
+    steps, every = train["steps"], train["checkpoint_every"]
+    if steps % every:
+        raise ConfigError(f"config key 'semileak.train.checkpoint_every': {every} does not divide steps = {steps} "
+                          f"(allowed: a divisor of semileak.train.steps, so that the last step is a checkpoint)")
+    early = section["defences"]["early_stopping"]
+    if early % every or early >= steps:
+        raise ConfigError(f"config key 'semileak.defences.early_stopping': {early} is not a checkpoint before the last "
+                          f"(allowed: {', '.join(map(str, range(every, steps, every))) or 'none: one checkpoint'})")
 
 
 def check_training_time(config: dict) -> None:

@@ -19,6 +19,14 @@ from privssl.audit.one_run_spec import one_run_audit_name
 from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
 from privssl.release.tuning_spec import varied_fields
+from privssl.training.semi_supervised_spec import (
+    DA_ATTACK,
+    DPSGD_TARGET,
+    MEMBER_KINDS,
+    METRIC_ATTACKS,
+    NN_ATTACK,
+    SUPERVISED,
+)
 
 NONE = [None]  # an empty cell: the clean head's ε, a supervised model's λ
 
@@ -165,6 +173,37 @@ def contrastive(config: dict, dataset: str) -> list[dict]:
         key = {"dataset": [dataset], "target": [target], "lambda": lambdas[target], "repeat": repeats}
         blocks += [key | {"inference": ["membership"], "attack": list(MEMBERSHIP_ATTACKS)},
                    key | {"inference": ["attribute"], "attack": [ATTRIBUTE_ATTACK]}]
+    return blocks
+
+
+def semileak(config: dict, dataset: str) -> list[dict]:
+    """semileak/metrics.csv: the baselines and A_DA (default K, similarity) against every algorithm
+    at every checkpoint; at the last step A_DA's views and similarity grids and the top-1 defence;
+    the supervised reference (members: all) and DP-SGD at every ε at their last step."""
+    section = config["semileak"]
+    train, attack, defences = section["train"], section["attack"], section["defences"]
+    views, similarity = attack["views"], attack["similarity"]
+    steps, last = train["steps"], [train["steps"]]
+    baselines = {"attack": [NN_ATTACK, *METRIC_ATTACKS], "similarity": NONE, "views": NONE}
+    default = {"attack": [DA_ATTACK], "similarity": [similarity], "views": [views]}
+    ablations = [{"attack": [DA_ATTACK], "similarity": [similarity], "views": attack["views_grid"]},
+                 {"attack": [DA_ATTACK], "similarity": attack["similarities"], "views": [views]}]
+
+    def block(target, eps, step, defence, attacks, kinds=MEMBER_KINDS):
+        return {"dataset": [dataset], "target": [target], "eps": eps, "step": step, "defence": [defence],
+                **attacks, "member_kind": list(kinds)}
+
+    checkpoints = list(range(train["checkpoint_every"], steps + 1, train["checkpoint_every"]))
+    blocks = []
+    for algorithm in section["algorithms"]:
+        blocks += [block(algorithm, NONE, checkpoints, "none", attacks) for attacks in (baselines, default)]
+        blocks += [block(algorithm, NONE, last, "none", attacks) for attacks in ablations]
+        if defences["top1"]:
+            blocks += [block(algorithm, NONE, last, "top1", attacks) for attacks in (baselines, default)]
+    blocks += [block(SUPERVISED, NONE, last, "none", attacks, ["all"]) for attacks in (baselines, default)]
+    if "dpsgd" in defences:
+        dp = defences["dpsgd"]
+        blocks += [block(DPSGD_TARGET, dp["eps"], [dp["steps"]], "none", attacks) for attacks in (baselines, default)]
     return blocks
 
 

@@ -88,7 +88,7 @@ def attack_inputs(probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class AttackSpec:
-    hidden: int = 64
+    hidden: int | tuple[int, ...] = 64  # one width for `layers` hidden layers, or each layer's width
     layers: int = 5
     epochs: int = 200
     batch_size: int = 64
@@ -96,15 +96,23 @@ class AttackSpec:
 
     @classmethod
     def from_config(cls, cfg: dict) -> "AttackSpec":
-        return cls(**{k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg})
+        fields = {k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg}
+        if isinstance(fields.get("hidden"), (list, tuple)):  # e.g. Semi-Leak's 64-32 (thesis §3.4.1)
+            fields["hidden"] = tuple(fields["hidden"])
+            fields["layers"] = len(fields["hidden"])
+        return cls(**fields)
+
+    def widths(self) -> tuple[int, ...]:
+        return self.hidden if isinstance(self.hidden, tuple) else (self.hidden,) * self.layers
 
 
 def attack_mlp(in_dim: int, spec: AttackSpec) -> nn.Module:
-    """MLP with `layers` ReLU hidden layers and one membership logit."""
+    """MLP with ReLU hidden layers of spec.widths() and one membership logit (a sigmoid output:
+    the thesis's two-way softmax output layer, one logit fewer)."""
     layers, width = [], in_dim
-    for _ in range(spec.layers):
-        layers += [nn.Linear(width, spec.hidden), nn.ReLU()]
-        width = spec.hidden
+    for hidden in spec.widths():
+        layers += [nn.Linear(width, hidden), nn.ReLU()]
+        width = hidden
     return nn.Sequential(*layers, nn.Linear(width, 1))
 
 

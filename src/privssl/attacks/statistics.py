@@ -15,6 +15,8 @@ highest, so that sklearn accepts them and ties are not invented between finite s
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import stats
 from sklearn.metrics import roc_curve
@@ -267,3 +269,41 @@ def membership_metrics(scores, is_member, threshold: float, fpr_levels=(0.001, 0
         metrics |= {f"tpr_at_{label}_fpr": result["tpr"], f"tpr_at_{label}_fpr_lo": result["tpr_lo"],
                     f"tpr_at_{label}_fpr_hi": result["tpr_hi"], f"fp_at_{label}_fpr": result["false_positives"]}
     return metrics
+
+
+# --------------------------------------------------------------------------- differences of two estimates
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval for k of n (no continuity correction), the building block of Newcombe's."""
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    p = k / n
+    centre, scale = p + z * z / (2 * n), 1 + z * z / n
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - half) / scale, (centre + half) / scale
+
+
+def newcombe_difference(k1: int, n1: int, k2: int, n2: int, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(p1 − p2, lo, hi) for two independent proportions by Newcombe's hybrid score interval (Newcombe
+    1998, Statist. Med. 17:873, method 10): each proportion's Wilson interval, combined as a square
+    root of squared distances. Unlike the Wald interval it stays within [−1, 1] and keeps its
+    coverage near 0 and 1 (train accuracies of 1 are common)."""
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1, confidence)
+    l2, u2 = wilson_interval(k2, n2, confidence)
+    d = p1 - p2
+    return d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+
+
+def n_to_resolve(n: int, a: float, a_lo: float, a_hi: float, b: float, b_lo: float, b_hi: float) -> float:
+    """Members (= non-members) per side at which the intervals of a and b would stop overlapping if
+    the difference a − b held and every width shrank as 1/√n: the smallest m > n (w / |a − b|)², w
+    the sum of the half-widths facing each other (a − a_lo + b_hi − b when a > b; for symmetric
+    intervals the half-widths), so touching intervals (which overlap) need more than n. A bound
+    (0.5, a tolerance) is an interval of width 0. NaN when a = b: no n separates them."""
+    gap = a - b
+    if not np.isfinite(gap) or gap == 0:
+        return np.nan
+    # clipped at 0: a biased estimate (the JS distance) can lie outside its bootstrap interval
+    facing = max(a - a_lo, 0) + max(b_hi - b, 0) if gap > 0 else max(a_hi - a, 0) + max(b - b_lo, 0)
+    return float(math.floor(n * (facing / abs(gap)) ** 2) + 1)

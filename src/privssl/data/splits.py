@@ -117,3 +117,43 @@ def make_contrastive_splits(labels, public: list[int], part: int, aux: int, seed
     sizes = [part] * 4 + [aux]
     bounds = np.cumsum([0] + sizes)
     return {name: sorted(drawn[bounds[i]:bounds[i + 1]].tolist()) for i, name in enumerate(CONTRASTIVE_SPLITS)}
+
+
+SEMILEAK_SPLITS = ("target_train", "target_test", "shadow_train", "shadow_test")  # thesis §3.4.1
+
+
+def check_semileak_sizes(dataset: str, part: int, labels: int) -> None:
+    """Raise ValueError if four parts of `part` labelled images, `labels` of each train part
+    labelled (at least one per class) and the rest unlabelled, cannot be drawn from `dataset`."""
+    info = DATASETS[dataset]
+    if 4 * part > info.labelled:
+        raise ValueError(f"4 parts of {part} need {4 * part} labelled images, but {dataset} has {info.labelled}; "
+                         f"allowed: part <= {info.labelled // 4}")
+    if not info.n_classes <= labels < part:
+        raise ValueError(f"labels = {labels} is not allowed for parts of {part} images of {info.n_classes} classes; "
+                         f"allowed: {info.n_classes} <= labels < part (one labelled image per class at least, "
+                         "one unlabelled image at least)")
+
+
+def make_semileak_splits(classes, part: int, labels: int,
+                         seed: int) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Four equal random parts of the labelled images (seeded), and in each train part `labels`
+    images keeping their labels, spread over the classes as evenly as the part allows (FixMatch's
+    labelled sets hold the same number per class); the others are used unlabelled."""
+    classes = np.asarray(classes)
+    rng = np.random.default_rng(seed)
+    drawn = rng.permutation(np.flatnonzero(classes >= 0))[:4 * part]
+    if len(drawn) < 4 * part:
+        raise ValueError(f"4 parts of {part} need {4 * part} labelled images, only {len(drawn)} exist")
+    parts = {name: drawn[i * part:(i + 1) * part] for i, name in enumerate(SEMILEAK_SPLITS)}
+    labelled = {}
+    for name in ("target_train", "shadow_train"):
+        index = rng.permutation(parts[name])
+        # round robin over the classes: the r-th image of each class before any class's (r+1)-th
+        rank = np.zeros(len(index), dtype=int)
+        for c in np.unique(classes[index]):
+            members = classes[index] == c
+            rank[members] = np.arange(members.sum())
+        order = np.lexsort((rng.random(len(index)), rank))
+        labelled[name] = sorted(index[order[:labels]].tolist())
+    return {name: sorted(idx.tolist()) for name, idx in parts.items()}, labelled

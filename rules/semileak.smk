@@ -1,0 +1,192 @@
+# Thesis Ch. 3 (Semi-Leak): semi-supervised targets and shadows, their attacks and the report.
+SEMILEAK = list(config.get("semileak", {}).get("datasets", {}))  # image datasets of the branch
+SEMILEAK_TARGETS = (
+    [*config["semileak"]["algorithms"], "supervised"]
+    + (["fixmatch_dpsgd"] if "dpsgd" in config["semileak"]["defences"] else [])
+    if SEMILEAK
+    else []
+)
+
+
+def semileak_scale(wildcards, key):
+    """The branch's own `resources.<key>` of the dataset (its networks and steps are not the image
+    track's), else the dataset's."""
+    entry = config["semileak"]["datasets"].get(wildcards.dataset, {})
+    return entry.get("resources", {}).get(key, dataset_scale(wildcards, key))
+
+
+def semileak_section(*keys):
+    """As JSON, only the keys of the `semileak` section that a job reads (as contrastive_section)."""
+    section = config.get("semileak", {})
+    return as_json({key: section[key] for key in keys if key in section})
+
+
+rule semileak_data:
+    """Four equal random parts of the dataset's labelled images and the labelled images of each
+    train part (thesis §3.4.1). With download: true the data rule fetches the images first."""
+    wildcard_constraints:
+        dataset=one_of(SEMILEAK),
+    input:
+        script=script("semileak_data.py"),
+        # the images, where the data rule downloads them (two downloads into one root would collide)
+        fetched=[f"{RESULTS}/{{dataset}}/splits.json"] if config["download"] else [],
+    output:
+        f"{RESULTS}/{{dataset}}/semileak/splits.json",
+    params:
+        part=lambda w: config["semileak"]["datasets"][w.dataset]["part"],
+        labels=lambda w: config["semileak"]["datasets"][w.dataset]["labels"],
+        seed=stage_seed("semileak_data"),
+        root=config["data_root"],
+    log:
+        f"{RESULTS}/{{dataset}}/logs/semileak_data.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/semileak_data.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_memory("semileak_data", semileak_scale),
+        runtime=job_runtime("semileak_data", semileak_scale),
+    conda:
+        ENV
+    shell:
+        "python {input.script} --dataset {wildcards.dataset} --data-root {params.root} --part {params.part}"
+        " --labels {params.labels} --seed {params.seed} --out {output} 2> {log}"
+
+
+rule semileak_train:
+    """One target kind (FixMatch, FlexMatch, UDA, the supervised reference, FixMatch by DP-SGD at
+    every ε) of one role (the victim's target or the attacker's shadow), the EMA model kept at
+    every checkpoint step. The training state is saved there too: a restarted job resumes."""
+    wildcard_constraints:
+        dataset=one_of(SEMILEAK),
+        target=one_of(SEMILEAK_TARGETS),
+        role="target|shadow",
+    input:
+        script=script("semileak_train.py"),
+        splits=f"{RESULTS}/{{dataset}}/semileak/splits.json",
+    output:
+        models=f"{RESULTS}/{{dataset}}/semileak/{{role}}/{{target}}.pt",
+        history=f"{RESULTS}/{{dataset}}/semileak/{{role}}/{{target}}_history.csv",
+    params:
+        semileak=lambda w: semileak_section(
+            "network", "augmentation", "train", *(["defences"] if w.target == "fixmatch_dpsgd" else [])
+        ),
+        delta=config["protect"]["delta"],
+        accountant=config["dpsgd"]["accountant"],
+        seed=lambda w: stage_seed(f"semileak_{w.role}"),
+        root=config["data_root"],
+        device=config["device"],
+        checkpoints=f"{RESULTS}/{{dataset}}/semileak/checkpoint/{{role}}/{{target}}",
+        threads_option=threads_option("semileak_train"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/semileak_train_{{role}}_{{target}}.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/semileak_train_{{role}}_{{target}}.tsv"
+    threads: torch_threads("semileak_train")
+    resources:
+        mem_mb=job_memory("semileak_train", semileak_scale),
+        runtime=job_runtime("semileak_train", semileak_scale),
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --splits {input.splits} --data-root {params.root} --role {wildcards.role}"
+        " --target {wildcards.target} --semileak {params.semileak} --delta {params.delta}"
+        " --accountant {params.accountant} --seed {params.seed} --checkpoints {params.checkpoints}"
+        " --models {output.models} --history {output.history} --device {params.device}"
+        " {params.threads_option} 2> {log}"
+
+
+rule semileak_attack:
+    """A_NN, the metric attacks and A_DA against every target at every checkpoint, each fitted on
+    the shadow trained its way; A_DA's views and similarity ablations and the top-1 defence at the
+    last step; the models' accuracy, over-fitting and JS distance (entropy)."""
+    wildcard_constraints:
+        dataset=one_of(SEMILEAK),
+    input:
+        script=script("semileak_attack.py"),
+        splits=f"{RESULTS}/{{dataset}}/semileak/splits.json",
+        targets=expand(f"{RESULTS}/{{{{dataset}}}}/semileak/target/{{target}}.pt", target=SEMILEAK_TARGETS),
+        shadows=expand(f"{RESULTS}/{{{{dataset}}}}/semileak/shadow/{{target}}.pt", target=SEMILEAK_TARGETS),
+        histories=expand(
+            f"{RESULTS}/{{{{dataset}}}}/semileak/{{role}}/{{target}}_history.csv",
+            role=["target", "shadow"],
+            target=SEMILEAK_TARGETS,
+        ),
+    output:
+        metrics=f"{RESULTS}/{{dataset}}/semileak/metrics.csv",
+        history=f"{RESULTS}/{{dataset}}/semileak/history.csv",
+    params:
+        semileak=semileak_section("augmentation", "attack", "defences"),
+        fpr=" ".join(map(str, LIRA["fpr"])),
+        bootstrap=LIRA["bootstrap"],
+        seed=stage_seed("semileak_attack"),
+        root=config["data_root"],
+        device=config["device"],
+        threads_option=threads_option("semileak_attack"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/semileak_attack.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/semileak_attack.tsv"
+    threads: torch_threads("semileak_attack")
+    resources:
+        mem_mb=job_memory("semileak_attack", semileak_scale),
+        runtime=job_runtime("semileak_attack", semileak_scale),
+        gpu=config["gpus_per_job"],
+    conda:
+        ENV
+    shell:
+        "python {input.script} --splits {input.splits} --data-root {params.root} --targets {input.targets}"
+        " --shadows {input.shadows} --histories {input.histories} --semileak {params.semileak}"
+        " --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed} --out {output.metrics}"
+        " --history {output.history} --device {params.device} {params.threads_option} 2> {log}"
+
+
+rule semileak_report:
+    """Thesis Ch. 3: the attacks per algorithm and member kind, over-fitting, JS distance and A_DA
+    over the training steps, the ablations and defences, and the chapter's claims beside the
+    thesis's statements; from CSV only."""
+    input:
+        script=script("semileak_report.py"),
+        thesis=resource("thesis_semileak.csv"),
+        metrics=expand(f"{RESULTS}/{{dataset}}/semileak/metrics.csv", dataset=SEMILEAK),
+    output:
+        attacks_png=report(
+            f"{RESULTS}/figures/fig_semileak_attacks.png",
+            caption="../report/semileak_attacks.rst",
+            category="Semi-supervised learning",
+        ),
+        attacks_pdf=f"{RESULTS}/figures/fig_semileak_attacks.pdf",
+        steps_png=report(
+            f"{RESULTS}/figures/fig_semileak_steps.png",
+            caption="../report/semileak_steps.rst",
+            category="Semi-supervised learning",
+        ),
+        steps_pdf=f"{RESULTS}/figures/fig_semileak_steps.pdf",
+        ablations_png=report(
+            f"{RESULTS}/figures/fig_semileak_ablations.png",
+            caption="../report/semileak_ablations.rst",
+            category="Semi-supervised learning",
+        ),
+        ablations_pdf=f"{RESULTS}/figures/fig_semileak_ablations.pdf",
+        csv=report(
+            f"{RESULTS}/tables/semileak.csv",
+            caption="../report/semileak_table.rst",
+            category="Semi-supervised learning",
+        ),
+        md=f"{RESULTS}/tables/semileak.md",
+    params:
+        early=config.get("semileak", {}).get("defences", {}).get("early_stopping"),
+        views=config.get("semileak", {}).get("attack", {}).get("views"),
+        similarity=config.get("semileak", {}).get("attack", {}).get("similarity"),
+        expect=expect(grid("semileak", "semileak/metrics.csv", SEMILEAK)),
+    log:
+        f"{RESULTS}/logs/semileak_report.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python {input.script} --metrics {input.metrics} --thesis {input.thesis} --early-stopping {params.early}"
+        " --views {params.views} --similarity {params.similarity}"
+        " --fig-attacks {output.attacks_png} {output.attacks_pdf} --fig-steps {output.steps_png} {output.steps_pdf}"
+        " --fig-ablations {output.ablations_png} {output.ablations_pdf} --csv {output.csv} --md {output.md}"
+        " {params.expect} 2> {log}"

@@ -1,0 +1,171 @@
+#!/usr/bin/env python
+"""Rule `semileak_attack`: every membership attack of thesis Ch. 3 against every target of the
+semi-supervised branch, each fitted on the shadow trained its way, at every checkpoint step:
+A_NN, the four metric attacks and A_DA (K views, JS), for all, labelled and unlabelled members;
+at the last step also A_DA over the views and similarity grids and the top-1 defence. Beside each
+row the model's test and train accuracy (95 % Clopper–Pearson), its over-fitting and the JS
+distance between the members' and non-members' prediction-entropy histograms (§3.4.4)."""
+
+import argparse
+
+import numpy as np
+import pandas as pd
+import torch
+
+from privssl.artefacts import load_semileak_models, load_semileak_splits, read_table
+from privssl.attacks.mia import AttackSpec
+from privssl.attacks.semi_leak import Case, Observed, Records, entropy_js_distance, run_attacks
+from privssl.attacks.statistics import accuracy_interval
+from privssl.cli import device_argument, json_object
+from privssl.data.images import load_pool
+from privssl.io import InputError, atomic_write_csv, pick_device, script_logger
+from privssl.training.augment import AugmentSpec, strong, weak
+from privssl.training.semi_supervised import posteriors
+from privssl.training.semi_supervised_spec import ALGORITHMS, MEMBER_KINDS, SUPERVISED
+from privssl.training.wide_resnet import build_network
+
+
+def view_bank(images: torch.Tensor, views: int, augment: AugmentSpec, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`views` weak and `views` strong views of every image (n, K, C, H, W), drawn from `seed`."""
+    generator = torch.Generator().manual_seed(seed)
+    repeated = images.repeat_interleave(views, 0)
+    shape = (len(images), views, *images.shape[1:])
+    return weak(repeated, augment, generator).reshape(shape), strong(repeated, augment, generator).reshape(shape)
+
+
+def view_posteriors(nets: dict, needed: dict, images: torch.Tensor, augment: AugmentSpec, seed: int,
+                    device: torch.device, chunk: int = 512) -> dict:
+    """The posteriors (n, K, C) of the weak and of the strong views of `images` for every net, K =
+    needed[key] (the first K of the views drawn). The views are drawn once per chunk of images
+    (seeded by the chunk, so every net is queried with the same views and a chunk size changes
+    nothing but memory) and never held for all images at once: 100 views of 30,000 CIFAR images
+    would take 37 GB."""
+    most = max(needed.values())
+    out = {key: ([], []) for key in nets}
+    for start in range(0, len(images), chunk):
+        weak_views, strong_views = view_bank(images[start:start + chunk], most, augment, seed * 1_000_003 + start)
+        for key, net in nets.items():
+            # float32: A_DA's distances need no more, and CIFAR-100's views take half the memory
+            out[key][0].append(posteriors(net, weak_views[:, :needed[key]], device).float())
+            out[key][1].append(posteriors(net, strong_views[:, :needed[key]], device).float())
+    return {key: (torch.cat(w), torch.cat(s)) for key, (w, s) in out.items()}
+
+
+def accuracy_columns(prefix: str, probs: torch.Tensor, labels: torch.Tensor) -> dict:
+    correct = int((probs.argmax(-1) == labels).sum())
+    value, lo, hi = accuracy_interval(correct, len(labels))
+    return {f"{prefix}_accuracy": value, f"{prefix}_accuracy_lo": lo, f"{prefix}_accuracy_hi": hi,
+            f"n_{prefix}": len(labels)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--splits", required=True)
+    parser.add_argument("--data-root", required=True)
+    parser.add_argument("--targets", nargs="+", required=True, help="semileak_train files of the role target")
+    parser.add_argument("--shadows", nargs="+", required=True, help="... and of the role shadow, in the same order")
+    parser.add_argument("--histories", nargs="+", required=True, help="every semileak_train history")
+    parser.add_argument("--semileak", type=json_object, required=True,
+                        help="the `semileak` section's augmentation, attack and defences (JSON)")
+    parser.add_argument("--fpr", type=float, nargs="+", required=True)
+    parser.add_argument("--bootstrap", type=int, required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--out", required=True, help="output: metrics.csv")
+    parser.add_argument("--history", required=True, help="output: every training's history.csv")
+    parser.add_argument("--threads", type=int, default=None)
+    device_argument(parser)
+    args = parser.parse_args()
+    log = script_logger("semileak_attack")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    cfg, attack = args.semileak, args.semileak["attack"]
+    splits = load_semileak_splits(args.splits)
+    dataset = splits["dataset"]
+    pool = load_pool(dataset, args.data_root)
+    images = pool.images.float() / 255 if pool.images.dtype == torch.uint8 else pool.images
+    parts = {name: torch.tensor(index) for name, index in splits["splits"].items()}
+    target_index = torch.cat([parts["target_train"], parts["target_test"]])
+    shadow_index = torch.cat([parts["shadow_train"], parts["shadow_test"]])
+    n_in = len(parts["target_train"])
+    target_member = torch.arange(len(target_index)) < n_in
+    labelled = torch.isin(target_index, torch.tensor(splits["labelled"]["target_train"]))
+    records = Records(pool.labels[shadow_index], torch.arange(len(shadow_index)) < len(parts["shadow_train"]),
+                      pool.labels[target_index], target_member,
+                      {"all": target_member, "labelled": target_member & labelled,
+                       "unlabelled": target_member & ~labelled})
+    augment = AugmentSpec.from_config(cfg["augmentation"])
+    grid_views, grid_similarities = attack["views_grid"], attack["similarities"]
+    default = (attack["views"], attack["similarity"])
+    early = cfg["defences"]["early_stopping"]
+    # every released model (kind, ε, step) to attack, its shadow, and the A_DA settings it is attacked with
+    plan, nets = [], {"target": {}, "shadow": {}}
+    for target_path, shadow_path in zip(args.targets, args.shadows):
+        bundle = load_semileak_models(target_path, "target", None, dataset)
+        shadow_bundle = load_semileak_models(shadow_path, "shadow", bundle["target"], dataset)
+        kind, steps = bundle["target"], bundle["steps"]
+        if [m["eps"] for m in bundle["models"]] != [m["eps"] for m in shadow_bundle["models"]]:
+            shadow_eps = [m["eps"] for m in shadow_bundle["models"]]
+            raise InputError(f"{shadow_path}: the shadow models' ε {shadow_eps} differ "
+                             f"from the targets' {[m['eps'] for m in bundle['models']]} in {target_path} (allowed: the "
+                             "same ε, in the same order: each target is attacked with the shadow trained its way)")
+        for model, shadow_model in zip(bundle["models"], shadow_bundle["models"]):
+            for step in sorted(model["states"]):
+                last = step == steps
+                if kind not in ALGORITHMS and not last:
+                    continue  # the supervised reference and DP-SGD: their released (last) model only
+                settings = [default]
+                if last and kind in ALGORITHMS:
+                    settings = sorted({default, *((k, default[1]) for k in grid_views),
+                                       *((default[0], s) for s in grid_similarities)})
+                key = (kind, model["eps"], step)
+                for role, states in (("target", model["states"]), ("shadow", shadow_model["states"])):
+                    net = build_network(bundle["architecture"], bundle["in_channels"], bundle["n_classes"],
+                                        bundle["width"], private=model["eps"] is not None).to(device)
+                    net.load_state_dict(states[step])
+                    nets[role][key] = net.eval()
+                plan.append((key, steps, model, settings))
+    needed = {key: max(k for k, _ in settings) for key, _, _, settings in plan}
+    observed = {}
+    for role, index in (("target", target_index), ("shadow", shadow_index)):
+        views = view_posteriors(nets[role], needed, images[index], augment, args.seed + (role == "shadow"), device)
+        log.info("%s: %d models queried with up to %d weak and %d strong views of %d records", role, len(nets[role]),
+                 max(needed.values()), max(needed.values()), len(index))
+        for key, net in nets[role].items():
+            observed[role, key] = Observed(posteriors(net, images[index], device), *views[key])
+    cases = []
+    for key, steps, model, settings in plan:
+        kind, eps, step = key
+        last = step == steps
+        clean = observed["target", key].clean
+        columns = {"steps": steps,
+                   **accuracy_columns("test", clean[~target_member], records.target_labels[~target_member]),
+                   **accuracy_columns("train", clean[target_member], records.target_labels[target_member])}
+        columns["overfitting"] = columns["train_accuracy"] - columns["test_accuracy"]
+        columns["js_entropy"], columns["js_entropy_lo"], columns["js_entropy_hi"] = entropy_js_distance(
+            clean[target_member], clean[~target_member], seed=args.seed)
+        for extra in ("noise_multiplier", "eps_spent", "delta"):
+            columns[extra] = model.get(extra, np.nan)
+        columns["accountant"] = model.get("accountant", "")
+        defences = ["none", "top1"] if last and cfg["defences"]["top1"] and kind in ALGORITHMS else ["none"]
+        kinds = ("all",) if kind == SUPERVISED else MEMBER_KINDS
+        for defence in defences:
+            row_key = {"dataset": dataset, "target": kind, "eps": np.nan if eps is None else float(eps), "step": step,
+                       "defence": defence}
+            cases.append(Case(row_key, observed["target", key].defended(defence),
+                              observed["shadow", key].defended(defence),
+                              settings if defence == "none" else [default], kinds, columns))
+        log.info("%s eps %s step %d: test accuracy %.3f, over-fitting %.3f, JS (entropy) %.3f%s", kind, eps, step,
+                 columns["test_accuracy"], columns["overfitting"], columns["js_entropy"],
+                 " (early stopping)" if step == early else "")
+    spec = AttackSpec.from_config(attack)
+    rows = run_attacks(cases, records, spec, tuple(args.fpr), args.bootstrap, args.seed, *default)
+    frame = pd.DataFrame(rows)
+    atomic_write_csv(frame, args.out)
+    history = pd.concat([read_table(p) for p in args.histories], ignore_index=True)
+    atomic_write_csv(history.assign(dataset=dataset), args.history)
+    log.info("%d rows", len(frame))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+#!/usr/bin/env python
+"""Rule `semileak_train`: one target kind of the semi-supervised branch (thesis Ch. 3) for one
+role, the victim's target or the attacker's shadow, on that role's train part: FixMatch,
+FlexMatch or UDA (its labelled images with their labels, the rest unlabelled), the supervised
+reference (every image of the part with its label), or FixMatch by DP-SGD at every ε of
+`defences.dpsgd.eps` (σ calibrated by the accountant). The EMA model is kept at every
+checkpoint step; the training state is saved there too, so a restarted job resumes."""
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from privssl.accounting.dpsgd import calibrate_grid
+from privssl.artefacts import load_semileak_splits
+from privssl.cli import device_argument, json_object
+from privssl.data.images import load_pool
+from privssl.io import InputError, atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.training.augment import AugmentSpec
+from privssl.training.semi_supervised import PrivateSpec, TrainingSet, TrainSpec, sampling_rate, train, train_private
+from privssl.training.semi_supervised_spec import DPSGD_TARGET, SUPERVISED, TARGETS
+from privssl.training.simclr import state_digest
+from privssl.training.wide_resnet import build_network
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--splits", required=True, help="splits.json of the semileak_data rule")
+    parser.add_argument("--data-root", required=True)
+    parser.add_argument("--role", required=True, choices=("target", "shadow"))
+    parser.add_argument("--target", required=True, choices=TARGETS)
+    parser.add_argument("--semileak", type=json_object, required=True,
+                        help="the `semileak` section's network, augmentation, train and defences (JSON)")
+    parser.add_argument("--delta", type=float, required=True, help="δ of the DP-SGD target (protect.delta)")
+    parser.add_argument("--accountant", required=True, help="DP-SGD accountant (dpsgd.accountant)")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--checkpoints", required=True, help="folder of the resumable training states")
+    parser.add_argument("--models", required=True, help="output: the EMA models at every checkpoint step (.pt)")
+    parser.add_argument("--history", required=True, help="output: losses and mask rate per checkpoint")
+    parser.add_argument("--threads", type=int, default=None)
+    device_argument(parser)
+    args = parser.parse_args()
+    log = script_logger("semileak_train")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    cfg = args.semileak
+    spec, augment = TrainSpec.from_config(cfg["train"]), AugmentSpec.from_config(cfg["augmentation"])
+    network = cfg["network"]
+    splits = load_semileak_splits(args.splits)
+    pool = load_pool(splits["dataset"], args.data_root)
+    part = torch.tensor(splits["splits"][f"{args.role}_train"])
+    if args.target == SUPERVISED:
+        labelled, unlabelled = part, part[:0]
+    else:
+        labelled = torch.tensor(splits["labelled"][f"{args.role}_train"])
+        unlabelled = part[~torch.isin(part, labelled)]
+    images = pool.images.float() / 255 if pool.images.dtype == torch.uint8 else pool.images
+    data = TrainingSet(images[labelled], pool.labels[labelled], images[unlabelled], splits["n_classes"])
+    in_channels = images.shape[1]
+    digest = state_digest({"labelled": data.labelled, "unlabelled": data.unlabelled, "labels": data.labels.float()})
+    checkpoints = Path(args.checkpoints)
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    log.info("device %s, %s %s: %d labelled, %d unlabelled, %s", device, args.role, args.target, len(labelled),
+             len(unlabelled), spec)
+
+    def fingerprint(extra) -> str:
+        # as SimCLR's checkpoint: the intra-op thread count too, which splits float sums differently
+        return repr((args.target, spec, augment, network, args.seed, extra, device.type, torch.get_num_threads(),
+                     digest))
+
+    def canonical(states: dict) -> dict:
+        """The states with one set of key objects: pickle stores a string once per object, so states
+        read back from a checkpoint (new key objects) would otherwise give other file bytes than
+        states trained in this process."""
+        names = {name: name for name in next(iter(states.values()))}
+        return {int(step): {names[k]: v for k, v in state.items()} for step, state in sorted(states.items())}
+
+    models, history = [], []
+    if args.target == DPSGD_TARGET:
+        dp = cfg["defences"]["dpsgd"]
+        spec = replace(spec, steps=dp["steps"], checkpoint_every=dp["steps"])  # the released (last) model only
+        rate = sampling_rate(spec, len(labelled), len(unlabelled))
+        found, unreachable = calibrate_grid(dp["eps"], args.delta, rate, spec.steps, args.accountant)
+        if unreachable:  # before any training: a grid with a hole would be refused by the attack rule anyway
+            raise InputError("; ".join(f"ε = {miss.eps:g} cannot be reached: {miss.reason}" for miss in unreachable)
+                             + " (allowed: the ε of semileak.defences.dpsgd.eps the accountant reaches)")
+        for calibration in found:
+            private = PrivateSpec(calibration.noise_multiplier, dp["clip_norm"])
+            net = build_network(network["architecture"], in_channels, data.n_classes, network["width"], private=True)
+            kept, rows = train_private(net, data, spec, private, augment, args.seed, device,
+                                       checkpoints / f"eps{calibration.eps:g}.pt", fingerprint(calibration), log.info)
+            models.append({"eps": calibration.eps, "noise_multiplier": calibration.noise_multiplier,
+                           "eps_spent": calibration.eps_at_sigma, "delta": args.delta, "sample_rate": rate,
+                           "accountant": args.accountant, "clip_norm": dp["clip_norm"], "states": canonical(kept)})
+            history += [{"eps": calibration.eps, **row} for row in rows]
+    else:
+        net = build_network(network["architecture"], in_channels, data.n_classes, network["width"])
+        kept, rows = train(args.target, net, data, spec, augment, args.seed, device, checkpoints / "run.pt",
+                           fingerprint(None), log.info)
+        models.append({"eps": None, "states": canonical(kept)})
+        history += [{"eps": float("nan"), **row} for row in rows]
+    atomic_write_csv(pd.DataFrame([{"role": args.role, "target": args.target, **row} for row in history]),
+                     args.history)
+    atomic_torch_save({"role": args.role, "target": args.target, "dataset": splits["dataset"],
+                       "architecture": network["architecture"], "width": network["width"],
+                       "in_channels": in_channels, "n_classes": data.n_classes, "steps": spec.steps,
+                       "models": models}, args.models)
+
+
+if __name__ == "__main__":
+    main()

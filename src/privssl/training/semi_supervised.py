@@ -1,0 +1,374 @@
+"""FixMatch, FlexMatch and UDA, the supervised reference and FixMatch by DP-SGD (thesis §3.4.1).
+
+The three algorithms share everything but the unlabelled loss, as in the thesis ("the same
+hyperparameters"): SGD (Nesterov momentum, weight decay) at lr η·cos(πk / 2N) over N steps,
+labelled batches of B weakly augmented images with cross-entropy, unlabelled batches of μB images
+seen twice (weak view α(u), strong view A(u)), an exponential moving average (EMA) of the weights,
+which is the model evaluated and attacked. Unlabelled loss per image, weighted by λ_u = 1:
+
+- FixMatch (Sohn et al. 2020): q = softmax(f(α(u))) without gradient; if max q ≥ τ (0.95), the
+  cross-entropy of f(A(u)) against the pseudo-label argmax q;
+- FlexMatch (Zhang et al. 2021): FixMatch with a threshold per class, τ · M(β(c)), M(x) = x / (2 − x),
+  β(c) = σ(c) / max(max_c σ, unused), σ(c) = unlabelled images whose latest confident prediction
+  (max q ≥ τ) is c, "unused" = images with none yet (the threshold warm-up); a batch is masked
+  with the thresholds of the batches before it, then counted;
+- UDA (Xie et al. 2020): if max q ≥ τ (0.8), the cross-entropy of f(A(u)) against q sharpened at
+  temperature T (0.4).
+
+Why not `semilearn` (USB, which implements all three): its wheel requires torchaudio (built for one
+torch version, none for the pinned 2.14.1 in the local index), transformers, wandb, aim and
+tensorboard, and its algorithms run inside its own trainer and data pipeline, with no way to
+stop at the checkpoints and draw the views this branch needs. The losses above are a few lines
+each and follow USB's FixMatch, FlexMatch (with threshold warm-up) and UDA (no training-signal
+annealing, USB's default).
+
+DP-SGD (the defence of Table 3.4 with a real budget): FixMatch's losses, each labelled and each
+unlabelled record one clipped per-example gradient (unlabelled ones scaled by λ_u / μ before
+clipping, as the batch means weigh them), Poisson sampling of each set at q_l = B / n_l and
+q_u = μB / n_u, Gaussian noise σC on the sum, divided by B. One record's add/remove changes the sum
+by at most C and the record is sampled with probability ≤ q = max(q_l, q_u), so the release is the
+Poisson-subsampled Gaussian at (q, σ, N steps), accounted by privssl.accounting.dpsgd. The
+pseudo-label of u is computed from u alone, so no record's gradient depends on another's; FlexMatch's
+class thresholds do (they count every unlabelled record), so it has no DP-SGD variant here.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from privssl.io import atomic_torch_save
+from privssl.training.augment import AugmentSpec, strong, weak
+from privssl.training.per_example import clip_and_sum, gaussian_noise_like, per_example_loss_grads
+from privssl.training.semi_supervised_spec import ALGORITHMS, SUPERVISED
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    steps: int  # N
+    checkpoint_every: int  # the EMA model is kept every this many steps (and resumption saved)
+    batch_size: int  # B, labelled images per step
+    unlabelled_ratio: int  # μ
+    lr: float
+    momentum: float
+    weight_decay: float
+    ema: float
+    thresholds: dict = field(default_factory=dict)  # τ per algorithm
+    uda_temperature: float = 0.4
+    unlabelled_weight: float = 1.0  # λ_u
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "TrainSpec":
+        return cls(**{k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg})
+
+    def checkpoints(self) -> list[int]:
+        return list(range(self.checkpoint_every, self.steps + 1, self.checkpoint_every))
+
+
+@dataclass
+class TrainingSet:
+    labelled: torch.Tensor  # (n_l, C, H, W) float in [0, 1]
+    labels: torch.Tensor
+    unlabelled: torch.Tensor  # (n_u, C, H, W); empty for the supervised reference
+    n_classes: int
+
+
+class _Cycle:
+    """Indices from consecutive random permutations of range(n): every record once per pass."""
+
+    def __init__(self, n: int, generator: torch.Generator):
+        if n < 1:
+            raise ValueError(f"cannot draw batches from {n} records; allowed: at least 1")
+        self.n, self.generator = n, generator
+        self.order, self.position = torch.randperm(n, generator=generator), 0
+
+    def take(self, k: int) -> torch.Tensor:
+        out = []
+        while k:
+            if self.position == self.n:
+                self.order, self.position = torch.randperm(self.n, generator=self.generator), 0
+            part = self.order[self.position:self.position + k]
+            self.position += len(part)
+            k -= len(part)
+            out.append(part)
+        return torch.cat(out)
+
+    def state(self) -> dict:
+        return {"order": self.order.clone(), "position": self.position}
+
+    def load(self, state: dict) -> None:
+        self.order, self.position = state["order"], int(state["position"])
+
+
+def cosine_lr(base: float, step: int, steps: int) -> float:
+    """The thesis's schedule η · cos(π k / 2N)."""
+    return base * math.cos(math.pi * step / (2 * steps))
+
+
+def flexmatch_thresholds(selected: torch.Tensor, n_classes: int, tau: float) -> torch.Tensor:
+    """FlexMatch's threshold per class, τ · M(β(c)) with M(x) = x / (2 − x), from the latest
+    confident prediction of every unlabelled record (−1: none yet)."""
+    counts = torch.bincount(selected[selected >= 0], minlength=n_classes).double()
+    unused = int((selected < 0).sum())
+    beta = counts / max(float(counts.max()), float(unused), 1.0)
+    return tau * beta / (2 - beta)
+
+
+def unlabelled_losses(algorithm: str, logits_weak: torch.Tensor, logits_strong: torch.Tensor, spec: TrainSpec,
+                      class_thresholds: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(per-image loss, mask) of the algorithm's unlabelled term; the weak view gives the target
+    without gradient."""
+    probs = torch.softmax(logits_weak.detach().double(), -1)
+    confidence, pseudo = probs.max(-1)
+    tau = spec.thresholds[algorithm]
+    if algorithm == "fixmatch":
+        mask = confidence >= tau
+        return F.cross_entropy(logits_strong, pseudo, reduction="none") * mask, mask
+    if algorithm == "flexmatch":
+        mask = confidence >= class_thresholds[pseudo]
+        return F.cross_entropy(logits_strong, pseudo, reduction="none") * mask, mask
+    if algorithm == "uda":
+        mask = confidence >= tau
+        target = torch.softmax(logits_weak.detach().double() / spec.uda_temperature, -1).to(logits_strong.dtype)
+        return -(target * torch.log_softmax(logits_strong, -1)).sum(-1) * mask, mask
+    raise ValueError(f"unknown algorithm {algorithm!r}; allowed: {', '.join(ALGORITHMS)}")
+
+
+@torch.no_grad()
+def update_ema(ema: nn.Module, model: nn.Module, momentum: float) -> None:
+    for e, p in zip(ema.parameters(), model.parameters()):
+        e.mul_(momentum).add_(p.detach(), alpha=1 - momentum)
+    for e, b in zip(ema.buffers(), model.buffers()):
+        e.copy_(b)
+
+
+def _cpu_state(module: nn.Module) -> dict:
+    return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
+
+
+@dataclass
+class _Run:
+    """Everything a restarted job needs to continue a training exactly."""
+
+    model: nn.Module
+    ema: nn.Module
+    optimiser: torch.optim.Optimizer
+    generator: torch.Generator
+    labelled: _Cycle
+    unlabelled: _Cycle | None
+    selected: torch.Tensor | None  # FlexMatch's latest confident prediction per unlabelled record
+    step: int = 0
+    kept: dict = field(default_factory=dict)  # step -> EMA state
+    history: list = field(default_factory=list)
+
+    def state(self, fingerprint: str) -> dict:
+        return {"fingerprint": fingerprint, "step": self.step, "model": _cpu_state(self.model),
+                "ema": _cpu_state(self.ema), "optimiser": self.optimiser.state_dict(),
+                "generator": self.generator.get_state(), "labelled": self.labelled.state(),
+                "unlabelled": None if self.unlabelled is None else self.unlabelled.state(),
+                "selected": self.selected, "kept": self.kept, "history": self.history}
+
+    def load(self, saved: dict) -> None:
+        self.step = int(saved["step"])
+        self.model.load_state_dict(saved["model"])
+        self.ema.load_state_dict(saved["ema"])
+        self.optimiser.load_state_dict(saved["optimiser"])
+        self.generator.set_state(saved["generator"])
+        self.labelled.load(saved["labelled"])
+        if self.unlabelled is not None:
+            self.unlabelled.load(saved["unlabelled"])
+        self.selected = saved["selected"]
+        self.kept, self.history = saved["kept"], saved["history"]
+
+
+def _start(network: nn.Module, data: TrainingSet, spec: TrainSpec, seed: int, device: torch.device,
+           flexmatch: bool) -> _Run:
+    torch.manual_seed(seed)  # the network's initialisation
+    model = network.to(device)
+    ema = copy.deepcopy(model)
+    for p in ema.parameters():
+        p.requires_grad_(False)
+    optimiser = torch.optim.SGD(model.parameters(), lr=spec.lr, momentum=spec.momentum, nesterov=spec.momentum > 0,
+                                weight_decay=spec.weight_decay)
+    generator = torch.Generator().manual_seed(seed)
+    n_u = len(data.unlabelled)
+    return _Run(model, ema, optimiser, generator, _Cycle(len(data.labels), generator),
+                _Cycle(n_u, generator) if n_u else None,
+                torch.full((n_u,), -1, dtype=torch.long) if flexmatch else None)
+
+
+def _resume(run: _Run, checkpoint: Path | None, fingerprint: str, log: Callable[[str], None]) -> None:
+    if checkpoint is not None and checkpoint.exists():
+        saved = torch.load(checkpoint, weights_only=False)  # our own file: optimiser and generator states
+        if saved["fingerprint"] == fingerprint:
+            run.load(saved)
+            log(f"resumed from {checkpoint} at step {run.step}")
+
+
+def _keep(run: _Run, spec: TrainSpec, checkpoint: Path | None, fingerprint: str, row: dict) -> None:
+    run.kept[run.step] = _cpu_state(run.ema)
+    run.history.append(row)
+    if checkpoint is not None:
+        atomic_torch_save(run.state(fingerprint), checkpoint)
+
+
+def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec, augment: AugmentSpec, seed: int,
+          device: torch.device, checkpoint: Path | None = None, fingerprint: str = "",
+          log: Callable[[str], None] = print) -> tuple[dict[int, dict], list[dict]]:
+    """Train `network` by `algorithm` (or `supervised`: labelled images only) for spec.steps steps.
+    Returns the EMA model's state at every checkpoint step and one history row per checkpoint
+    (means over its steps of the labelled and unlabelled losses and of the mask rate). The run
+    resumes from `checkpoint` when it holds a run of the same `fingerprint`."""
+    if algorithm != SUPERVISED and algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; allowed: {', '.join((*ALGORITHMS, SUPERVISED))}")
+    semi = algorithm != SUPERVISED
+    if semi and not len(data.unlabelled):
+        raise ValueError(f"{algorithm} needs unlabelled images; the training set has none")
+    run = _start(network, data, spec, seed, device, algorithm == "flexmatch")
+    _resume(run, checkpoint, fingerprint, log)
+    sums = {"loss_labelled": 0.0, "loss_unlabelled": 0.0, "mask_rate": 0.0}
+    run.model.train()
+    while run.step < spec.steps:
+        for group in run.optimiser.param_groups:
+            group["lr"] = cosine_lr(spec.lr, run.step, spec.steps)
+        idx_l = run.labelled.take(spec.batch_size)
+        x = weak(data.labelled[idx_l], augment, run.generator).to(device)
+        y = data.labels[idx_l].to(device)
+        if semi:
+            idx_u = run.unlabelled.take(spec.batch_size * spec.unlabelled_ratio)
+            u = data.unlabelled[idx_u]
+            u_weak, u_strong = weak(u, augment, run.generator).to(device), strong(u, augment, run.generator).to(device)
+            logits = run.model(torch.cat([x, u_weak, u_strong]))  # one forward: BatchNorm sees the whole batch
+            logits_l, logits_w, logits_s = logits.split([len(x), len(u), len(u)])
+        else:
+            logits_l = run.model(x)
+        loss_l = F.cross_entropy(logits_l, y)
+        loss = loss_l
+        if semi:
+            thresholds = None
+            if algorithm == "flexmatch":  # as USB: the mask from the thresholds so far, then this batch counted
+                thresholds = flexmatch_thresholds(run.selected, data.n_classes,
+                                                  spec.thresholds[algorithm]).to(device)
+            per_image, mask = unlabelled_losses(algorithm, logits_w, logits_s, spec, thresholds)
+            if algorithm == "flexmatch":
+                confidence, pseudo = torch.softmax(logits_w.detach().double(), -1).max(-1)
+                confident = (confidence >= spec.thresholds[algorithm]).cpu()
+                run.selected[idx_u[confident]] = pseudo.cpu()[confident]
+            loss_u = per_image.mean()
+            loss = loss + spec.unlabelled_weight * loss_u
+            sums["loss_unlabelled"] += loss_u.item()
+            sums["mask_rate"] += mask.double().mean().item()
+        run.optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        run.optimiser.step()
+        update_ema(run.ema, run.model, spec.ema)
+        sums["loss_labelled"] += loss_l.item()
+        run.step += 1
+        if run.step % spec.checkpoint_every == 0:
+            row = {"step": run.step, "lr": cosine_lr(spec.lr, run.step - 1, spec.steps),
+                   **{k: v / spec.checkpoint_every for k, v in sums.items()}}
+            if not semi:
+                row["loss_unlabelled"] = row["mask_rate"] = float("nan")
+            _keep(run, spec, checkpoint, fingerprint, row)
+            log(f"{algorithm} step {run.step}/{spec.steps}: " + ", ".join(f"{k} {v:.4g}" for k, v in row.items()
+                                                                           if k != "step"))
+            sums = dict.fromkeys(sums, 0.0)
+    return run.kept, run.history
+
+
+@dataclass(frozen=True)
+class PrivateSpec:
+    """DP-SGD of FixMatch: noise multiplier σ, clipping norm C, and the sampling it is accounted for."""
+
+    noise_multiplier: float
+    clip_norm: float
+
+
+def sampling_rate(spec: TrainSpec, n_labelled: int, n_unlabelled: int) -> float:
+    """q = max(B / n_l, μB / n_u): the largest probability that a step samples a given record."""
+    if min(n_labelled, n_unlabelled) < 1:
+        raise ValueError(f"DP-SGD FixMatch needs labelled and unlabelled images, got {n_labelled} and {n_unlabelled}")
+    rates = [spec.batch_size / n_labelled, spec.batch_size * spec.unlabelled_ratio / n_unlabelled]
+    if max(rates) > 1:
+        raise ValueError(f"expected batches B = {spec.batch_size}, μB = {spec.batch_size * spec.unlabelled_ratio} "
+                         f"exceed the sets ({n_labelled} labelled, {n_unlabelled} unlabelled): allowed: B <= n_l "
+                         "and μB <= n_u (Poisson sampling rates <= 1)")
+    return max(rates)
+
+
+def train_private(network: nn.Module, data: TrainingSet, spec: TrainSpec, private: PrivateSpec, augment: AugmentSpec,
+                  seed: int, device: torch.device, checkpoint: Path | None = None, fingerprint: str = "",
+                  log: Callable[[str], None] = print) -> tuple[dict[int, dict], list[dict]]:
+    """FixMatch by DP-SGD (module docstring) for spec.steps steps at noise multiplier σ; returns
+    the EMA states and history as `train`. The model runs in eval mode: per-example gradients
+    need a network without batch statistics (GroupNorm in the private WRN)."""
+    sampling_rate(spec, len(data.labels), len(data.unlabelled))  # refuses empty sets and rates > 1
+    q_l = spec.batch_size / len(data.labels)
+    q_u = spec.batch_size * spec.unlabelled_ratio / len(data.unlabelled)
+    run = _start(network, data, spec, seed, device, False)
+    _resume(run, checkpoint, fingerprint, log)
+    run.model.eval()
+    scale_u = spec.unlabelled_weight / spec.unlabelled_ratio
+    sums = {"loss_labelled": 0.0, "loss_unlabelled": 0.0, "mask_rate": 0.0, "clipped_fraction": 0.0}
+    while run.step < spec.steps:
+        for group in run.optimiser.param_groups:
+            group["lr"] = cosine_lr(spec.lr, run.step, spec.steps)
+        in_l = torch.rand(len(data.labels), generator=run.generator) < q_l
+        in_u = torch.rand(len(data.unlabelled), generator=run.generator) < q_u
+        x = weak(data.labelled[in_l], augment, run.generator).to(device)
+        y = data.labels[in_l].to(device)
+        u = data.unlabelled[in_u]
+        u_weak, u_strong = weak(u, augment, run.generator).to(device), strong(u, augment, run.generator).to(device)
+        with torch.no_grad():
+            confidence, pseudo = torch.softmax(run.model(u_weak).double(), -1).max(-1) if len(u) else (
+                torch.zeros(0, device=device), torch.zeros(0, dtype=torch.long, device=device))
+        mask = confidence >= spec.thresholds["fixmatch"]
+        grads, norms = {}, []
+        for inputs, targets, weight in ((x, y, 1.0), (u_strong[mask], pseudo[mask], scale_u)):
+            if not len(targets):
+                continue
+            per_example = per_example_loss_grads(run.model, F.cross_entropy, inputs, targets)
+            per_example = {k: g * weight for k, g in per_example.items()}
+            summed, norm = clip_and_sum(per_example, private.clip_norm)
+            grads = {k: grads.get(k, 0) + v for k, v in summed.items()}
+            norms.append(norm)
+        if not grads:  # an empty Poisson batch: the noise alone
+            grads = {k: torch.zeros_like(p) for k, p in run.model.named_parameters() if p.requires_grad}
+        noisy = gaussian_noise_like(grads, private.noise_multiplier * private.clip_norm, run.generator)
+        run.optimiser.zero_grad(set_to_none=True)
+        for name, param in run.model.named_parameters():
+            param.grad = (noisy[name] / spec.batch_size).to(param.dtype)
+        run.optimiser.step()
+        update_ema(run.ema, run.model, spec.ema)
+        with torch.no_grad():
+            sums["loss_labelled"] += F.cross_entropy(run.model(x), y).item() if len(y) else 0.0
+        sums["mask_rate"] += mask.double().mean().item() if len(mask) else 0.0
+        all_norms = torch.cat(norms) if norms else torch.zeros(0)
+        sums["clipped_fraction"] += (all_norms > private.clip_norm).double().mean().item() if len(all_norms) else 0.0
+        run.step += 1
+        if run.step % spec.checkpoint_every == 0:
+            row = {"step": run.step, "lr": cosine_lr(spec.lr, run.step - 1, spec.steps),
+                   **{k: v / spec.checkpoint_every for k, v in sums.items()}}
+            row["loss_unlabelled"] = float("nan")  # not computed: it would cost a forward pass per step
+            _keep(run, spec, checkpoint, fingerprint, row)
+            log(f"fixmatch (DP-SGD, σ = {private.noise_multiplier:.4g}) step {run.step}/{spec.steps}: "
+                + ", ".join(f"{k} {v:.4g}" for k, v in row.items() if k != "step"))
+            sums = dict.fromkeys(sums, 0.0)
+    return run.kept, run.history
+
+
+@torch.no_grad()
+def posteriors(model: nn.Module, images: torch.Tensor, device: torch.device, batch_size: int = 2048) -> torch.Tensor:
+    """Softmax outputs (..., classes) in float64 on the CPU for images (..., C, H, W)."""
+    model.eval()
+    flat = images.reshape(-1, *images.shape[-3:])
+    out = [torch.softmax(model(flat[i:i + batch_size].to(device)).double(), -1).cpu()
+           for i in range(0, len(flat), batch_size)]
+    return torch.cat(out).reshape(*images.shape[:-3], -1)
