@@ -26,6 +26,28 @@ DPCL_METHODS = [m for m in TRAINING_TIME if release_method(m).head == "dpcl"]
 DPADAPTER_METHODS = [m for m in TRAINING_TIME if m == "dpadapter"]
 
 
+SEMILEAK = list(config.get("semileak", {}).get("datasets", {}))  # image datasets of the branch
+SEMILEAK_TARGETS = (
+    [*config["semileak"]["algorithms"], "supervised"]
+    + (["fixmatch_dpsgd"] if "dpsgd" in config["semileak"]["defences"] else [])
+    if SEMILEAK
+    else []
+)
+
+
+def semileak_scale(wildcards, key):
+    """The branch's own `resources.<key>` of the dataset (its networks and steps are not the image
+    track's), else the dataset's."""
+    entry = config["semileak"]["datasets"].get(wildcards.dataset, {})
+    return entry.get("resources", {}).get(key, dataset_scale(wildcards, key))
+
+
+def semileak_section(*keys):
+    """As JSON, only the keys of the `semileak` section that a job reads (as contrastive_section)."""
+    section = config.get("semileak", {})
+    return as_json({key: section[key] for key in keys if key in section})
+
+
 def one_of(names):
     """A wildcard constraint matching exactly these names; none at all when the list is empty
     (an empty pattern would match any name and make the image and graph rules ambiguous)."""

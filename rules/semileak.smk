@@ -1,24 +1,4 @@
 # Thesis Ch. 3 (Semi-Leak): semi-supervised targets and shadows, their attacks and the report.
-SEMILEAK = list(config.get("semileak", {}).get("datasets", {}))  # image datasets of the branch
-SEMILEAK_TARGETS = (
-    [*config["semileak"]["algorithms"], "supervised"]
-    + (["fixmatch_dpsgd"] if "dpsgd" in config["semileak"]["defences"] else [])
-    if SEMILEAK
-    else []
-)
-
-
-def semileak_scale(wildcards, key):
-    """The branch's own `resources.<key>` of the dataset (its networks and steps are not the image
-    track's), else the dataset's."""
-    entry = config["semileak"]["datasets"].get(wildcards.dataset, {})
-    return entry.get("resources", {}).get(key, dataset_scale(wildcards, key))
-
-
-def semileak_section(*keys):
-    """As JSON, only the keys of the `semileak` section that a job reads (as contrastive_section)."""
-    section = config.get("semileak", {})
-    return as_json({key: section[key] for key in keys if key in section})
 
 
 rule semileak_data:
@@ -117,6 +97,15 @@ rule semileak_attack:
         history=f"{RESULTS}/{{dataset}}/semileak/history.csv",
     params:
         semileak=semileak_section("augmentation", "attack", "defences"),
+        expect=lambda w: expect(
+            {
+                f"{RESULTS}/{w.dataset}/semileak/{role}/{target}_history.csv": grids.semileak_history(
+                    config, role, target
+                )
+                for role in ("target", "shadow")
+                for target in SEMILEAK_TARGETS
+            }
+        ),
         fpr=" ".join(map(str, LIRA["fpr"])),
         bootstrap=LIRA["bootstrap"],
         seed=stage_seed("semileak_attack"),
@@ -138,7 +127,7 @@ rule semileak_attack:
         "python {input.script} --splits {input.splits} --data-root {params.root} --targets {input.targets}"
         " --shadows {input.shadows} --histories {input.histories} --semileak {params.semileak}"
         " --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed} --out {output.metrics}"
-        " --history {output.history} --device {params.device} {params.threads_option} 2> {log}"
+        " --history {output.history} --device {params.device} {params.threads_option} {params.expect} 2> {log}"
 
 
 rule semileak_report:

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.artefacts import load_semileak_models, load_semileak_splits, read_table
+from privssl.artefacts import SEMILEAK_HISTORY, load_csv_files, load_semileak_models, load_semileak_splits
 from privssl.attacks.mia import AttackSpec
 from privssl.attacks.semi_leak import Case, Observed, Records, entropy_js_distance, run_attacks
 from privssl.attacks.statistics import accuracy_interval
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, expect_argument, json_object
 from privssl.data.images import load_pool
 from privssl.io import InputError, atomic_write_csv, pick_device, script_logger
 from privssl.training.augment import AugmentSpec, strong, weak
@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("--history", required=True, help="output: every training's history.csv")
     parser.add_argument("--threads", type=int, default=None)
     device_argument(parser)
+    expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("semileak_attack")
     if args.threads:
@@ -162,7 +163,7 @@ def main() -> None:
     rows = run_attacks(cases, records, spec, tuple(args.fpr), args.bootstrap, args.seed, *default)
     frame = pd.DataFrame(rows)
     atomic_write_csv(frame, args.out)
-    history = pd.concat([read_table(p) for p in args.histories], ignore_index=True)
+    history = load_csv_files(args.histories, SEMILEAK_HISTORY, args.expect)
     atomic_write_csv(history.assign(dataset=dataset), args.history)
     log.info("%d rows", len(frame))
 

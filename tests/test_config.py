@@ -126,7 +126,7 @@ def image_config(dataset: str, root: Path) -> dict:
     # the contrastive branch names the datasets it runs on: none here; DPAdapter needs labelled
     # public images, which STL-10's unlabelled-first public split of 200 lacks
     config = tiny(datasets={dataset: {"splits": SPLITS}}, data_root=str(root),
-                  contrastive={**TINY["contrastive"], "datasets": {}})
+                  contrastive={**TINY["contrastive"], "datasets": {}}, semileak={**TINY["semileak"], "datasets": {}})
     config.pop("dpadapter")
     return config
 
@@ -353,6 +353,7 @@ def test_dpadapter_needs_labelled_public_images():
     config = tiny(download=True, datasets={"stl10": {"splits": {
         "pretrain": 100000, "finetune": 500, "nonmember": 500, "shadow": 1000, "test": 500, "reference": 600}}})
     config.pop("contrastive")
+    config.pop("semileak")
     assert re.search(r"dpadapter.pretrain.perturb_batch': \d+ is larger than the labelled images of stl10's public "
                      r"split it samples, 0 \(allowed: 1..0", refused(config)), refused(config)
     config["datasets"]["stl10"]["splits"]["pretrain"] = 100000 + 1000  # 1000 labelled images beside them

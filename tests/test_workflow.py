@@ -137,7 +137,8 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
                 "attack", "shadow", "figures", "table1", "table2", "graph_data", "graph_pretrain", "graph_encode", "link_target", "link_steal",
                 "link_transfer", "link_table", "link_protect", "graph_figures", "lira_heads", "lira", "audit_one_run",
                 "membership_tables", "audit_figures", "contrastive_data", "contrastive_train", "contrastive_attack",
-                "contrastive_report", "dpcl_train", "dpadapter_train", "attack_training_time", "training_time_report"}
+                "contrastive_report", "dpcl_train", "dpadapter_train", "attack_training_time", "training_time_report",
+                "semileak_data", "semileak_train", "semileak_attack", "semileak_report"}
     assert expected <= set(jobs), f"dry run lacks rules {sorted(expected - set(jobs))}: {jobs}"
     default = yaml.safe_load((REPO / "config.yaml").read_text())
     n_mechanisms, n_images, n_graphs = (len(default["protect"]["mechanisms"]), len(default["datasets"]),
@@ -158,6 +159,11 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     # the contrastive branch: one job for the targets and one for the shadows, every λ and repeat in each
     n_contrastive = len(default["contrastive"]["datasets"])
     assert jobs["contrastive_train"] == 2 * n_contrastive and jobs["contrastive_attack"] == n_contrastive
+    # the semi-supervised branch: a job per (target kind, role); the kinds are the algorithms, the
+    # supervised reference and FixMatch by DP-SGD
+    semileak = default["semileak"]
+    n_semileak, n_kinds = len(semileak["datasets"]), len(semileak["algorithms"]) + 2
+    assert jobs["semileak_train"] == 2 * n_kinds * n_semileak and jobs["semileak_attack"] == n_semileak
     assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
 
 
@@ -188,7 +194,7 @@ def test_every_reader_is_given_the_configs_grid_of_its_tables(tmp_path):
     assert {"utility_table", "mia_table", "membership_tables", "figures", "table2", "audit_figures", "attack", "lira",
             "audit_one_run", "contrastive_report", "training_time_report", "link_table", "link_protect",
             "link_protection_table", "graph_figures", "attack_training_time", "digest", "protect",
-            "table1"} <= checked, checked
+            "table1", "semileak_attack", "semileak_report"} <= checked, checked
 
 
 @pytest.mark.parametrize("preset", ["paper-cifar10", "paper-cifar100", "paper-stl10", "digits-large-d"])
@@ -341,7 +347,8 @@ BAD_CONFIGS = {
                                    ["config key 'dpsgd.batch_size': 61 is larger than |d|"]),
     "cifar_without_data": (lambda c: c.update(datasets={"cifar10": c["datasets"]["digits"]},
                                               data_root="no-such-data-root",
-                                              contrastive={**c["contrastive"], "datasets": {}}),
+                                              contrastive={**c["contrastive"], "datasets": {}},
+                                              semileak={**c["semileak"], "datasets": {}}),
                            ["config key 'data_root': cifar10 is not under data_root = no-such-data-root",
                             "cifar-10-batches-py", "download is false", "download: true"]),
     "cora_without_data": (lambda c: c.update(graphs={**c["graphs"], "cora": {"splits": c["graphs"]["sbm"]["splits"]}},

@@ -685,6 +685,11 @@ SEMILEAK = {"dataset": Text(), "target": Text(TARGETS), "eps": Num(0, low_open=T
             "delta": Num(0, 1, nan=True), "accountant": Text(("", "pld", "rdp", "prv"), empty=True),
             "grid": (("dataset", "target", "eps", "step", "defence", "attack", "similarity", "views"),
                      ("member_kind",))}
+# semileak_train's history: per checkpoint the means over its steps (DP-SGD: its last step only)
+SEMILEAK_HISTORY = {"role": Text(("target", "shadow")), "target": Text(TARGETS), "eps": Num(0, low_open=True, nan=True),
+                    "step": Num(1, integer=True), "lr": Num(0), "loss_labelled": Num(0), "loss_unlabelled": Num(0, nan=True),
+                    "mask_rate": Num(0, 1, nan=True), "clipped_fraction": Num(0, 1, nan=True),
+                    "grid": (("role", "target", "eps"), ("step",))}
 _LINK = {"dataset": Text(), "attack": Text(), "feature_set": Text(), "distance": Text(empty=True),  # supervised: none
          "auc": PROBABILITY, "precision": PROBABILITY, "recall": PROBABILITY, "f1": PROBABILITY}
 LINK_ROWS = {**_LINK, "shadow": Text(empty=True), "run": COUNT,  # shadow: empty for the attacks without one

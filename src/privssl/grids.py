@@ -207,6 +207,16 @@ def semileak(config: dict, dataset: str) -> list[dict]:
     return blocks
 
 
+def semileak_history(config: dict, role: str, target: str) -> list[dict]:
+    """semileak/<role>/<target>_history.csv: one row per checkpoint step (DP-SGD: per ε, its last step)."""
+    section = config["semileak"]
+    train, dpsgd = section["train"], section["defences"].get("dpsgd")
+    if target == DPSGD_TARGET:
+        return [{"role": [role], "target": [target], "eps": dpsgd["eps"], "step": [dpsgd["steps"]]}]
+    steps = list(range(train["checkpoint_every"], train["steps"] + 1, train["checkpoint_every"]))
+    return [{"role": [role], "target": [target], "eps": NONE, "step": steps}]
+
+
 def dpadapter(config: dict, dataset: str) -> list[dict]:
     """dpadapter/results.csv: standard (ρ = 0), SAM and DPAdapter at every radius, each DP-SGD
     fine-tuned at every ε and repeat."""

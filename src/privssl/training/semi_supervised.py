@@ -274,6 +274,7 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
         if run.step % spec.checkpoint_every == 0:
             row = {"step": run.step, "lr": cosine_lr(spec.lr, run.step - 1, spec.steps),
                    **{k: v / spec.checkpoint_every for k, v in sums.items()}}
+            row["clipped_fraction"] = float("nan")  # no clipping without DP-SGD
             if not semi:
                 row["loss_unlabelled"] = row["mask_rate"] = float("nan")
             _keep(run, spec, checkpoint, fingerprint, row)
