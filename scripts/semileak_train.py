@@ -13,7 +13,6 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from privssl.accounting.dpsgd import calibrate_grid
 from privssl.artefacts import load_semileak_splits
 from privssl.cli import device_argument, json_object
 from privssl.data.images import load_pool
@@ -80,6 +79,8 @@ def main() -> None:
 
     models, history = [], []
     if args.target == DPSGD_TARGET:
+        from privssl.accounting.dpsgd import calibrate_grid  # here only: Opacus' import takes a second
+
         dp = cfg["defences"]["dpsgd"]
         spec = replace(spec, steps=dp["steps"], checkpoint_every=dp["steps"])  # the released (last) model only
         rate = sampling_rate(spec, len(labelled), len(unlabelled))
