@@ -21,7 +21,7 @@ from privssl.training.augment import AugmentSpec
 from privssl.training.semi_supervised import PrivateSpec, TrainingSet, TrainSpec, sampling_rate, train, train_private
 from privssl.training.semi_supervised_spec import DPSGD_TARGET, SUPERVISED, TARGETS
 from privssl.training.simclr import state_digest
-from privssl.training.wide_resnet import build_network
+from privssl.training.wide_resnet import seeded_network
 
 
 def main() -> None:
@@ -90,7 +90,8 @@ def main() -> None:
                              + " (allowed: the ε of semileak.defences.dpsgd.eps the accountant reaches)")
         for calibration in found:
             private = PrivateSpec(calibration.noise_multiplier, dp["clip_norm"])
-            net = build_network(network["architecture"], in_channels, data.n_classes, network["width"], private=True)
+            net = seeded_network(args.seed, network["architecture"], in_channels, data.n_classes, network["width"],
+                                 private=True)
             kept, rows = train_private(net, data, spec, private, augment, args.seed, device,
                                        checkpoints / f"eps{calibration.eps:g}.pt", fingerprint(calibration), log.info)
             models.append({"eps": calibration.eps, "noise_multiplier": calibration.noise_multiplier,
@@ -98,7 +99,7 @@ def main() -> None:
                            "accountant": args.accountant, "clip_norm": dp["clip_norm"], "states": canonical(kept)})
             history += [{"eps": calibration.eps, **row} for row in rows]
     else:
-        net = build_network(network["architecture"], in_channels, data.n_classes, network["width"])
+        net = seeded_network(args.seed, network["architecture"], in_channels, data.n_classes, network["width"])
         kept, rows = train(args.target, net, data, spec, augment, args.seed, device, checkpoints / "run.pt",
                            fingerprint(None), log.info)
         models.append({"eps": None, "states": canonical(kept)})

@@ -530,3 +530,14 @@ def test_a_private_wrn_has_groupnorm_and_per_example_gradients():
 def test_build_network_refuses_an_unknown_architecture():
     with pytest.raises(ValueError, match="unknown architecture 'vit'"):
         build_network("vit", 1, 3, 1)
+
+
+def test_seeded_network_draws_its_initial_weights_from_the_seed_alone():
+    from privssl.training.wide_resnet import seeded_network
+
+    torch.rand(3)  # the global generator's state before the call does not matter
+    first = seeded_network(7, "cnn", 1, 10, 4).state_dict()
+    torch.rand(5)
+    again, other = seeded_network(7, "cnn", 1, 10, 4).state_dict(), seeded_network(8, "cnn", 1, 10, 4).state_dict()
+    assert all(torch.equal(first[k], again[k]) for k in first)
+    assert not all(torch.equal(first[k], other[k]) for k in first)

@@ -190,7 +190,6 @@ class _Run:
 
 def _start(network: nn.Module, data: TrainingSet, spec: TrainSpec, seed: int, device: torch.device,
            flexmatch: bool) -> _Run:
-    torch.manual_seed(seed)  # the network's initialisation
     model = network.to(device)
     ema = copy.deepcopy(model)
     for p in ema.parameters():
@@ -222,7 +221,8 @@ def _keep(run: _Run, spec: TrainSpec, checkpoint: Path | None, fingerprint: str,
 def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec, augment: AugmentSpec, seed: int,
           device: torch.device, checkpoint: Path | None = None, fingerprint: str = "",
           log: Callable[[str], None] = print) -> tuple[dict[int, dict], list[dict]]:
-    """Train `network` by `algorithm` (or `supervised`: labelled images only) for spec.steps steps.
+    """Train `network` (initialised by the caller: `seeded_network`) by `algorithm` (or
+    `supervised`: labelled images only) for spec.steps steps.
     Returns the EMA model's state at every checkpoint step and one history row per checkpoint
     (means over its steps of the labelled and unlabelled losses and of the mask rate). The run
     resumes from `checkpoint` when it holds a run of the same `fingerprint`."""

@@ -10,6 +10,7 @@ GroupNorm only, so it trains the same way with and without DP-SGD.
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from privssl.training.semi_supervised_spec import ARCHITECTURES
@@ -74,6 +75,14 @@ class SmallCNN(nn.Module):
 
     def forward(self, x):
         return self.classifier(self.features(x))
+
+
+def seeded_network(seed: int, architecture: str, in_channels: int, n_classes: int, width: int,
+                   private: bool = False) -> nn.Module:
+    """`build_network` with its initial weights drawn from `seed` (torch's global generator, which
+    the layers' initialisers read): the same network in every process."""
+    torch.manual_seed(seed)
+    return build_network(architecture, in_channels, n_classes, width, private)
 
 
 def build_network(architecture: str, in_channels: int, n_classes: int, width: int, private: bool = False) -> nn.Module:
