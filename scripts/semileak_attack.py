@@ -20,6 +20,7 @@ from privssl.cli import device_argument, expect_argument, json_object
 from privssl.data.images import load_pool
 from privssl.io import InputError, atomic_write_csv, pick_device, script_logger
 from privssl.training.augment import AugmentSpec, strong, weak
+from privssl.training.encoders import unit_float
 from privssl.training.semi_supervised import posteriors
 from privssl.training.semi_supervised_spec import ALGORITHMS, MEMBER_KINDS, SUPERVISED
 from privssl.training.wide_resnet import build_network
@@ -84,7 +85,7 @@ def main() -> None:
     splits = load_semileak_splits(args.splits)
     dataset = splits["dataset"]
     pool = load_pool(dataset, args.data_root)
-    images = pool.images.float() / 255 if pool.images.dtype == torch.uint8 else pool.images
+    images = unit_float(pool.images)
     parts = {name: torch.tensor(index) for name, index in splits["splits"].items()}
     target_index = torch.cat([parts["target_train"], parts["target_test"]])
     shadow_index = torch.cat([parts["shadow_train"], parts["shadow_test"]])

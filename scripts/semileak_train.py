@@ -18,6 +18,7 @@ from privssl.cli import device_argument, json_object
 from privssl.data.images import load_pool
 from privssl.io import InputError, atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.training.augment import AugmentSpec
+from privssl.training.encoders import unit_float
 from privssl.training.semi_supervised import PrivateSpec, TrainingSet, TrainSpec, sampling_rate, train, train_private
 from privssl.training.semi_supervised_spec import DPSGD_TARGET, SUPERVISED, TARGETS
 from privssl.training.simclr import state_digest
@@ -56,7 +57,7 @@ def main() -> None:
     else:
         labelled = torch.tensor(splits["labelled"][f"{args.role}_train"])
         unlabelled = part[~torch.isin(part, labelled)]
-    images = pool.images.float() / 255 if pool.images.dtype == torch.uint8 else pool.images
+    images = unit_float(pool.images)
     data = TrainingSet(images[labelled], pool.labels[labelled], images[unlabelled], splits["n_classes"])
     in_channels = images.shape[1]
     digest = state_digest({"labelled": data.labelled, "unlabelled": data.unlabelled, "labels": data.labels.float()})

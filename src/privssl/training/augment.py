@@ -69,7 +69,7 @@ def strong(images: torch.Tensor, spec: AugmentSpec, generator: torch.Generator) 
     from torchvision.transforms import v2
 
     out = weak(images, spec, generator)
-    if spec.ops == 0:
+    if spec.ops == 0 or not len(out):  # no operation, or an empty Poisson batch of DP-SGD
         return out
     randaugment = v2.RandAugment(num_ops=spec.ops, magnitude=spec.magnitude)
     as_bytes = (out.clamp(0, 1) * 255).round().to(torch.uint8).cpu()
