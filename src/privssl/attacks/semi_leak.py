@@ -131,9 +131,7 @@ class Observed:
     def defended(self, defence: str) -> "Observed":
         if defence != "top1":
             return self
-        top1 = top1_posteriors
-        return Observed(top1(self.clean), None if self.weak is None else top1(self.weak),
-                        None if self.strong is None else top1(self.strong))
+        return Observed(*(None if p is None else top1_posteriors(p) for p in (self.clean, self.weak, self.strong)))
 
 
 @dataclass
