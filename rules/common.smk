@@ -138,7 +138,7 @@ def released_head(method):
 
 
 def final_outputs():
-    outputs = []
+    outputs = [f"{RESULTS}/tables/claims.csv", f"{RESULTS}/tables/claims.md"]
     if DATASETS:
         outputs += [
             f"{RESULTS}/figures/fig1_utility_loss.png",
@@ -198,7 +198,7 @@ def final_outputs():
 
 def digest_tables():
     """(section, title, path) of every Markdown table of the run that the digest includes whole."""
-    tables = []
+    tables = [("claims", "Claims ledger", f"{RESULTS}/tables/claims.md")]
     if DATASETS:
         tables += [("image", "Sensitivity (Table 1)", f"{RESULTS}/tables/table1.md")]
         tables += [("image", "Table 2", f"{RESULTS}/tables/table2.md")]

@@ -68,6 +68,52 @@ rule table2:
         " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
 
 
+rule claims:
+    """The claims ledger across the seeds: one row per (claim, dataset, setting), the paper's value
+    beside ours with its 95 % interval and n, and the verdict; from CSV only."""
+    input:
+        script=script("claims_ledger.py"),
+        catalogue=resource("claims.csv"),
+        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
+        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
+        splits=expand(f"{RESULTS}/{{dataset}}/splits.json", dataset=DATASETS),
+        contrastive_thesis=resource("thesis_contrastive.csv"),
+        contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
+        semileak_thesis=resource("thesis_semileak.csv"),
+        semileak=expand(f"{RESULTS}/{{dataset}}/semileak/metrics.csv", dataset=SEMILEAK),
+        dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
+    output:
+        csv=report(f"{RESULTS}/tables/claims.csv", caption="../report/claims.rst", category="Tables"),
+        md=f"{RESULTS}/tables/claims.md",
+    params:
+        contrastive=lambda w, input: f"--contrastive {' '.join(input.contrastive)}" if input.contrastive else "",
+        semileak=lambda w, input: (
+            f"--semileak {' '.join(input.semileak)} --early-stopping {config['semileak']['defences']['early_stopping']}"
+            f" --views {config['semileak']['attack']['views']} --similarity {config['semileak']['attack']['similarity']}"
+            if input.semileak
+            else ""
+        ),
+        dpadapter=lambda w, input: f"--dpadapter {' '.join(input.dpadapter)}" if input.dpadapter else "",
+        dpcl_paper="--dpcl-paper" if DPCL_METHODS else "",
+        expect=expect(
+            grid("utility", "utility.csv", DATASETS),
+            grid("mia", "mia.csv", DATASETS),
+            grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE),
+            grid("semileak", "semileak/metrics.csv", SEMILEAK),
+            grid("dpadapter", "dpadapter/results.csv", DATASETS if DPADAPTER_METHODS else []),
+        ),
+    log:
+        f"{RESULTS}/logs/claims.log",
+    localrule: True
+    conda:
+        ENV
+    shell:
+        "python {input.script} --catalogue {input.catalogue} --utility {input.utility} --mia {input.mia}"
+        " --splits {input.splits} --contrastive-thesis {input.contrastive_thesis} {params.contrastive}"
+        " --semileak-thesis {input.semileak_thesis} {params.semileak} {params.dpadapter} {params.dpcl_paper}"
+        " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
+
+
 rule contrastive_report:
     """Thesis Ch. 4: task accuracy, membership and attribute inference per target kind and against
     Talos's λ, and the three claims beside the thesis's statements; from CSV only."""

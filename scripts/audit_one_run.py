@@ -19,7 +19,7 @@ from privssl.artefacts import FEATURES, UTILITY, expected_of, load_csv_file, loa
 from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.attacks.lira import candidate_pool
 from privssl.attacks.mia import metric_scores
-from privssl.audit.bounds import one_run_epsilon_lower_bound, one_run_guesses
+from privssl.audit.bounds import one_run_ceiling, one_run_epsilon_lower_bound, one_run_guesses
 from privssl.audit.canaries import CANARY_KINDS, canary_design
 from privssl.audit.one_run_spec import check_guesses, guesses_per_side, one_run_audit_name
 from privssl.cli import expect_argument, json_object
@@ -112,6 +112,7 @@ def main() -> None:
                              "audit": one_run_audit_name(kind),
                              "eps_lower_bound": one_run_epsilon_lower_bound(correct, made, args.canaries, claim[1],
                                                                             args.confidence),
+                             "eps_ceiling": one_run_ceiling(made, args.canaries, claim[1], args.confidence),
                              "n": made, "canaries": args.canaries, "correct": correct})
             log.info("%s, %s canaries: right guesses per eps %s of %d", method, kind,
                      [r["correct"] for r in rows[-len(eps_grid):]], 2 * per_side)

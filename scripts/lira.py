@@ -30,7 +30,7 @@ from privssl.attacks.lira import candidate_pool, lira_scores, logit_confidence, 
 from privssl.attacks.mia import best_threshold, metric_scores
 from privssl.attacks.mia_spec import METRIC_ATTACKS
 from privssl.attacks.statistics import membership_metrics, roc
-from privssl.audit.bounds import epsilon_lower_bound_split
+from privssl.audit.bounds import epsilon_lower_bound_split, hypothesis_test_ceiling
 from privssl.cli import expect_argument, json_object
 from privssl.io import atomic_write_csv, script_logger
 from privssl.release.methods import METHODS, release_method, substitution_claim
@@ -124,6 +124,7 @@ def main() -> None:
     select[torch.randperm(heads["pool_size"], generator=torch.Generator().manual_seed(args.seed))
            [: heads["pool_size"] // 2]] = True
     select = select.expand_as(target_in).reshape(-1).numpy()
+    each_rate = 1 - (1 - args.confidence) / 2  # FPR and FNR each, so that both hold jointly at c (union bound)
     variants = [True] if args.method == "none" else [True, False]
     rows, roc_rows, audit_rows = [], [], []
     for e, eps in enumerate(eps_grid):
@@ -151,12 +152,13 @@ def main() -> None:
                 fpr, tpr, _ = roc(flat_scores, is_member)
                 kept = corners(fpr, tpr)
                 roc_rows.append(pd.DataFrame({**key, "fpr": fpr[kept], "tpr": tpr[kept]}))
-                # FPR and FNR each bounded at 1 − (1 − c)/2, so that both hold jointly at c (union bound)
                 bound = epsilon_lower_bound_split(flat_scores[select], is_member[select], flat_scores[~select],
-                                                  is_member[~select], claim[1], 1 - (1 - args.confidence) / 2)
+                                                  is_member[~select], claim[1], each_rate)
                 audit_rows.append({**key, "delta": claim[1], "claimed_eps": claim[0],
                                    "guarantee_kind": kinds.get(eps, "none"), "audit": "hypothesis_test",
                                    "eps_lower_bound": bound["eps_lower_bound"],
+                                   "eps_ceiling": hypothesis_test_ceiling(bound["n_nonmembers"], bound["n_members"],
+                                                                          claim[1], each_rate),
                                    "n": bound["n_members"] + bound["n_nonmembers"]})
         log.info("%s eps %g: AUC per attack (adaptive) %s", args.method, eps,
                  {r["attack"]: round(r["auc"], 4) for r in rows[-len(args.attacks) * len(variants):] if r["adaptive"]})

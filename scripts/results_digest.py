@@ -57,7 +57,7 @@ def main() -> None:
         with open(path, encoding="utf-8") as handle:
             tables.setdefault(section, []).append(digest.included(title, path, handle.read(), level))
 
-    parts = [digest.HEADER]
+    parts = [digest.HEADER] + tables.get("claims", [])  # the verdicts first, the evidence after
     if image:
         parts += ["## Non-private head and attacks"]
         parts += [digest.clean_head(n, m, i, li) for n, _, m, _, i, li, _ in image]

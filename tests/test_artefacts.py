@@ -19,6 +19,7 @@ import torch
 
 from privssl import artefacts
 from privssl.artefacts import ArtefactError
+from privssl.audit.bounds import hypothesis_test_ceiling, one_run_ceiling
 from privssl.data.splits import LABELLED_SPLITS, SPLITS
 from privssl.io import atomic_write_csv
 from privssl.release.certified import CertifiedSpec, certified_sensitivity
@@ -455,7 +456,7 @@ def test_several_tables_each_need_their_grid(tmp_path):
 def one_run_rows(**change) -> pd.DataFrame:
     row = {"dataset": "digits", "method": "alm", "eps": 1.0, "attack": "loss", "adaptive": True, "delta": 0.0,
            "claimed_eps": 1.0, "guarantee_kind": "random_dp", "audit": "one_run_mislabelled", "eps_lower_bound": 0.0,
-           "n": 50, "canaries": 100, "correct": 30}
+           "eps_ceiling": one_run_ceiling(50, 100, 0.0), "n": 50, "canaries": 100, "correct": 30}
     return pd.DataFrame([row, {**row, "eps": 10.0, **change}])
 
 
@@ -468,6 +469,24 @@ def test_a_one_run_audit_with_impossible_counts_is_refused(tmp_path, change, fie
     artefacts.load_csv_file(write_csv(one_run_rows(), tmp_path / "ok.csv"), artefacts.AUDIT)
     assert problem in refused(write_csv(one_run_rows(**change), tmp_path / "one_run.csv"), field,
                               artefacts.load_csv_file, artefacts.AUDIT)
+
+
+def test_an_audit_bound_above_its_ceiling_is_refused(tmp_path):
+    """The ceiling is the bound with every decision right, so a bound above it is impossible; one at
+    it (a perfect attack) is allowed, for the hypothesis test as for the one-run audit."""
+    ceiling = hypothesis_test_ceiling(1191, 1209, 1e-5, 0.975)
+    hypothesis = {**one_run_rows().iloc[0].to_dict(), "audit": "hypothesis_test", "n": 2400, "canaries": math.nan,
+                  "correct": math.nan, "eps_ceiling": ceiling, "eps_lower_bound": ceiling}
+    perfect = pd.concat([one_run_rows(eps_lower_bound=one_run_ceiling(50, 100, 0.0), correct=50),
+                         pd.DataFrame([hypothesis])], ignore_index=True)
+    artefacts.load_csv_file(write_csv(perfect, tmp_path / "ok.csv"), artefacts.AUDIT)
+    for row, bound in ((1, one_run_ceiling(50, 100, 0.0) + 0.01), (2, ceiling * 1.001)):
+        above = perfect.copy()
+        above.loc[row, "eps_lower_bound"] = bound
+        assert f"{bound:g} on line {row + 2} (expected at most the row's eps_ceiling" in refused(
+            write_csv(above, tmp_path / "above.csv"), "eps_lower_bound", artefacts.load_csv_file, artefacts.AUDIT)
+    assert "eps_ceiling" in refused(write_csv(perfect.drop(columns="eps_ceiling"), tmp_path / "old.csv"), None,
+                                    artefacts.load_csv_file, artefacts.AUDIT)
 
 
 def accounting_rows(eps_rdp=(0.9995, 9.9949)) -> pd.DataFrame:

@@ -10,6 +10,8 @@ from privssl.audit.bounds import (
     epsilon_lower_bound,
     epsilon_lower_bound_at,
     epsilon_lower_bound_split,
+    hypothesis_test_ceiling,
+    one_run_ceiling,
     one_run_epsilon_lower_bound,
     one_run_guesses,
     one_run_p_value,
@@ -86,6 +88,68 @@ def test_split_threshold_depends_on_selection_data_only():
                                                                              DELTA))
     # A single pre-chosen test is never stronger than the best of all tests on the same evaluation data.
     assert 0 < result["eps_lower_bound"] <= epsilon_lower_bound(evaluate, member_eval, DELTA)["eps_lower_bound"]
+
+
+# --------------------------------------------------------------------------- ceilings: every decision right
+
+
+@pytest.mark.parametrize("n0, n1, delta, confidence", [(50, 50, 0.0, 0.95), (1191, 1209, DELTA, 0.975),
+                                                       (20, 400, 0.0, 0.95), (400, 20, 1e-3, 0.9)])
+def test_hypothesis_test_ceiling_is_the_zero_error_closed_form(n0, n1, delta, confidence):
+    """With 0 errors the one-sided Clopper–Pearson bound is the Beta(1, n) quantile, 1 − α^(1/n)."""
+    u0, u1 = stats.beta.ppf(confidence, 1, n0), stats.beta.ppf(confidence, 1, n1)
+    assert (u0, u1) == pytest.approx(((1 - (1 - confidence) ** (1 / n0)), 1 - (1 - confidence) ** (1 / n1)))
+    expected = max(np.log((1 - delta - u0) / u1), np.log((1 - delta - u1) / u0))
+    assert hypothesis_test_ceiling(n0, n1, delta, confidence) == pytest.approx(expected, rel=1e-12)
+
+
+def test_hypothesis_test_ceiling_grows_with_the_decisions_and_is_vectorised():
+    n = np.array([5, 10, 30, 100, 1000, 10_000])
+    ceilings = hypothesis_test_ceiling(n, n, DELTA)
+    assert ceilings.shape == n.shape and (np.diff(ceilings) > 0).all()
+    assert ceilings.tolist() == pytest.approx([hypothesis_test_ceiling(int(k), int(k), DELTA) for k in n])
+    assert ceilings[0] < 0.2 and ceilings[-1] == pytest.approx(np.log(10_000 / np.log(20)), abs=0.01)  # log(n/log(1/α))
+
+
+def test_perfectly_separated_scores_reach_the_ceiling_and_errors_stay_below_it():
+    n0, n1 = 150, 90
+    member = np.r_[np.ones(n1, bool), np.zeros(n0, bool)]
+    separated = np.r_[np.linspace(1, 2, n1), np.linspace(-2, -1, n0)]
+    ceiling = hypothesis_test_ceiling(n0, n1, DELTA)
+    assert epsilon_lower_bound(separated, member, DELTA)["eps_lower_bound"] == pytest.approx(ceiling, rel=1e-12)
+    split = epsilon_lower_bound_split(separated, member, separated, member, DELTA)
+    assert split["eps_lower_bound"] == pytest.approx(ceiling, rel=1e-12)
+    noisy = separated + np.random.default_rng(3).normal(scale=1.5, size=n0 + n1)
+    assert 0 < epsilon_lower_bound(noisy, member, DELTA)["eps_lower_bound"] < ceiling
+
+
+@pytest.mark.parametrize("r, m, delta", [(50, 100, 1e-5), (10, 10, 1e-3), (200, 1000, 0.0), (1, 2, 0.0)])
+def test_one_run_ceiling_is_the_bound_with_every_guess_right(r, m, delta):
+    ceiling = one_run_ceiling(r, m, delta)
+    assert ceiling == one_run_epsilon_lower_bound(r, r, m, delta)
+    assert all(one_run_epsilon_lower_bound(v, r, m, delta) <= ceiling for v in range(0, r + 1, max(1, r // 7)))
+
+
+@pytest.mark.parametrize("r, confidence", [(50, 0.95), (10, 0.95), (200, 0.99), (5, 0.95)])
+def test_one_run_ceiling_at_zero_delta_solves_q_to_the_r(r, confidence):
+    """P[Binomial(r, q) >= r] = q^r, so the ceiling is the ε where q^r = 1 − confidence, within the search's step."""
+    q = (1 - confidence) ** (1 / r)
+    ceiling = one_run_ceiling(r, 10 * r, 0.0, confidence)
+    assert ceiling == pytest.approx(np.log(q / (1 - q)), abs=2e-4) and ceiling <= np.log(q / (1 - q))
+    assert stats.binom.sf(r - 1, r, special.expit(ceiling)) <= 1 - confidence
+
+
+@pytest.mark.parametrize("r, confidence", [(4, 0.95), (3, 0.9)])
+def test_one_run_ceiling_is_zero_where_all_guesses_right_are_likely_by_chance(r, confidence):
+    """q^r > 1 − confidence already at q = ½ (ε = 0): the audit is blind whatever the release."""
+    assert 0.5 ** r > 1 - confidence
+    assert one_run_ceiling(r, 10 * r, 0.0, confidence) == 0.0
+
+
+def test_one_run_ceiling_of_the_default_audit_is_small():
+    """100 canaries, half guessed: no one-run bound of the default config can exceed 2.8."""
+    assert one_run_ceiling(50, 100, 0.0) == pytest.approx(2.7847, abs=2e-4)
+    assert one_run_ceiling(50, 100, DELTA) < one_run_ceiling(50, 100, 0.0)
 
 
 # --------------------------------------------------------------------------- one-run audit

@@ -1,9 +1,10 @@
 """Fig. 5 and the attack choice of Fig. 4 (privssl.reports.audit_plots), read back from the
 matplotlib artists: figure5 circles in red exactly the audited points above y = x (lower bound >
 claimed ε, strictly), using the strongest attack per (method, ε, audit) and skipping the
-unprotected head and ∞ (no) claims; strongest_attacks keeps, per (dataset, method, ε), the
-adaptive attack with the highest TPR at the numerically lowest FPR level, ties to the higher AUC.
-The expected sets are computed here by plain loops over the rows, not by the module's pandas code."""
+unprotected head and ∞ (no) claims, and draws each drawn point's ceiling; strongest_attacks keeps,
+per (dataset, method, ε), the adaptive attack with the highest TPR at the numerically lowest FPR
+level, ties to the higher AUC. The expected sets are computed here by plain loops over the rows,
+not by the module's pandas code."""
 
 import math
 
@@ -40,6 +41,12 @@ AUDIT_POINTS = [
     ("other", "none", math.nan, math.inf, "one_run", {"loss": 2.0, "lira": 1.0}),
 ]
 KIND = {"laplace": "pure_dp", "gaussian_analytic": "approx_dp", "dpsgd": "approx_dp", "none": "none"}
+# each audit's ceiling (its bound with every decision right), lower for DP-SGD as its substitution δ is larger
+CEILING = {"hypothesis": 5.5, "one_run": 6.5}
+
+
+def ceiling_of(method: str, audit: str) -> float:
+    return CEILING[audit] - (0.5 if method == "dpsgd" else 0.0)
 
 
 def expected_violations(points) -> dict[str, set[tuple[float, float]]]:
@@ -60,7 +67,8 @@ def audit_frame(tmp_path_factory):
     script uses (so the frame is one the figure really receives)."""
     rows = [{"dataset": dataset, "attack": attack, "adaptive": True, "method": method, "eps": eps,
              "delta": 0.0 if KIND[method] == "pure_dp" else DELTA, "claimed_eps": claimed,
-             "guarantee_kind": KIND[method], "audit": audit, "eps_lower_bound": bound, "n": 200}
+             "guarantee_kind": KIND[method], "audit": audit, "eps_lower_bound": bound,
+             "eps_ceiling": ceiling_of(method, audit), "n": 200}
             for dataset, method, eps, claimed, audit, bounds in AUDIT_POINTS for attack, bound in bounds.items()]
     path = tmp_path_factory.mktemp("audit") / "audit.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
@@ -103,6 +111,28 @@ def test_figure5_plots_the_point_on_the_diagonal_and_the_strongest_attack_but_sk
                          "dpsgd:hypothesis": {(2.0, 2.5)}, "dpsgd:one_run": {(2.0, 1.9)}}
         horizontal = sorted(line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == "-.")
         assert horizontal == [5.0, 6.0]
+    finally:
+        plt.close(fig)
+
+
+def test_figure5_draws_each_drawn_points_ceiling_and_names_it_in_the_legend(audit_frame):
+    """One grey dash per drawn point at (claimed ε, its ceiling), none for `none` or ∞ claims; the
+    unprotected head's line names its ceiling; the ceilings fit in the panel."""
+    fig = figure5(audit_frame)
+    try:
+        for ax in fig.axes[:2]:
+            expected = sorted((claimed, ceiling_of(method, audit))
+                              for dataset, method, _, claimed, audit, _ in AUDIT_POINTS
+                              if dataset == ax.get_title() and method != "none" and math.isfinite(claimed))
+            (ceilings,) = [c for c in ax.collections if c.get_gid() == "ceilings"]
+            assert sorted((float(x), float(y)) for x, y in np.asarray(ceilings.get_offsets())) == expected
+            assert np.allclose(ceilings.get_edgecolor()[:, :3], to_rgba("grey")[:3])
+            assert ax.get_ylim()[1] > max(y for _, y in expected)
+        labels = fig.legends[0].get_texts()
+        assert "ceiling: the bound were every decision right" in [t.get_text() for t in labels]
+        lines = [line.get_label() for line in fig.axes[0].lines if line.get_linestyle() == "-."]
+        assert sorted(lines) == ["no protection, hypothesis: ε ≥ 5.00 (ceiling 5.50)",
+                                 "no protection, one_run: ε ≥ 6.00 (ceiling 6.50)"]
     finally:
         plt.close(fig)
 

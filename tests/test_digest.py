@@ -70,28 +70,29 @@ def test_release_accuracy_refuses_accuracies_that_are_no_counts_over_the_test_sp
         digest.release_accuracy("digits", utility, 40)
 
 
-def audit_row(method, eps, kind, claimed, audit, attack, bound, n=100, adaptive=True):
+def audit_row(method, eps, kind, claimed, audit, attack, bound, n=100, adaptive=True, ceiling=12.0):
     return {"method": method, "eps": eps, "guarantee_kind": kind, "claimed_eps": claimed, "audit": audit,
-            "attack": attack, "adaptive": adaptive, "eps_lower_bound": bound, "n": n}
+            "attack": attack, "adaptive": adaptive, "eps_lower_bound": bound, "eps_ceiling": ceiling, "n": n}
 
 
 def test_audits_show_the_largest_bound_and_flag_only_proven_claims_it_exceeds():
     audit = pd.DataFrame([
-        audit_row("certified_pure", 1.0, "pure_dp", 1.0, "hypothesis_test", "loss", 0.4, n=10),
-        audit_row("certified_pure", 1.0, "pure_dp", 1.0, "hypothesis_test", "lira_online", 1.3, n=20),  # above
+        audit_row("certified_pure", 1.0, "pure_dp", 1.0, "hypothesis_test", "loss", 0.4, n=10, ceiling=1.0),
+        audit_row("certified_pure", 1.0, "pure_dp", 1.0, "hypothesis_test", "lira_online", 1.3, n=20,
+                  ceiling=2.0),  # above
         audit_row("certified_pure", 10.0, "pure_dp", 10.0, "hypothesis_test", "lira_online", 10.0),  # on y = x
         audit_row("alm", 1.0, "random_dp", 1.0, "hypothesis_test", "lira_online", 2.5),  # random DP: not a proof
         audit_row("none", float("nan"), "none", math.inf, "hypothesis_test", "lira_online", 3.0),
     ])
     text = digest.audits("digits", audit)
     certified = table_rows(text, "`certified_pure`")
-    assert [(c[1], c[5], c[6], c[7], c[8]) for c in certified] == [
-        ("1", "1.300", "`lira_online` (adaptive)", "20", "**violation**"),
-        ("10", "10", "`lira_online` (adaptive)", "100", "")]
+    assert [(c[1], c[5], c[6], c[7], c[8], c[9]) for c in certified] == [
+        ("1", "1.300", "2.000", "`lira_online` (adaptive)", "20", "**violation**"),  # the strongest row's ceiling
+        ("10", "10", "12", "`lira_online` (adaptive)", "100", "")]
     (alm,) = table_rows(text, "`alm`")
-    assert alm[5] == "2.500" and alm[8] == ""
+    assert alm[5] == "2.500" and alm[9] == ""
     (none,) = table_rows(text, "`none`")
-    assert none[3] == "∞" and none[8] == ""
+    assert none[3] == "∞" and none[9] == ""
 
 
 def test_clean_head_copies_the_attacks_on_the_unprotected_head_with_their_intervals():

@@ -33,6 +33,10 @@ def test_known_maps():
     assert np.flatnonzero(task_labels("cifar10", "animal_vehicle", np.arange(10))).tolist() == [0, 1, 8, 9]
     # STL-10: airplane, bird, car, cat, deer, dog, horse, monkey, ship, truck
     assert np.flatnonzero(task_labels("stl10", "animal_vehicle", np.arange(10))).tolist() == [0, 2, 8, 9]
+    # Fashion-MNIST: sandal, sneaker, bag, ankle boot are accessories; t-shirt, trouser, pullover, dress, coat, shirt
+    # are garments
+    assert label_map("fashion_mnist", "garment_accessory").task_names == ("garment", "accessory")
+    assert np.flatnonzero(task_labels("fashion_mnist", "garment_accessory", np.arange(10))).tolist() == [5, 7, 8, 9]
 
 
 def test_unknown_map_is_named_with_the_allowed_ones():

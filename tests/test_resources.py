@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_workflow import SHARED_DATA, output_of, run_snakemake
+from test_workflow import FASHION_FILES, SHARED_DATA, output_of, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -21,9 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 PEAKS = pd.read_csv(REPO / "benchmarks" / "measured_peaks.csv").set_index("rule")
 MEMORY_MARGIN = 2.0  # stated in the README and rules/resources.smk
 NODE_MB = 24 * 1024
-# graphs-shared reads the offline graph copies, when they are here
+# graphs-shared reads the offline graph copies, fashion Debian's Fashion-MNIST, when they are here
 CONFIGS = ["config.yaml", *(f"configs/{p.name}" for p in sorted((REPO / "configs").glob("*.yaml"))
-                            if p.name != "graphs-shared.yaml" or SHARED_DATA.is_dir())]
+                            if (p.name != "graphs-shared.yaml" or SHARED_DATA.is_dir())
+                            and (p.name != "fashion.yaml" or FASHION_FILES))]
 
 
 def local_rules() -> set[str]:

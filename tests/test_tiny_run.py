@@ -30,6 +30,7 @@ from test_workflow import (
     write_config,
 )
 
+from privssl.audit.bounds import one_run_ceiling
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT
 
 pytestmark = pytest.mark.workflow
@@ -56,7 +57,7 @@ FINAL_OUTPUTS = (
        for ext in ("csv", "json")]
     + [f"{RESULTS}/digest.md"]
     + [f"{RESULTS}/tables/{table}.{ext}" for table in ("table1", "table2", "link_stealing", "contrastive", "semileak",
-                                                       "dpadapter",
+                                                       "dpadapter", "claims",
                                                        "dpcl_accounting")
        for ext in ("csv", "md")]
 )
@@ -327,13 +328,18 @@ def test_lira_roc_and_audit_tables(tiny_run):
         assert np.trapezoid(tpr, fpr) == pytest.approx(auc.loc[curve_key], abs=1e-9), curve_key
     audit = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/audit.csv"))
     assert_columns(audit, ["dataset", "method", "eps", "delta", "guarantee_kind", "attack", "audit",
-                           "eps_lower_bound", "n"], "audit.csv")
+                           "eps_lower_bound", "eps_ceiling", "n"], "audit.csv")
     one_run = {f"one_run_{k}" for k in tiny_run.expected["audit"]["one_run"]["kinds"]}
     assert set(audit.audit) == {"hypothesis_test"} | one_run
     assert set(audit.method) == methods
     # no release whose guarantee is proven is audited above the ε it claims (for substitution)
     proven = audit[audit.guarantee_kind.isin(["pure_dp", "approx_dp"])]
     assert len(proven) and (proven.eps_lower_bound <= proven.claimed_eps).all(), proven
+    # a one-run row's ceiling is its own audit with all n guesses right
+    confidence = tiny_run.expected["audit"]["confidence"]
+    for row in audit[audit.audit.str.startswith("one_run")].itertuples():
+        assert row.eps_ceiling == pytest.approx(one_run_ceiling(int(row.n), int(row.canaries), row.delta, confidence),
+                                                rel=1e-12), row
 
 
 # the issue's cases: `head -N file` keeps a well-formed table of fewer rows, which the file's own
@@ -508,6 +514,25 @@ def test_training_time_branches(tiny_run):
     assert "paper settings" in set(pd.read_csv(tiny_run.path(f"{RESULTS}/tables/dpcl_accounting.csv")).source)
 
 
+def test_claims_ledger_carries_every_branch_table_row(tiny_run):
+    """The ledger holds the contrastive and semi-supervised tables' rows with their numbers, one
+    DPAdapter pair per ε, and only the three verdicts; its unresolved rows say what n would settle them."""
+    ledger = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/claims.csv"))
+    assert set(ledger.verdict) <= {"reproduced", "contradicted", "unresolved"}
+    for table, prefix in (("contrastive", ("contrastive_", "talos_")), ("semileak", ("semileak_",))):
+        branch = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/{table}.csv"))
+        rows = ledger[ledger.claim.str.startswith(prefix)]
+        assert len(rows) == len(branch), table
+        assert np.allclose(rows.value.to_numpy(), branch.value_a.to_numpy()), table
+        assert np.allclose(rows.reference.to_numpy(), branch.value_b.to_numpy()), table
+    dpadapter = pd.read_csv(tiny_run.path(f"{RESULTS}/tables/dpadapter.csv"))
+    assert len(ledger[ledger.claim == "dpadapter_above_sam"]) == dpadapter.eps.nunique()
+    assert {"alm_unprotected_vulnerable", "alm_protects_to_chance", "alm_loss_below_laplace",
+            "dpcl_paper_sigmas_eps_1000"} <= set(ledger.claim)
+    measured = ledger[ledger.verdict == "unresolved"].dropna(subset=["n_to_resolve", "n"])
+    assert (measured.n_to_resolve > measured.n).all()  # overlapping intervals need more than the n they rest on
+
+
 def test_sensitivity_and_table1(tiny_run):
     record = json.loads(tiny_run.path(f"{RESULTS}/digits/sensitivity.json").read_text())
     sens = tiny_run.expected["sensitivity"]
@@ -586,7 +611,8 @@ def test_digest_quotes_the_files_of_the_run(tiny_run):
     """The digest includes every Markdown table of the run whole and copies its figures from the
     files it names: the head's accuracy from metrics.json, each method's mean accuracy over draws."""
     text = tiny_run.path(f"{RESULTS}/digest.md").read_text()
-    for table in ("table1", "table2", "semileak", "contrastive", "dpcl_accounting", "dpadapter", "link_stealing"):
+    for table in ("claims", "table1", "table2", "semileak", "contrastive", "dpcl_accounting", "dpadapter",
+                  "link_stealing"):
         included = tiny_run.path(f"{RESULTS}/tables/{table}.md").read_text().strip()
         assert f"*Included whole from `{RESULTS}/tables/{table}.md`.*\n\n{included}" in text, table
     metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from privssl.config import ConfigError, validate_config
+from privssl.data.splits import DEBIAN_FASHION_MNIST
 from privssl.release.methods import PROTECT_METHODS
 
 pytestmark = pytest.mark.workflow
@@ -34,6 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 TINY_CONFIG = Path(__file__).resolve().parent / "data" / "tiny_config.yaml"
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 SHARED_DATA = REPO.parent / "shared" / "data"
+# configs/fashion.yaml reads Debian's dataset-fashion-mnist (installed by .ci/run as root)
+FASHION_FILES = all((DEBIAN_FASHION_MNIST / f"{part}-{kind}-ubyte.gz").is_file() for part in ("train", "t10k")
+                    for kind in ("images-idx3", "labels-idx1"))
 WORKFLOW_FILES = ["Snakefile", "config.yaml", "rules", "scripts", "schemas", "src", "report", "envs", "benchmarks",
                   "resources"]
 RESULTS = "results"
@@ -197,8 +201,10 @@ def test_every_reader_is_given_the_configs_grid_of_its_tables(tmp_path):
             "table1", "semileak_attack", "semileak_report"} <= checked, checked
 
 
-@pytest.mark.parametrize("preset", ["paper-cifar10", "paper-cifar100", "paper-stl10", "digits-large-d"])
+@pytest.mark.parametrize("preset", ["paper-cifar10", "paper-cifar100", "paper-stl10", "digits-large-d", "fashion"])
 def test_image_presets_dry_run_without_a_graph_track(tmp_path, preset):
+    if preset == "fashion" and not FASHION_FILES:
+        pytest.skip(f"Fashion-MNIST not in {DEBIAN_FASHION_MNIST}: apt-get install dataset-fashion-mnist (as root)")
     proc = run_snakemake(tmp_path / "run", REPO / "configs" / f"{preset}.yaml", "-n", "--replace-workflow-config")
     jobs = planned_jobs(proc)
     assert jobs["pretrain"] == jobs["sensitivity"] == jobs["protect_dpsgd"] == 1

@@ -38,6 +38,7 @@ from privssl.graphs.splits import NODE_SPLITS
 from privssl.io import InputError
 from privssl.release.methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
 from privssl.release.training_time import EVALUATED, PrivateSets
+from privssl.reports.claims_spec import LEDGER_CLAIMS
 from privssl.training.encoders import ENCODERS, build_encoder
 from privssl.training.semi_supervised_spec import ARCHITECTURES, ATTACKS, DEFENCES, MEMBER_KINDS, SIMILARITIES, TARGETS
 from privssl.training.semi_supervised_spec import CLAIMS as SEMILEAK_CLAIMS
@@ -526,6 +527,21 @@ def one_run_counts(path, frame: pd.DataFrame) -> None:
                 "at most the row's n, the guesses made")
 
 
+def bounds_within_ceilings(path, frame: pd.DataFrame) -> None:
+    """An audit row's ceiling is its own bound with every decision right (privssl.audit.bounds), and
+    the bound only falls as errors are added: a bound above its ceiling was not computed from the
+    row's counts. The tolerance is float rounding only."""
+    over = (frame.eps_lower_bound > frame.eps_ceiling * (1 + 1e-9) + 1e-12).to_numpy()
+    _first_line(path, "eps_lower_bound", over, frame.eps_lower_bound,
+                "at most the row's eps_ceiling, the bound of the same audit with every decision right")
+
+
+def audit_relations(path, frame: pd.DataFrame) -> None:
+    """A table's schema names one relation check; audit.csv has two."""
+    one_run_counts(path, frame)
+    bounds_within_ceilings(path, frame)
+
+
 def noise_free_limits(path, frame: pd.DataFrame) -> None:
     """A utility row at ε = ∞ is its method's noise-free limit (privssl.release.tuning: the same
     training, no noise) and claims nothing; a row at a finite ε is a release, whose noise is never 0."""
@@ -640,8 +656,10 @@ ROC = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("metho
        "tpr": PROBABILITY, "curves": True}  # many rows per key: one ROC curve
 AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
          "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
-         "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "eps_lower_bound": Num(0), "n": COUNT,
-         "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",)), "relations": one_run_counts}
+         "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "eps_lower_bound": Num(0),
+         "eps_ceiling": Num(0),  # the bound were every decision right: what the audit could prove at its n
+         "n": COUNT, "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",)),
+         "relations": audit_relations}
 # training-time branch: dpadapter_train's results, dpcl_train's accounting (read by its report)
 DPADAPTER_RESULTS = {"dataset": Text(), "pretraining": Text(("standard", "sam", "dpadapter")), "rho": Num(0),
                      "eps": POSITIVE, "repeat": COUNT, "accuracy": PROBABILITY, "n_test": Num(1, integer=True),
@@ -928,3 +946,6 @@ def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> P
 # resources/thesis_contrastive.csv: the thesis's statement and quoted values of each contrastive claim
 THESIS_CLAIMS = {"claim": Text(CLAIMS), "statement": Text(), "quoted_values": Text(), "source": Text()}
 THESIS_SEMILEAK = {**THESIS_CLAIMS, "claim": Text(SEMILEAK_CLAIMS)}  # the same columns, thesis Ch. 3's claims
+# resources/claims.csv: the claims ledger's catalogue, one row per claim of the seeds
+PAPER_CLAIMS = {"claim": Text(LEDGER_CLAIMS), "seed": Text(), "source": Text(), "statement": Text(),
+                "paper_value": Text()}

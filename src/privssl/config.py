@@ -21,6 +21,7 @@ from privssl.audit.one_run_spec import check_guesses
 from privssl.data.label_maps import label_map
 from privssl.data.splits import (
     DATASETS,
+    DEBIAN_FASHION_MNIST,
     check_contrastive_sizes,
     check_semileak_sizes,
     check_split_sizes,
@@ -477,14 +478,17 @@ def check_graph_generator(name: str, entry: dict) -> None:
 
 
 # The files the loaders open without downloading (torchvision's dataset classes under data_root,
-# PyG's under graph_data_root/<family>/<Name>/raw); tests/test_config.py checks these lists
+# PyG's under graph_data_root/<family>/<Name>/raw; Fashion-MNIST's may instead be .gz files in
+# DEBIAN_FASHION_MNIST, which the loader lays out under data_root); tests/test_config.py checks these lists
 # against torchvision's and PyG's own, which are not imported here: the Snakefile runs this
 # module before any job, also where only Snakemake is installed (--use-conda).
 _CIFAR10 = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
 IMAGE_FILES = {"cifar10": ("cifar-10-batches-py", _CIFAR10),
                "cifar100": ("cifar-100-python", ["train", "test", "meta"]),
                "stl10": ("stl10_binary", ["train_X.bin", "train_y.bin", "unlabeled_X.bin", "test_X.bin",
-                                          "test_y.bin"])}
+                                          "test_y.bin"]),
+               "fashion_mnist": ("FashionMNIST/raw", [f"{part}-{kind}-ubyte" for part in ("train", "t10k")
+                                                      for kind in ("images-idx3", "labels-idx1")])}
 _PLANETOID = ["x", "tx", "allx", "y", "ty", "ally", "graph", "test.index"]
 GRAPH_FILES = {name: (f"planetoid/{pyg}/raw", [f"ind.{name}.{part}" for part in _PLANETOID])
                for name, pyg in (("cora", "Cora"), ("citeseer", "CiteSeer"), ("pubmed", "PubMed"))}
@@ -495,7 +499,8 @@ GRAPH_FILES["cox2"] = ("tu/COX2/raw", [f"COX2_{part}.txt" for part in ("A", "gra
 
 def check_data_present(config: dict) -> None:
     """Without download, every image dataset (but the bundled digits) and every PyG graph must be
-    under its data root already; else the data job would fail, minutes into the run."""
+    under its data root already (Fashion-MNIST: or in Debian's package); else the data job would
+    fail, minutes into the run."""
     wanted = []
     if not config["download"]:
         wanted += [("data_root", "download", config["data_root"], name, *IMAGE_FILES[name])
@@ -505,9 +510,15 @@ def check_data_present(config: dict) -> None:
                    for name in config["graphs"] if name in GRAPH_FILES]
     for key, switch, root, name, folder, files in wanted:
         missing = [f for f in files if not (Path(root) / folder / f).is_file()]
+        elsewhere = package = ""
+        if name == "fashion_mnist":
+            missing = [f for f in missing if not (DEBIAN_FASHION_MNIST / f"{f}.gz").is_file()]
+            elsewhere = f", nor as .gz files in {DEBIAN_FASHION_MNIST}"
+            package = (f", or Debian's package that puts them there as .gz files (`apt-get install "
+                       f"dataset-fashion-mnist`, as root; the data rule lays them out under {key})")
         if missing:
             raise ConfigError(
                 f"config key '{key}': {name} is not under {key} = {root} (missing {Path(root) / folder}/"
-                f"{{{', '.join(missing)}}}) and {switch} is false (allowed: a {key} holding {folder}/ with these "
-                f"files, or {switch}: true on a machine with internet; a relative {key} is read from the working "
-                f"directory, {Path.cwd()})")
+                f"{{{', '.join(missing)}}}{elsewhere}) and {switch} is false (allowed: a {key} holding {folder}/ "
+                f"with these files{package}, or {switch}: true on a machine with internet; a relative {key} is "
+                f"read from the working directory, {Path.cwd()})")

@@ -32,7 +32,7 @@ from privssl.attacks.statistics import (
     threshold_counts,
 )
 
-EPS_SEARCH_MAX = 50.0  # one-run search range [0, EPS_SEARCH_MAX]
+EPS_SEARCH_MAX = 50.0  # one-run search range [0, EPS_SEARCH_MAX]: a result of EPS_SEARCH_MAX means "at least"
 EPS_TOLERANCE = 1e-4
 
 
@@ -70,6 +70,19 @@ def epsilon_lower_bound_at(fp, n_nonmembers, fn, n_members, delta: float, confid
     fnr_ub = np.asarray(clopper_pearson_upper(fn, n_members, confidence))
     bound = np.maximum(_epsilon_from_rates(fpr_ub, fnr_ub, delta), 0.0)
     return float(bound) if bound.ndim == 0 else bound
+
+
+def hypothesis_test_ceiling(n_nonmembers, n_members, delta: float, confidence: float = 0.95):
+    """The largest ε the hypothesis-test audit can certify on these evaluation counts: its bound
+    with every decision right (FP = FN = 0), whatever the attack.
+
+    Clopper–Pearson with 0 events out of n is u(n) = 1 − (1 − confidence)^(1/n), so the ceiling is
+        max(log((1 − δ − u(n_nonmembers)) / u(n_members)), log((1 − δ − u(n_members)) / u(n_nonmembers)), 0),
+    about log(n / log(1/(1 − confidence))) for n members and n non-members. A bound of 0 under a
+    ceiling near 0 says the audit was blind at this n, not that the release is private.
+    Vectorised over arrays of counts.
+    """
+    return epsilon_lower_bound_at(0, n_nonmembers, 0, n_members, delta, confidence)
 
 
 def _result(eps: float, threshold: float, fp: int, fn: int, n_members: int, n_nonmembers: int) -> dict:
@@ -198,3 +211,15 @@ def one_run_epsilon_lower_bound(v: int, r: int, m: int, delta: float, confidence
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if rejected(mid) else (lo, mid)
     return lo
+
+
+def one_run_ceiling(r: int, m: int, delta: float, confidence: float = 0.95) -> float:
+    """The largest ε the one-run audit can certify with r guesses on m canary slots: its bound with
+    all r guesses right, one_run_epsilon_lower_bound(r, r, m, delta, confidence).
+
+    For δ = 0, P[W >= r] = q^r, so the ceiling is logit((1 − confidence)^(1/r)), about
+    log(r / log(1/(1 − confidence))); δ > 0 lowers it. The search caps it, like the bound, at
+    EPS_SEARCH_MAX, so a ceiling of EPS_SEARCH_MAX reads "at least EPS_SEARCH_MAX" (at δ = 0 that
+    takes r ~ 1e22 guesses, so no audit here reaches it).
+    """
+    return one_run_epsilon_lower_bound(r, r, m, delta, confidence)

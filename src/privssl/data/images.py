@@ -1,18 +1,37 @@
 """Image datasets as one pool of images per dataset.
 
-CIFAR-10/100 and STL-10 are read through torchvision, whose classes download into the data
-root and check their archives' MD5 sums; `digits` is scikit-learn's bundled copy (offline).
+CIFAR-10/100, STL-10 and Fashion-MNIST are read through torchvision, whose classes download into
+the data root and check their archives' MD5 sums; `digits` is scikit-learn's bundled copy
+(offline). Fashion-MNIST's files missing from <data root>/FashionMNIST/raw are first laid out from
+Debian's dataset-fashion-mnist package where it is installed (DEBIAN_FASHION_MNIST), decompressed
+and checked against the MD5 sums of the original files; torchvision downloads only what is still
+missing then.
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import zlib
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from privssl.data.splits import DATASETS
+from privssl.data.splits import DATASETS, DEBIAN_FASHION_MNIST
+from privssl.io import InputError, atomic_path
+
+# MD5 of the uncompressed files of Zalando's release, i.e. of the archives whose MD5 torchvision's
+# FashionMNIST.resources lists. Debian's archives hold the same files, but their gzip headers differ
+# (no file name, another time stamp), and so do their MD5 sums: the check is on what torchvision reads.
+FASHION_MNIST_MD5 = {
+    "train-images-idx3-ubyte": "f4a8712d7a061bf5bd6d2ca38dc4d50a",
+    "train-labels-idx1-ubyte": "9018921c3c673c538a1fc5bad174d6f9",
+    "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
+    "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
+}
 
 
 @dataclass
@@ -22,6 +41,44 @@ class ImagePool:
     images: torch.Tensor
     labels: torch.Tensor
     n_classes: int
+
+
+def _decompress_checked(archive: Path, target: Path, name: str) -> None:
+    """Decompress `archive` into `target`; InputError naming the archive unless the result is the
+    original file `name`."""
+    reinstall = "reinstall the package (`apt-get install --reinstall dataset-fashion-mnist`, as root)"
+    digest = hashlib.md5(usedforsecurity=False)
+    try:
+        with gzip.open(archive, "rb") as source, open(target, "wb") as out:
+            while chunk := source.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+        raise InputError(f"{archive} is not a readable gzip archive ({err}): {reinstall}") from err
+    expected = FASHION_MNIST_MD5[name]
+    if digest.hexdigest() != expected:
+        raise InputError(f"{archive} does not hold Fashion-MNIST's {name}: its contents have MD5 "
+                         f"{digest.hexdigest()}, not {expected} (a corrupt or different file): {reinstall}")
+
+
+def _lay_out_fashion_mnist(root: Path, download: bool) -> None:
+    """Put the Debian package's files that <root>/FashionMNIST/raw lacks there, all or none: every
+    one is decompressed beside its place and checked before any is renamed into it, so that jobs
+    laying out at once, a killed one or a bad archive never leave a partial file under its name.
+    FileNotFoundError if files are still missing and `download` is off."""
+    raw = root / "FashionMNIST" / "raw"
+    missing = [name for name in FASHION_MNIST_MD5 if not (raw / name).is_file()]
+    with ExitStack() as stack:
+        for name in missing:
+            archive = DEBIAN_FASHION_MNIST / f"{name}.gz"
+            if archive.is_file():
+                _decompress_checked(archive, stack.enter_context(atomic_path(raw / name)), name)
+    missing = [name for name in missing if not (raw / name).is_file()]
+    if missing and not download:
+        raise FileNotFoundError(
+            f"fashion_mnist is not under data root {root} (missing {raw}/{{{', '.join(missing)}}}), nor as .gz "
+            f"files in {DEBIAN_FASHION_MNIST} (download is off: install Debian's package, "
+            f"`apt-get install dataset-fashion-mnist` as root, or set download: true on a machine with internet)")
 
 
 def _torchvision_pool(dataset: str, root: Path, download: bool) -> ImagePool:
@@ -34,6 +91,11 @@ def _torchvision_pool(dataset: str, root: Path, download: bool) -> ImagePool:
             parts = [cls(str(root), train=train, download=download) for train in (True, False)]
             images = np.concatenate([p.data for p in parts]).transpose(0, 3, 1, 2)  # NHWC -> NCHW
             labels = np.concatenate([np.asarray(p.targets) for p in parts])
+        elif dataset == "fashion_mnist":
+            _lay_out_fashion_mnist(root, download)
+            parts = [datasets.FashionMNIST(str(root), train=train, download=download) for train in (True, False)]
+            images = torch.cat([p.data for p in parts]).unsqueeze(1).numpy()  # (N, 28, 28) -> (N, 1, 28, 28)
+            labels = torch.cat([p.targets for p in parts]).numpy()
         else:
             parts = [datasets.STL10(str(root), split=s, download=download) for s in ("train", "test", "unlabeled")]
             images = np.concatenate([p.data for p in parts])

@@ -7,6 +7,7 @@ it, so the task never reveals more than the attribute and the attribute is never
 the task:
 - digits: `parity` (even / odd) or `low_high` (0–4 / 5–9);
 - cifar10, stl10: `animal_vehicle`;
+- fashion_mnist: `garment_accessory` (garments / footwear and bags);
 - cifar100: `superclass`, the 20 superclasses read from the dataset's own coarse labels.
 
 Free of torch on purpose: the Snakefile imports it to check the config before any job.
@@ -31,6 +32,7 @@ class LabelMap:
 
 _CIFAR10_VEHICLES = {0, 1, 8, 9}  # airplane, automobile, ship, truck
 _STL10_VEHICLES = {0, 2, 8, 9}  # airplane, car, ship, truck
+_FASHION_ACCESSORIES = {5, 7, 8, 9}  # sandal, sneaker, bag, ankle boot; 0-4 and 6 are garments
 LABEL_MAPS = {
     "digits": {"parity": LabelMap(("even", "odd"), tuple(c % 2 for c in range(10))),
                "low_high": LabelMap(("0-4", "5-9"), tuple(int(c >= 5) for c in range(10)))},
@@ -38,6 +40,8 @@ LABEL_MAPS = {
                                                                           for c in range(10)))},
     "stl10": {"animal_vehicle": LabelMap(("animal", "vehicle"), tuple(int(c in _STL10_VEHICLES) for c in range(10)))},
     "cifar100": {"superclass": LabelMap(tuple(f"superclass_{k}" for k in range(20)), None)},
+    "fashion_mnist": {"garment_accessory": LabelMap(("garment", "accessory"),
+                                                    tuple(int(c in _FASHION_ACCESSORIES) for c in range(10)))},
 }
 
 

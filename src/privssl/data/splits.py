@@ -16,6 +16,7 @@ Free of torch on purpose: the Snakefile imports it to validate the config before
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -37,7 +38,11 @@ DATASETS = {
     "cifar10": DatasetInfo(60000, 0, 10, 3, 32),
     "cifar100": DatasetInfo(60000, 0, 100, 3, 32),
     "stl10": DatasetInfo(13000, 100000, 10, 3, 96),
+    "fashion_mnist": DatasetInfo(70000, 0, 10, 1, 28),
 }
+# Debian's dataset-fashion-mnist package puts Zalando's four .gz files here; the data loader lays
+# them out for torchvision, and the config check accepts them in place of data_root's copies.
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 
 
 def check_split_sizes(dataset: str, sizes: dict[str, int]) -> None:

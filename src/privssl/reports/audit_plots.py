@@ -66,7 +66,10 @@ def figure4(lira: pd.DataFrame, roc: pd.DataFrame) -> plt.Figure:
 def figure5(audit: pd.DataFrame) -> plt.Figure:
     """Claimed ε (for substitution, the audits' adjacency) against the audited lower bound, per
     method and audit; the strongest attack per (method, ε, audit); y = x drawn; points above it
-    circled in red as violations; the unprotected head's bound as a dash-dot line."""
+    circled in red as violations; the unprotected head's bound as a dash-dot line. Each point's
+    ceiling (its audit's bound were every decision right) is a grey dash above it, joined by a dotted
+    line: a bound near 0 under a high ceiling is an audit that could have caught a leak and did not,
+    under a ceiling near 0 an audit too small to prove anything."""
     datasets = _datasets(audit)
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets) + 3.5, 5.2), squeeze=False,
                              layout="constrained")  # room on the right for the legend
@@ -81,13 +84,19 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
             ax.scatter(group.claimed_eps, group.eps_lower_bound, color=style["color"], marker=markers[kind],
                        facecolors="none" if kind != audits[0] else style["color"], s=30,
                        gid=f"{method}:{kind}")
+        ax.vlines(released.claimed_eps, released.eps_lower_bound, released.eps_ceiling, color="lightgrey", lw=0.6,
+                  ls=":", zorder=0)
+        ax.scatter(released.claimed_eps, released.eps_ceiling, marker="_", color="grey", s=60, linewidths=1,
+                   label="ceiling: the bound were every decision right", gid="ceilings")
         violations = released[released.eps_lower_bound > released.claimed_eps]
         ax.scatter(violations.claimed_eps, violations.eps_lower_bound, s=140, facecolors="none", edgecolors="red",
                    linewidths=1.5, label=f"violation ({len(violations)})", gid="violations")
         for kind, group in best[best.method == "none"].groupby("audit"):
-            ax.axhline(group.eps_lower_bound.max(), color="black", ls="-.", lw=0.8,
-                       label=f"no protection, {kind}: ε ≥ {group.eps_lower_bound.max():.2f}")
-        top = max(1.0, float(best.eps_lower_bound.max()) * 1.3)
+            strongest = group.loc[group.eps_lower_bound.idxmax()]
+            ax.axhline(strongest.eps_lower_bound, color="black", ls="-.", lw=0.8,
+                       label=f"no protection, {kind}: ε ≥ {strongest.eps_lower_bound:.2f} "
+                             f"(ceiling {strongest.eps_ceiling:.2f})")
+        top = max(1.0, float(max(best.eps_lower_bound.max(), released.eps_ceiling.max())) * 1.3)
         span = np.geomspace(released.claimed_eps.min() / 2, released.claimed_eps.max() * 2, 200)
         # On a log x axis y = x leaves the panel at x = top: shade where a point would violate its claim.
         ax.plot(span, span, color="grey", ls="--", lw=1, label="y = x (claim)")

@@ -1,0 +1,95 @@
+#!/usr/bin/env python
+"""Rule `claims`: the claims ledger across the seeds (CSV and Markdown), one row per (claim, dataset,
+setting): the ALM paper's claims from every image dataset's releases, thesis Ch. 4's and Ch. 3's
+from their branches' metrics, DPCL's and DPAdapter's from the training-time releases, and the
+DPCL paper's noise multipliers against its stated ε. Each input group is optional: a config
+without a branch has no rows of its claims."""
+
+import argparse
+
+from privssl.accounting.dpcl import paper_settings_rows
+from privssl.artefacts import (
+    CONTRASTIVE,
+    DPADAPTER_RESULTS,
+    MIA,
+    PAPER_CLAIMS,
+    SEMILEAK,
+    THESIS_CLAIMS,
+    THESIS_SEMILEAK,
+    UTILITY,
+    load_csv_file,
+    load_csv_files,
+    load_image_splits,
+)
+from privssl.cli import expect_argument
+from privssl.io import atomic_path, atomic_write_csv, script_logger
+from privssl.reports import contrastive_report, semileak_report
+from privssl.reports.claims_ledger import (
+    Ledger,
+    alm_claims,
+    contrastive_claims,
+    dpadapter_claims,
+    dpcl_accounting_claims,
+    dpcl_claims,
+    markdown,
+    semileak_claims,
+)
+from privssl.reports.training_time_report import dpadapter_table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--catalogue", required=True, help="resources/claims.csv")
+    parser.add_argument("--utility", nargs="*", default=[], help="utility.csv of each image dataset")
+    parser.add_argument("--mia", nargs="*", default=[], help="mia.csv of each image dataset")
+    parser.add_argument("--splits", nargs="*", default=[], help="splits.json of each image dataset (|test|)")
+    parser.add_argument("--contrastive", nargs="*", default=[], help="contrastive/metrics.csv of each dataset")
+    parser.add_argument("--contrastive-thesis", help="resources/thesis_contrastive.csv")
+    parser.add_argument("--semileak", nargs="*", default=[], help="semileak/metrics.csv of each dataset")
+    parser.add_argument("--semileak-thesis", help="resources/thesis_semileak.csv")
+    parser.add_argument("--early-stopping", type=int, help="semileak.defences.early_stopping")
+    parser.add_argument("--views", type=int, help="semileak.attack.views")
+    parser.add_argument("--similarity", help="semileak.attack.similarity")
+    parser.add_argument("--dpadapter", nargs="*", default=[], help="dpadapter/results.csv of each dataset")
+    parser.add_argument("--dpcl-paper", action="store_true", help="add the DPCL paper's noise multipliers' rows")
+    parser.add_argument("--csv", required=True)
+    parser.add_argument("--md", required=True)
+    expect_argument(parser)
+    args = parser.parse_args()
+    script_logger("claims")  # an input error in one line
+    if not (len(args.utility) == len(args.mia) == len(args.splits)):
+        parser.error(f"--utility, --mia and --splits need one file per image dataset each, got "
+                     f"{len(args.utility)}, {len(args.mia)} and {len(args.splits)}")
+    if args.contrastive and not args.contrastive_thesis:
+        parser.error("--contrastive needs --contrastive-thesis")
+    if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
+        parser.error("--semileak needs --semileak-thesis, --early-stopping, --views and --similarity")
+    ledger = Ledger(load_csv_file(args.catalogue, PAPER_CLAIMS))
+    if args.utility:
+        utility, mia = load_csv_files(args.utility, UTILITY, args.expect), load_csv_files(args.mia, MIA, args.expect)
+        n_test = {}
+        for path in args.splits:
+            splits = load_image_splits(path)
+            n_test[splits["dataset"]] = len(splits["splits"]["test"])
+        alm_claims(ledger, utility, mia, n_test)
+        dpcl_claims(ledger, utility, n_test)
+    if args.dpcl_paper:
+        dpcl_accounting_claims(ledger, paper_settings_rows())
+    if args.dpadapter:
+        dpadapter_claims(ledger, dpadapter_table(load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect)))
+    if args.contrastive:
+        contrastive_claims(ledger, contrastive_report.claims_table(
+            load_csv_files(args.contrastive, CONTRASTIVE, args.expect),
+            load_csv_file(args.contrastive_thesis, THESIS_CLAIMS)))
+    if args.semileak:
+        semileak_claims(ledger, semileak_report.claims_table(
+            load_csv_files(args.semileak, SEMILEAK, args.expect), load_csv_file(args.semileak_thesis, THESIS_SEMILEAK),
+            args.early_stopping, args.views, args.similarity))
+    table = ledger.frame()
+    atomic_write_csv(table, args.csv)
+    with atomic_path(args.md) as tmp:
+        tmp.write_text(markdown(table))
+
+
+if __name__ == "__main__":
+    main()
