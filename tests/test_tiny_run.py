@@ -479,7 +479,7 @@ def test_editing_the_semileak_attack_settings_does_not_retrain_the_targets(tiny_
     config["semileak"]["attack"]["epochs"] += 1
     edited = write_config(config, tmp_path / "edited.yaml")
     proc = run_snakemake(tiny_run.workdir, edited, "-n", snakefile=tiny_run.snakefile)
-    assert planned_jobs(proc) == {"semileak_attack": 1, "semileak_report": 1, "digest": 1, "all": 1}
+    assert planned_jobs(proc) == {"semileak_attack": 1, "semileak_report": 1, "claims": 1, "digest": 1, "all": 1}
 
 
 def test_training_time_branches(tiny_run):
@@ -586,7 +586,8 @@ def test_editing_the_contrastive_attack_settings_does_not_retrain_the_models(tin
     config["contrastive"]["attacks"]["label_only"]["steps"] += 1
     edited = write_config(config, tmp_path / "edited.yaml")
     proc = run_snakemake(tiny_run.workdir, edited, "-n", snakefile=tiny_run.snakefile)
-    assert planned_jobs(proc) == {"contrastive_attack": 1, "contrastive_report": 1, "digest": 1, "all": 1}
+    assert planned_jobs(proc) == {"contrastive_attack": 1, "contrastive_report": 1, "claims": 1, "digest": 1,
+                                  "all": 1}
 
 
 def test_editing_the_plot_script_reruns_only_the_figures(tiny_run):
