@@ -25,9 +25,9 @@ import pandas as pd
 
 from privssl.attacks.statistics import n_to_resolve
 from privssl.reports.claims_spec import LEDGER_CLAIMS, VERDICTS
-from privssl.reports.contrastive_report import interval_text
+from privssl.reports.contrastive_report import _cell, directional_verdict, interval_text
 from privssl.reports.release_table import paper_attack, pooled_accuracy
-from privssl.reports.training_time_report import pooled_test_accuracy
+from privssl.reports.training_time_report import dpadapter_comparisons, pooled_test_accuracy
 
 CHANCE = 0.5
 CHANCE_TOLERANCE = 0.05  # "roughly 50 %": the paper gives no margin; this one is the ledger's
@@ -52,11 +52,8 @@ def bound(value: float) -> dict:
 
 def above(a: dict, b: dict) -> tuple[str, float]:
     """The claim "a > b" from the two intervals, and the n that would separate them while they overlap."""
-    if a["lo"] > b["hi"]:
-        return REPRODUCED, np.nan
-    if a["hi"] < b["lo"]:
-        return CONTRADICTED, np.nan
-    return UNRESOLVED, needed(a, b)
+    verdict = branch_verdict(directional_verdict(a["lo"], a["hi"], b["lo"], b["hi"]))
+    return verdict, needed(a, b) if verdict == UNRESOLVED else np.nan
 
 
 def needed(a: dict, b: dict) -> float:
@@ -232,18 +229,14 @@ def semileak_claims(ledger: Ledger, table: pd.DataFrame) -> None:
 def dpadapter_claims(ledger: Ledger, table: pd.DataFrame) -> None:
     """DPAdapter Table 1: DPAdapter above vanilla SAM, SAM above standard pre-training, per ε and ρ
     (the training-time report's table: accuracy pooled over repeats, test decisions)."""
-    for (dataset, eps), group in table.groupby(["dataset", "eps"], sort=True):
-        standard = group[group.pretraining == "standard"].iloc[0]
-        for rho in sorted(group[group.pretraining == "dpadapter"].rho):
-            adapter = group[(group.pretraining == "dpadapter") & (group.rho == rho)].iloc[0]
-            sam = group[(group.pretraining == "sam") & (group.rho == rho)].iloc[0]
-            for claim, high, low, compared in (("dpadapter_above_sam", adapter, sam, "DPAdapter vs vanilla SAM"),
-                                               ("sam_above_standard", sam, standard, "vanilla SAM vs standard")):
-                a = side(high.accuracy, high.accuracy_lo, high.accuracy_hi, high.decisions)
-                b = side(low.accuracy, low.accuracy_lo, low.accuracy_hi, low.decisions)
-                verdict, need = above(a, b)
-                ledger.add(dataset, claim, f"ε = {eps:g}, ρ = {rho:g}", "DP-SGD downstream test accuracy",
-                           f"{compared} pre-training", a, b, verdict, need)
+    for dataset, eps, rho, adapter, sam, standard in dpadapter_comparisons(table):
+        for claim, high, low, compared in (("dpadapter_above_sam", adapter, sam, "DPAdapter vs vanilla SAM"),
+                                           ("sam_above_standard", sam, standard, "vanilla SAM vs standard")):
+            a = side(high.accuracy, high.accuracy_lo, high.accuracy_hi, high.decisions)
+            b = side(low.accuracy, low.accuracy_lo, low.accuracy_hi, low.decisions)
+            verdict, need = above(a, b)
+            ledger.add(dataset, claim, f"ε = {eps:g}, ρ = {rho:g}", "DP-SGD downstream test accuracy",
+                       f"{compared} pre-training", a, b, verdict, need)
 
 
 def dpcl_claims(ledger: Ledger, utility: pd.DataFrame, n_test: dict[str, int]) -> None:
@@ -286,10 +279,6 @@ def dpcl_accounting_claims(ledger: Ledger, settings: list[dict]) -> None:
 
 
 # --------------------------------------------------------------------------------- Markdown
-
-def _cell(text) -> str:
-    return "" if text is None or (isinstance(text, float) and np.isnan(text)) else str(text).replace("|", "∣")
-
 
 def _value(value, lo, hi, n) -> str:
     if lo == hi:  # a bound or a computed value

@@ -103,20 +103,27 @@ def _compare(a: pd.Series, b: pd.Series) -> str:
     return "≈"
 
 
-def dpadapter_verdicts(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (dataset, ε, ρ): DPAdapter vs vanilla SAM and vanilla SAM vs standard pre-training,
-    and whether the paper's order DPAdapter ≥ SAM ≥ standard is shown, contradicted or unresolved."""
-    rows = []
+def dpadapter_comparisons(table: pd.DataFrame):
+    """(dataset, ε, ρ, DPAdapter row, vanilla SAM row, standard row) of `dpadapter_table`, per
+    dataset, ε and radius: the three pre-trainings the paper's Table 1 orders."""
     for (dataset, eps), group in table.groupby(["dataset", "eps"], sort=True):
         standard = group[group.pretraining == "standard"].iloc[0]
         for rho in sorted(group[group.pretraining == "dpadapter"].rho):
             adapter = group[(group.pretraining == "dpadapter") & (group.rho == rho)].iloc[0]
             sam = group[(group.pretraining == "sam") & (group.rho == rho)].iloc[0]
-            first, second = _compare(adapter, sam), _compare(sam, standard)
-            verdict = ("contradicted" if "<" in (first, second) else
-                       "shown" if (first, second) == (">", ">") else "not resolved (intervals overlap)")
-            rows.append({"dataset": dataset, "eps": eps, "rho": rho, "dpadapter_vs_sam": first,
-                         "sam_vs_standard": second, "claim": verdict})
+            yield dataset, eps, rho, adapter, sam, standard
+
+
+def dpadapter_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, ε, ρ): DPAdapter vs vanilla SAM and vanilla SAM vs standard pre-training,
+    and whether the paper's order DPAdapter ≥ SAM ≥ standard is shown, contradicted or unresolved."""
+    rows = []
+    for dataset, eps, rho, adapter, sam, standard in dpadapter_comparisons(table):
+        first, second = _compare(adapter, sam), _compare(sam, standard)
+        verdict = ("contradicted" if "<" in (first, second) else
+                   "shown" if (first, second) == (">", ">") else "not resolved (intervals overlap)")
+        rows.append({"dataset": dataset, "eps": eps, "rho": rho, "dpadapter_vs_sam": first,
+                     "sam_vs_standard": second, "claim": verdict})
     return pd.DataFrame(rows)
 
 
