@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CORES ?= 2
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: run test dry-run report lint benchmark clean test-cluster rulegraph docs
+.PHONY: run test dry-run report lint benchmark clean test-cluster rulegraph docs mutants
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "privssl needs Python >= 3.11 \
@@ -51,6 +51,18 @@ rulegraph: $(STAMP)
 # starts (root and apt-get needed); stopped again whatever the outcome. A few minutes.
 test-cluster: $(STAMP)
 	bash tests/cluster/run.sh
+
+# Mutation testing (docs/testing.md): mutmut over the modules the verdicts rest on, one mutant at
+# a time, with each module's score and wall time; MODULES="audit/bounds.py accounting/" runs some,
+# MUTANTS_ARGS="--record --idle no" appends the wall times to benchmarks/timings.csv.
+# Not part of `make test`. The pinned mutmut (requirements-dev.txt) is installed on first use.
+DEV_STAMP := $(VENV)/.installed-dev
+$(DEV_STAMP): requirements-dev.txt $(STAMP)
+	$(VENV)/bin/pip install -r requirements-dev.txt
+	touch $(DEV_STAMP)
+
+mutants: $(DEV_STAMP)
+	python benchmarks/mutants.py $(MUTANTS_ARGS) $(MODULES)
 
 benchmark: $(STAMP)
 	python benchmarks/sensitivity.py

@@ -76,7 +76,6 @@ rule claims:
         catalogue=resource("claims.csv"),
         utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
         mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
-        splits=expand(f"{RESULTS}/{{dataset}}/splits.json", dataset=DATASETS),
         contrastive_thesis=resource("thesis_contrastive.csv"),
         contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
@@ -109,7 +108,7 @@ rule claims:
         ENV
     shell:
         "python {input.script} --catalogue {input.catalogue} --utility {input.utility} --mia {input.mia}"
-        " --splits {input.splits} --contrastive-thesis {input.contrastive_thesis} {params.contrastive}"
+        " --contrastive-thesis {input.contrastive_thesis} {params.contrastive}"
         " --semileak-thesis {input.semileak_thesis} {params.semileak} {params.dpadapter} {params.dpcl_paper}"
         " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
 

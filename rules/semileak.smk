@@ -45,7 +45,8 @@ rule semileak_train:
         splits=f"{RESULTS}/{{dataset}}/semileak/splits.json",
     output:
         models=f"{RESULTS}/{{dataset}}/semileak/{{role}}/{{target}}.pt",
-        history=f"{RESULTS}/{{dataset}}/semileak/{{role}}/{{target}}_history.csv",
+        # means over the training batches (DP-SGD's before the noise): covered by no claim
+        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/{{role}}/{{target}}_history.csv",
     params:
         semileak=lambda w: semileak_section(
             "network", "augmentation", "train", *(["defences"] if w.target == "fixmatch_dpsgd" else [])
@@ -88,18 +89,19 @@ rule semileak_attack:
         targets=expand(f"{RESULTS}/{{{{dataset}}}}/semileak/target/{{target}}.pt", target=SEMILEAK_TARGETS),
         shadows=expand(f"{RESULTS}/{{{{dataset}}}}/semileak/shadow/{{target}}.pt", target=SEMILEAK_TARGETS),
         histories=expand(
-            f"{RESULTS}/{{{{dataset}}}}/semileak/{{role}}/{{target}}_history.csv",
+            f"{RESULTS}/{{{{dataset}}}}/diagnostics/not_private/semileak/{{role}}/{{target}}_history.csv",
             role=["target", "shadow"],
             target=SEMILEAK_TARGETS,
         ),
     output:
         metrics=f"{RESULTS}/{{dataset}}/semileak/metrics.csv",
-        history=f"{RESULTS}/{{dataset}}/semileak/history.csv",
+        # the training histories merged: not private, as they are
+        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/history.csv",
     params:
         semileak=semileak_section("augmentation", "attack", "defences"),
         expect=lambda w: expect(
             {
-                f"{RESULTS}/{w.dataset}/semileak/{role}/{target}_history.csv": grids.semileak_history(
+                f"{RESULTS}/{w.dataset}/diagnostics/not_private/semileak/{role}/{target}_history.csv": grids.semileak_history(
                     config, role, target
                 )
                 for role in ("target", "shadow")

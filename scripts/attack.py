@@ -106,7 +106,8 @@ def attack_target(protected: dict | None, feats: dict, head: dict, attacker: dic
                              "eps": releases.eps[h // releases.repeats], "repeat": h % releases.repeats,
                              "attack": attack, "adaptive": adaptive,
                              **membership_metrics(scores.numpy(), is_member, attacks.thresholds[attack],
-                                                  tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed)})
+                                                  tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed,
+                                                  with_decisions=True)})
     frame = pd.DataFrame(rows)
     log.info("%s: shadow_mlp accuracy by (adaptive, eps) %s", releases.method,
              frame[frame.attack == "shadow_mlp"].groupby(["adaptive", "eps"], dropna=False).accuracy.mean()

@@ -38,7 +38,8 @@ def attack_release(release: dict, sets, attacker: dict, args) -> pd.DataFrame:
                              "eps": float(release["eps"][h // repeats]), "repeat": h % repeats, "attack": attack,
                              "adaptive": is_adaptive,
                              **membership_metrics(scores.numpy(), is_member, attacks.thresholds[attack],
-                                                  tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed)})
+                                                  tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed,
+                                                  with_decisions=True)})
     return pd.DataFrame(rows)
 
 

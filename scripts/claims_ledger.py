@@ -19,7 +19,6 @@ from privssl.artefacts import (
     UTILITY,
     load_csv_file,
     load_csv_files,
-    load_image_splits,
 )
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
@@ -34,7 +33,6 @@ from privssl.reports.claims_ledger import (
     markdown,
     semileak_claims,
 )
-from privssl.reports.training_time_report import dpadapter_table
 
 
 def main() -> None:
@@ -42,7 +40,6 @@ def main() -> None:
     parser.add_argument("--catalogue", required=True, help="resources/claims.csv")
     parser.add_argument("--utility", nargs="*", default=[], help="utility.csv of each image dataset")
     parser.add_argument("--mia", nargs="*", default=[], help="mia.csv of each image dataset")
-    parser.add_argument("--splits", nargs="*", default=[], help="splits.json of each image dataset (|test|)")
     parser.add_argument("--contrastive", nargs="*", default=[], help="contrastive/metrics.csv of each dataset")
     parser.add_argument("--contrastive-thesis", help="resources/thesis_contrastive.csv")
     parser.add_argument("--semileak", nargs="*", default=[], help="semileak/metrics.csv of each dataset")
@@ -57,9 +54,9 @@ def main() -> None:
     expect_argument(parser)
     args = parser.parse_args()
     script_logger("claims")  # an input error in one line
-    if not (len(args.utility) == len(args.mia) == len(args.splits)):
-        parser.error(f"--utility, --mia and --splits need one file per image dataset each, got "
-                     f"{len(args.utility)}, {len(args.mia)} and {len(args.splits)}")
+    if len(args.utility) != len(args.mia):
+        parser.error(f"--utility and --mia need one file per image dataset each, got {len(args.utility)} and "
+                     f"{len(args.mia)}")
     if args.contrastive and not args.contrastive_thesis:
         parser.error("--contrastive needs --contrastive-thesis")
     if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
@@ -67,16 +64,12 @@ def main() -> None:
     ledger = Ledger(load_csv_file(args.catalogue, PAPER_CLAIMS))
     if args.utility:
         utility, mia = load_csv_files(args.utility, UTILITY, args.expect), load_csv_files(args.mia, MIA, args.expect)
-        n_test = {}
-        for path in args.splits:
-            splits = load_image_splits(path)
-            n_test[splits["dataset"]] = len(splits["splits"]["test"])
-        alm_claims(ledger, utility, mia, n_test)
-        dpcl_claims(ledger, utility, n_test)
+        alm_claims(ledger, utility, mia)
+        dpcl_claims(ledger, utility)
     if args.dpcl_paper:
         dpcl_accounting_claims(ledger, paper_settings_rows())
     if args.dpadapter:
-        dpadapter_claims(ledger, dpadapter_table(load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect)))
+        dpadapter_claims(ledger, load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect))
     if args.contrastive:
         contrastive_claims(ledger, contrastive_report.claims_table(
             load_csv_files(args.contrastive, CONTRASTIVE, args.expect),

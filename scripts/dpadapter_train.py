@@ -21,7 +21,7 @@ from privssl.accounting.dpcl import calibrate, epsilon
 from privssl.accounting.dpcl_spec import fine_tune_phases
 from privssl.artefacts import load_encoder, load_private_sets
 from privssl.cli import device_argument, json_object, positive_float
-from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.training_time import EVALUATED, draw_seed, release_record, utility_rows
 from privssl.training.dpadapter import downstream_model, pretrain_classifier
 from privssl.training.encoders import split_for_training, unit_float
@@ -32,8 +32,13 @@ METHOD = "dpadapter"
 ROLES = ("target", "shadow")
 
 
+def correct(model, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Whether the model classifies each image right (n,) bool."""
+    return predict_proba(model, images, unit_float).argmax(1) == labels
+
+
 def accuracy(model, images: torch.Tensor, labels: torch.Tensor) -> float:
-    return (predict_proba(model, images, unit_float).argmax(1) == labels).double().mean().item()
+    return correct(model, images, labels).double().mean().item()
 
 
 def main() -> None:
@@ -115,12 +120,14 @@ def main() -> None:
                     if role == "shadow":
                         probs["shadow_pairs"].append(predict_proba(model, sets.images["shadow_pairs"], unit_float))
                         continue
-                    down_accuracy = accuracy(model, test_images, test_labels)
+                    down_correct = correct(model, test_images, test_labels)
+                    down_accuracy = down_correct.double().mean().item()
                     down_robust, _ = robust_accuracy(model, unit_float(test_images).to(device), test_labels.to(device),
                                                      robust["noise"], robust["draws"],
                                                      torch.Generator().manual_seed(args.seed))
                     results.append({"dataset": args.dataset, "pretraining": kind, "rho": rho, "eps": eps,
                                     "repeat": repeat, "accuracy": down_accuracy, "n_test": len(test_labels),
+                                    "decisions": pack_decisions(down_correct.cpu().numpy()),
                                     "robust_accuracy": down_robust, "pretrain_accuracy": pre_accuracy,
                                     "pretrain_robust_accuracy": pre_robust, "robust_noise": robust["noise"],
                                     "robust_draws": robust["draws"],
@@ -129,7 +136,7 @@ def main() -> None:
                         for name in EVALUATED:
                             probs[name].append(predict_proba(model, sets.images[name], unit_float))
                         n = len(sets.labels[data])
-                        runs.append({"eps": eps, "repeat": repeat, "accuracy": down_accuracy,
+                        runs.append({"eps": eps, "repeat": repeat, "correct": down_correct,
                                      "noise_multiplier": sigma[e, role],
                                      "sensitivity": REPLACE_ONE_FACTOR * fine_tune.clip_norm,
                                      "sensitivity_statement": f"gradient Δ = {REPLACE_ONE_FACTOR * fine_tune.clip_norm:g} "

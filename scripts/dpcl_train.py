@@ -147,9 +147,8 @@ def main() -> None:
                     history += [{"dataset": args.dataset, "method": method, "objective": section["objective"],
                                  "eps": eps if eps is not None else spent[variant, e, role], "repeat": repeat, **row}
                                 for row in rows]
-                    accuracy = (probs["test"][-1].argmax(1) == sets.labels["test"]).double().mean().item()
                     runs.append({"eps": eps if eps is not None else spent[variant, e, role], "repeat": repeat,
-                                 "accuracy": accuracy, "noise_multiplier": noise,
+                                 "correct": probs["test"][-1].argmax(1) == sets.labels["test"], "noise_multiplier": noise,
                                  "sensitivity": gradient_sensitivity(variant, spec.batch_size, spec.clip_norm),
                                  "sensitivity_statement": sensitivity_statement(section, variant),
                                  "mechanisms": ", ".join(mechanisms(spec.objective, variant)) + " and the head's gradient",

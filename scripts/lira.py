@@ -29,7 +29,8 @@ from privssl.attacks.adaptive import dpsgd_releases, perturb
 from privssl.attacks.lira import candidate_pool, lira_scores, logit_confidence, membership
 from privssl.attacks.mia import best_threshold, metric_scores
 from privssl.attacks.mia_spec import METRIC_ATTACKS
-from privssl.attacks.statistics import membership_metrics, roc
+from privssl.attacks.clustered import clustered_membership_metrics
+from privssl.attacks.statistics import roc
 from privssl.audit.bounds import epsilon_lower_bound_split, hypothesis_test_ceiling
 from privssl.cli import expect_argument, json_object
 from privssl.io import atomic_write_csv, script_logger
@@ -146,9 +147,10 @@ def main() -> None:
                 flat_scores = scores.reshape(-1).numpy()
                 key = {"dataset": args.dataset, "method": args.method, "eps": eps, "attack": attack,
                        "adaptive": adaptive}
+                # T targets decide every candidate: the intervals take the candidate as the unit
                 rows.append({**key, "guarantee_kind": kinds.get(eps, "none"), "targets": targets.shape[0],
-                             **membership_metrics(flat_scores, is_member, threshold, tuple(args.fpr),
-                                                  n_boot=args.bootstrap, seed=args.seed)})
+                             **clustered_membership_metrics(scores.numpy(), target_in.numpy(), threshold,
+                                                            tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed)})
                 fpr, tpr, _ = roc(flat_scores, is_member)
                 kept = corners(fpr, tpr)
                 roc_rows.append(pd.DataFrame({**key, "fpr": fpr[kept], "tpr": tpr[kept]}))

@@ -15,10 +15,10 @@ import torch
 
 from privssl.artefacts import HEAD, expected_of, features, load_sensitivity, load_tensor_file
 from privssl.cli import device_argument, expect_argument, positive_float
-from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.methods import NOISE_FREE, OUTPUT_PERTURBATION_METHODS
 from privssl.release.protection import head_inputs, protected_heads, utility_loss
-from privssl.training.heads import accuracy, flatten, unflatten
+from privssl.training.heads import correct, flatten, unflatten
 
 
 def main() -> None:
@@ -55,13 +55,17 @@ def main() -> None:
     feats = load_tensor_file(args.features, features("test"))
     x, y = feats["test"].to(device), feats["test_labels"].to(device)
     clean_head = load_tensor_file(args.clean_head, HEAD)
-    clean = float(accuracy({k: v.to(device) for k, v in clean_head["params"].items()}, x, y)[0])
+    # the non-private head on the same test records: each row carries its decisions, so that a
+    # release's utility loss pairs with it record by record
+    clean_right = correct({k: v.to(device) for k, v in clean_head["params"].items()}, x, y)[0].cpu()
+    clean = float(clean_right.to(torch.float64).mean())
     for mechanism, *paths in zip(args.mechanism, *per_method):
-        release(mechanism, *paths, x, y, clean, args, device, log)
+        release(mechanism, *paths, x, y, clean, pack_decisions(clean_right.numpy()), args, device, log)
 
 
 def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, out_csv: str, out_heads: str,
-            x: torch.Tensor, y: torch.Tensor, clean: float, args, device: torch.device, log) -> None:
+            x: torch.Tensor, y: torch.Tensor, clean: float, clean_decisions: str, args, device: torch.device,
+            log) -> None:
     """Every ε × draw of one method's release of its head: accuracy, utility loss, the claim."""
     sensitivity = load_sensitivity(sensitivity_path, expected_of(args.expect, sensitivity_path))
     head = load_tensor_file(head_path, HEAD)
@@ -70,22 +74,27 @@ def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, ou
                                           sensitivity, seed, args.graph)
     n_eps, n_rep, n_par = noisy.shape
     queries = head_inputs(x, head.get("clip_norm"))
-    acc = accuracy(unflatten(noisy.reshape(-1, n_par).to(device), head["shapes"]), queries, y)
-    acc = acc.cpu().reshape(n_eps, n_rep)
+    # per test record and draw: the reports cluster the draws by record and pair the methods
+    right = correct(unflatten(noisy.reshape(-1, n_par).to(device), head["shapes"]), queries, y).cpu()
+    right = right.reshape(n_eps, n_rep, -1)
+    acc = right.to(torch.float64).mean(-1)
     loss = utility_loss(acc, clean)
     rows = [{"dataset": args.dataset, "mechanism": mechanism, "eps": c.eps, "delta": c.delta, "repeat": r,
              "noise_scale": c.noise_scale, "sensitivity_norm": c.sensitivity_norm, "sensitivity": c.sensitivity,
              "guarantee_kind": c.guarantee_kind, "guarantee": c.guarantee, "clean_accuracy": clean,
-             "accuracy": float(acc[e, r]), "utility_loss": float(loss[e, r])}
+             "accuracy": float(acc[e, r]), "utility_loss": float(loss[e, r]), "n_test": len(y),
+             "decisions": pack_decisions(right[e, r].numpy()), "clean_decisions": clean_decisions}
             for e, c in enumerate(calibrations) for r in range(n_rep)]
     # The noise-free limit: the same head without noise (the same in every draw), so that a
     # reader sees what the method loses to its training and what to its noise.
-    limit = float(accuracy(released, queries, y)[0])
+    limit_right = correct(released, queries, y)[0].cpu()
+    limit = float(limit_right.to(torch.float64).mean())
     c = calibrations[0]
     rows += [{"dataset": args.dataset, "mechanism": mechanism, "eps": float("inf"), "delta": c.delta, "repeat": r,
               "noise_scale": 0.0, "sensitivity_norm": c.sensitivity_norm, "sensitivity": c.sensitivity,
               "guarantee_kind": "none", "guarantee": NOISE_FREE, "clean_accuracy": clean, "accuracy": limit,
-              "utility_loss": float(utility_loss(torch.tensor(limit, dtype=torch.float64), clean))}
+              "utility_loss": float(utility_loss(torch.tensor(limit, dtype=torch.float64), clean)),
+              "n_test": len(y), "decisions": pack_decisions(limit_right.numpy()), "clean_decisions": clean_decisions}
              for r in range(n_rep)]
     log.info("device %s, %s: non-private accuracy %.4f; mean accuracy per eps %s", device, mechanism, clean,
              dict(zip(args.eps, acc.mean(1).round(decimals=4).tolist())))

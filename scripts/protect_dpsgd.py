@@ -21,12 +21,12 @@ import torch
 from privssl.accounting.dpsgd import SEARCH_SECONDS, calibrate_grid
 from privssl.artefacts import HEAD, features, load_tensor_file
 from privssl.cli import device_argument, json_object, positive_float
-from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.dpsgd import DPSGDSpec, sampling_plan, train_dpsgd_head
 from privssl.release.methods import NOISE_FREE, dpsgd_guarantee
 from privssl.release.protection import utility_loss
 from privssl.release.tuning_spec import TUNABLE
-from privssl.training.heads import DTYPE, HeadSpec, accuracy, parameter_shapes, unflatten
+from privssl.training.heads import DTYPE, HeadSpec, correct, parameter_shapes, unflatten
 
 FEATURE_KEYS = ("finetune", "finetune_labels", "test", "test_labels", "n_classes")
 
@@ -143,17 +143,23 @@ def main() -> None:
     flat = torch.stack([torch.stack([run.flat for run in row]) for row in runs])  # (E, R, P)
     n_eps, n_rep, n_par = flat.shape
     x_test, y_test = x_test.to(device), y_test.to(device)
-    clean = float(accuracy({k: v.to(device) for k, v in head["params"].items()}, x_test, y_test)[0])
-    acc = accuracy(unflatten(flat.reshape(-1, n_par).to(device), shapes), x_test, y_test).cpu().reshape(n_eps, n_rep)
-    limit_acc = accuracy(unflatten(torch.stack([run.flat for run in limit]).to(device), shapes), x_test, y_test).cpu()
+    clean_right = correct({k: v.to(device) for k, v in head["params"].items()}, x_test, y_test)[0].cpu()
+    clean, clean_decisions = float(clean_right.to(torch.float64).mean()), pack_decisions(clean_right.numpy())
+    right = correct(unflatten(flat.reshape(-1, n_par).to(device), shapes), x_test, y_test).cpu()
+    right = right.reshape(n_eps, n_rep, -1)
+    acc = right.to(torch.float64).mean(-1)
+    limit_right = correct(unflatten(torch.stack([run.flat for run in limit]).to(device), shapes), x_test, y_test).cpu()
+    limit_acc = limit_right.to(torch.float64).mean(-1)
     rows = []
     for e, ((cal, spec), row) in enumerate(zip(reached, runs)):
         claim = dpsgd_guarantee(cal.eps, args.delta, cal.noise_multiplier, cal.sample_rate, cal.steps, spec.clip_norm,
                                 spec.accountant, args.graph)
-        rows += [result_row(args, spec, r, run, cal.eps, claim.kind, claim.statement, clean, float(acc[e, r]))
+        rows += [result_row(args, spec, r, run, cal.eps, claim.kind, claim.statement, clean, right[e, r])
                  for r, run in enumerate(row)]
-    rows += [result_row(args, noise_free, r, run, math.inf, "none", NOISE_FREE, clean, float(limit_acc[r]))
+    rows += [result_row(args, noise_free, r, run, math.inf, "none", NOISE_FREE, clean, limit_right[r])
              for r, run in enumerate(limit)]
+    for row in rows:
+        row["clean_decisions"] = clean_decisions
     log.info("device %s, dpsgd: non-private accuracy %.4f; mean accuracy per eps %s; noise-free limit %.4f", device,
              clean, dict(zip([c.eps for c, _ in reached], acc.mean(1).round(decimals=4).tolist())),
              float(limit_acc.mean()))
@@ -166,14 +172,16 @@ def main() -> None:
 
 
 def result_row(args, spec: DPSGDSpec, repeat: int, run, eps: float, kind: str, claim: str, clean: float,
-               acc: float) -> dict:
-    """A utility row of draw `repeat`'s training, with the settings it trained with."""
+               right: torch.Tensor) -> dict:
+    """A utility row of draw `repeat`'s training (`right`: its decision on each test record), with
+    the settings it trained with."""
     noise_multiplier = run.noise_multiplier
+    acc = float(right.to(torch.float64).mean())
     return {"dataset": args.dataset, "mechanism": "dpsgd", "eps": eps, "delta": args.delta, "repeat": repeat,
             "noise_scale": noise_multiplier, "sensitivity_norm": "l2", "sensitivity": spec.clip_norm,
             "guarantee_kind": kind, "guarantee": claim, "clean_accuracy": clean, "accuracy": acc,
             "utility_loss": float(utility_loss(torch.tensor(acc, dtype=torch.float64), clean)),
-            "noise_multiplier": noise_multiplier,
+            "n_test": len(right), "decisions": pack_decisions(right.numpy()), "noise_multiplier": noise_multiplier,
             "sample_rate": run.sample_rate, "steps": run.steps, "eps_spent": run.eps_spent,
             **{f"dpsgd_{field}": getattr(spec, field) for field in TUNABLE["dpsgd"]}}
 

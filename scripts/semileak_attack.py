@@ -4,7 +4,9 @@ semi-supervised branch, each fitted on the shadow trained its way, at every chec
 A_NN, the four metric attacks and A_DA (K views, JS), for all, labelled and unlabelled members;
 at the last step also A_DA over the views and similarity grids and the top-1 defence. Beside each
 row the model's test and train accuracy (95 % Clopper–Pearson), its over-fitting and the JS
-distance between the members' and non-members' prediction-entropy histograms (§3.4.4)."""
+distance between the members' and non-members' prediction-entropy histograms (§3.4.4). The
+trainings' histories are merged into one file, as they are: not private (statistics of the
+training batches without noise), kept under diagnostics/not_private/."""
 
 import argparse
 
@@ -18,7 +20,7 @@ from privssl.attacks.semi_leak import Case, Observed, Records, entropy_js_distan
 from privssl.attacks.statistics import accuracy_interval
 from privssl.cli import device_argument, expect_argument, json_object
 from privssl.data.images import load_pool
-from privssl.io import InputError, atomic_write_csv, pick_device, script_logger
+from privssl.io import InputError, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.training.augment import AugmentSpec, strong, weak
 from privssl.training.encoders import unit_float
 from privssl.training.semi_supervised import posteriors
@@ -53,10 +55,12 @@ def view_posteriors(nets: dict, needed: dict, images: torch.Tensor, augment: Aug
 
 
 def accuracy_columns(prefix: str, probs: torch.Tensor, labels: torch.Tensor) -> dict:
-    correct = int((probs.argmax(-1) == labels).sum())
-    value, lo, hi = accuracy_interval(correct, len(labels))
+    """Accuracy with its interval and records, and each record's decision (the report pairs two
+    models' accuracies on the same records)."""
+    right = probs.argmax(-1) == labels
+    value, lo, hi = accuracy_interval(int(right.sum()), len(labels))
     return {f"{prefix}_accuracy": value, f"{prefix}_accuracy_lo": lo, f"{prefix}_accuracy_hi": hi,
-            f"n_{prefix}": len(labels)}
+            f"n_{prefix}": len(labels), f"{prefix}_decisions": pack_decisions(right.numpy())}
 
 
 def main() -> None:
@@ -65,14 +69,16 @@ def main() -> None:
     parser.add_argument("--data-root", required=True)
     parser.add_argument("--targets", nargs="+", required=True, help="semileak_train files of the role target")
     parser.add_argument("--shadows", nargs="+", required=True, help="... and of the role shadow, in the same order")
-    parser.add_argument("--histories", nargs="+", required=True, help="every semileak_train history")
+    parser.add_argument("--histories", nargs="+", required=True, help="every semileak_train history (not private)")
     parser.add_argument("--semileak", type=json_object, required=True,
                         help="the `semileak` section's augmentation, attack and defences (JSON)")
     parser.add_argument("--fpr", type=float, nargs="+", required=True)
     parser.add_argument("--bootstrap", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True, help="output: metrics.csv")
-    parser.add_argument("--history", required=True, help="output: every training's history.csv")
+    parser.add_argument("--history", required=True,
+                        help="output: every training's history in one file; not private (computed on the training "
+                             "sets without noise)")
     parser.add_argument("--threads", type=int, default=None)
     device_argument(parser)
     expect_argument(parser)

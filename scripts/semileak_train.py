@@ -24,6 +24,9 @@ from privssl.training.semi_supervised_spec import DPSGD_TARGET, SUPERVISED, TARG
 from privssl.training.simclr import state_digest
 from privssl.training.wide_resnet import seeded_network
 
+# the history's statistics are means over the training batches, DP-SGD's before its noise
+NOT_PRIVATE = "not private: computed on the training set without noise; covered by no privacy claim"
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -38,7 +41,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--checkpoints", required=True, help="folder of the resumable training states")
     parser.add_argument("--models", required=True, help="output: the EMA models at every checkpoint step (.pt)")
-    parser.add_argument("--history", required=True, help="output: losses and mask rate per checkpoint")
+    parser.add_argument("--history", required=True,
+                        help="output: losses and mask rate per checkpoint; not private (computed on the training "
+                             "set without noise)")
     parser.add_argument("--threads", type=int, default=None)
     device_argument(parser)
     args = parser.parse_args()
@@ -58,7 +63,10 @@ def main() -> None:
         labelled = torch.tensor(splits["labelled"][f"{args.role}_train"])
         unlabelled = part[~torch.isin(part, labelled)]
     images = unit_float(pool.images)
-    data = TrainingSet(images[labelled], pool.labels[labelled], images[unlabelled], splits["n_classes"])
+    # each record's identity is its index in the pool, which no other record's presence changes:
+    # DP-SGD keys its sampling and augmentation to it
+    data = TrainingSet(images[labelled], pool.labels[labelled], images[unlabelled], splits["n_classes"], labelled,
+                       unlabelled)
     in_channels = images.shape[1]
     digest = state_digest({"labelled": data.labelled, "unlabelled": data.unlabelled, "labels": data.labels.float()})
     checkpoints = Path(args.checkpoints)
@@ -85,6 +93,7 @@ def main() -> None:
         dp = cfg["defences"]["dpsgd"]
         spec = replace(spec, steps=dp["steps"], checkpoint_every=dp["steps"])  # the released (last) model only
         rate = sampling_rate(spec, len(labelled), len(unlabelled))
+        ids = state_digest({"labelled": labelled, "unlabelled": unlabelled})  # they key the batches and views
         found, unreachable = calibrate_grid(dp["eps"], args.delta, rate, spec.steps, args.accountant)
         if unreachable:  # before any training: a grid with a hole would be refused by the attack rule anyway
             raise InputError("; ".join(f"ε = {miss.eps:g} cannot be reached: {miss.reason}" for miss in unreachable)
@@ -94,7 +103,8 @@ def main() -> None:
             net = seeded_network(args.seed, network["architecture"], in_channels, data.n_classes, network["width"],
                                  private=True)
             kept, rows = train_private(net, data, spec, private, augment, args.seed, device,
-                                       checkpoints / f"eps{calibration.eps:g}.pt", fingerprint(calibration), log.info)
+                                       checkpoints / f"eps{calibration.eps:g}.pt", fingerprint((calibration, ids)),
+                                       log.info)
             models.append({"eps": calibration.eps, "noise_multiplier": calibration.noise_multiplier,
                            "eps_spent": calibration.eps_at_sigma, "delta": args.delta, "sample_rate": rate,
                            "accountant": args.accountant, "clip_norm": dp["clip_norm"], "states": canonical(kept)})
@@ -105,8 +115,8 @@ def main() -> None:
                            fingerprint(None), log.info)
         models.append({"eps": None, "states": canonical(kept)})
         history += [{"eps": float("nan"), **row} for row in rows]
-    atomic_write_csv(pd.DataFrame([{"role": args.role, "target": args.target, **row} for row in history]),
-                     args.history)
+    atomic_write_csv(pd.DataFrame([{"role": args.role, "target": args.target, **row, "privacy": NOT_PRIVATE}
+                                   for row in history]), args.history)
     atomic_torch_save({"role": args.role, "target": args.target, "dataset": splits["dataset"],
                        "architecture": network["architecture"], "width": network["width"],
                        "in_channels": in_channels, "n_classes": data.n_classes, "steps": spec.steps,

@@ -52,9 +52,10 @@ def main() -> None:
         n_test[splits["dataset"]] = len(splits["splits"]["test"])
     save_figure(figure(utility, mia, n_test), args.figure)
     if args.dpadapter:
-        table = dpadapter_table(load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect))
+        results = load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect)
+        table = dpadapter_table(results)
         atomic_write_csv(table, args.dpadapter_table[0])
-        write_markdown(dpadapter_markdown(table, dpadapter_verdicts(table)), args.dpadapter_table[1])
+        write_markdown(dpadapter_markdown(table, dpadapter_verdicts(results)), args.dpadapter_table[1])
     if args.accounting:
         ours = load_csv_files(args.accounting, DPCL_ACCOUNTING, args.expect)
         paper = pd.DataFrame(paper_settings_rows(delta=args.delta))

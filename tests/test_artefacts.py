@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -21,7 +22,7 @@ from privssl import artefacts
 from privssl.artefacts import ArtefactError
 from privssl.audit.bounds import hypothesis_test_ceiling, one_run_ceiling
 from privssl.data.splits import LABELLED_SPLITS, SPLITS
-from privssl.io import atomic_write_csv
+from privssl.io import atomic_write_csv, pack_decisions
 from privssl.release.certified import CertifiedSpec, certified_sensitivity
 from privssl.release.sensitivity import paper_sensitivity, population_sensitivity
 from privssl.training.heads import HeadSpec
@@ -279,11 +280,20 @@ def test_split_files_hold_disjoint_indices_into_the_pool(tmp_path):
 
 # --------------------------------------------------------------------------------- tables
 
+N_TEST = 100
+
+
+def right_of(count: int, records: int = N_TEST) -> str:
+    """A decisions cell: the first `count` of `records` right."""
+    return pack_decisions(np.arange(records) < count)
+
+
 def utility_rows(methods=("alm", "laplace"), eps=(1.0, 10.0), repeats=2) -> pd.DataFrame:
     return pd.DataFrame([{"dataset": "digits", "mechanism": m, "eps": e, "delta": 0.0, "repeat": r,
                           "noise_scale": 2.0 / e, "sensitivity_norm": "l1", "sensitivity": 2.0,
                           "guarantee_kind": "random_dp", "guarantee": "(1, γ=0.2)-random DP", "clean_accuracy": 0.9,
-                          "accuracy": 0.5 + 0.01 * r, "utility_loss": 1 - (0.5 + 0.01 * r) / 0.9}
+                          "accuracy": 0.5 + 0.01 * r, "utility_loss": 1 - (0.5 + 0.01 * r) / 0.9,
+                          "n_test": N_TEST, "decisions": right_of(50 + r), "clean_decisions": right_of(90)}
                          for m in methods for e in eps for r in range(repeats)])
 
 
@@ -336,7 +346,7 @@ def mia_rows() -> pd.DataFrame:
     rows = [{"dataset": "digits", "mechanism": m, "eps": e, "repeat": r, "attack": "shadow_mlp", "adaptive": True,
              "n_members": 50, "n_nonmembers": 50, "accuracy": 0.6, "accuracy_lo": 0.5, "accuracy_hi": 0.7,
              "auc": 0.6, "auc_lo": 0.5, "auc_hi": 0.7, "tpr_at_1pct_fpr": 0.02, "tpr_at_1pct_fpr_lo": 0.0,
-             "tpr_at_1pct_fpr_hi": 0.1, "fp_at_1pct_fpr": 0}
+             "tpr_at_1pct_fpr_hi": 0.1, "fp_at_1pct_fpr": 0, "decisions": right_of(60, 100)}
             for m, e in (("none", math.nan), ("alm", 1.0), ("alm", 10.0)) for r in range(1 if m == "none" else 2)]
     return pd.DataFrame(rows)
 
@@ -505,3 +515,46 @@ def test_an_accountant_epsilon_above_its_target_is_refused(tmp_path):
         artefacts.load_csv_file, artefacts.DPCL_ACCOUNTING)
     fixed = accounting_rows((55.0, 9.9949)).assign(eps_target=math.nan)  # a fixed noise multiplier: no target
     artefacts.load_csv_file(write_csv(fixed, tmp_path / "fixed.csv"), artefacts.DPCL_ACCOUNTING)
+
+
+# --------------------------------------------------------------------------------- per-record cells
+
+def test_a_decisions_cell_of_the_wrong_length_or_padding_is_refused_naming_its_line(tmp_path):
+    frame = utility_rows()
+    frame.loc[1, "decisions"] = right_of(50, 99)  # 13 bytes for 100 records, but its bits past 99 are clear
+    artefacts.load_csv_file(write_csv(frame, tmp_path / "ok.csv"), artefacts.UTILITY)
+    frame.loc[1, "decisions"] = right_of(50, 92)  # 12 bytes: 96 bits for 100 records
+    assert "line 3" in refused(write_csv(frame, tmp_path / "short.csv"), "decisions", artefacts.load_csv_file,
+                               artefacts.UTILITY)
+    frame = utility_rows()
+    frame.loc[2, "decisions"] = "ff" * 13  # 104 bits set: four past the 100th record
+    assert "past its last record" in refused(write_csv(frame, tmp_path / "padding.csv"), "decisions",
+                                             artefacts.load_csv_file, artefacts.UTILITY)
+
+
+def test_decisions_cells_of_digits_only_stay_text(tmp_path):
+    """"00…" (no record right) is a hex cell, not the number 0."""
+    frame = utility_rows()
+    frame["decisions"] = right_of(0)
+    loaded = artefacts.load_csv_file(write_csv(frame, tmp_path / "zeros.csv"), artefacts.UTILITY)
+    assert (loaded.decisions == "00" * 13).all()
+
+
+def test_a_clean_decisions_cell_may_be_empty_but_not_malformed(tmp_path):
+    frame = utility_rows()
+    frame["clean_decisions"] = None  # a training-time release's rows
+    artefacts.load_csv_file(write_csv(frame, tmp_path / "empty.csv"), artefacts.UTILITY)
+    frame.loc[0, "clean_decisions"] = "zz"
+    refused(write_csv(frame, tmp_path / "bad.csv"), "clean_decisions", artefacts.load_csv_file, artefacts.UTILITY)
+
+
+def test_a_ranks_cell_must_hold_the_ranks_of_its_records(tmp_path):
+    from privssl.io import pack_ranks
+
+    schema = {"n_members": artefacts.COUNT, "n_nonmembers": artefacts.COUNT, "ranks": artefacts.Decisions(
+        ("n_members", "n_nonmembers"), ranks=True)}
+    scores = np.random.default_rng(0).random(10)
+    good = pd.DataFrame({"n_members": [5], "n_nonmembers": [5], "ranks": [pack_ranks(scores)]})
+    artefacts.load_csv_file(write_csv(good, tmp_path / "ok.csv"), schema)
+    bad = good.assign(n_nonmembers=[6])  # 11 records announced, 10 ranked
+    assert "line 2" in refused(write_csv(bad, tmp_path / "bad.csv"), "ranks", artefacts.load_csv_file, schema)

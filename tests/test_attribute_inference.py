@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -12,6 +13,7 @@ from privssl.attacks.attribute_inference import (
     train_attribute_attack,
 )
 from privssl.attacks.statistics import clopper_pearson
+from privssl.io import unpack_decisions
 
 FAST = AttributeAttackSpec(epochs=20)
 
@@ -83,8 +85,35 @@ def test_majority_baseline_hand_count():
     aux = torch.tensor([2, 2, 1, 1, 0, 3])  # classes 1 and 2 tie: the smaller, 1, is guessed
     attributes = torch.tensor([1, 1, 2, 0, 1])
     lo, hi = clopper_pearson(3, 5)
-    assert majority_baseline(aux, attributes) == {"baseline": 0.6, "baseline_lo": lo, "baseline_hi": hi}
-    assert majority_baseline(torch.tensor([0, 2, 2]), attributes)["baseline"] == 0.2
+    result = majority_baseline(aux, attributes)
+    assert result == {"baseline": 0.6, "baseline_lo": lo, "baseline_hi": hi, "baseline_decisions": "c8"}  # 11001
+    assert unpack_decisions(result["baseline_decisions"], 5).tolist() == [True, True, False, False, True]
+    other = majority_baseline(torch.tensor([0, 2, 2]), attributes)  # the auxiliary set's majority, not the target's
+    assert other["baseline"] == 0.2
+    assert unpack_decisions(other["baseline_decisions"], 5).tolist() == [False, False, True, False, False]
+
+
+def test_decisions_are_each_members_right_or_wrong_in_order():
+    """The packed decisions unpack to exactly the per-record right/wrong of the attack model's
+    predictions and of the majority guess, recomputed here, in the records' order (37 records:
+    the last byte is partly filled)."""
+    generator = torch.Generator().manual_seed(5)
+    aux, aux_attributes = clustered(200, 3, 8, generator)
+    target, attributes = clustered(37, 3, 8, generator)
+    target = target + 2.5 * torch.randn(37, 8, generator=generator)  # blurred: some right, some wrong
+    model = train_attribute_attack(aux, aux_attributes, 3, FAST, seed=0)
+    result = attribute_accuracy(model, target, attributes)
+    with torch.no_grad():
+        predicted = model(target).argmax(1)
+    expected = (predicted == attributes).numpy()
+    assert 0 < expected.sum() < 37
+    assert np.array_equal(unpack_decisions(result["decisions"], 37), expected)
+    assert result["accuracy"] == expected.mean() and result["n"] == 37
+    majority = int(np.bincount(aux_attributes.numpy()).argmax())
+    baseline = majority_baseline(aux_attributes, attributes)
+    right = (attributes == majority).numpy()
+    assert np.array_equal(unpack_decisions(baseline["baseline_decisions"], 37), right)
+    assert baseline["baseline"] == right.mean()
 
 
 @pytest.mark.parametrize("embeddings, attributes, n_classes, match", [

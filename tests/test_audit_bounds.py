@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import optimize, special, stats
@@ -63,6 +65,40 @@ def test_random_scores_give_a_bound_near_zero():
     assert 0 <= result["eps_lower_bound"] < 0.5
 
 
+@pytest.mark.parametrize("fp, n0, fn, n1, delta, confidence", [
+    (5, 400, 30, 60, DELTA, 0.95), (40, 90, 2, 300, 0.0, 0.9), (0, 1000, 7, 25, 1e-3, 0.99)])
+def test_unbalanced_counts_bound_each_rate_by_its_own_population(fp, n0, fn, n1, delta, confidence):
+    """FP of the n0 non-members, FN of the n1 members, each by its one-sided Clopper–Pearson upper
+    bound, the Beta(k + 1, n − k) quantile at `confidence`; the members and non-members swapped give
+    another bound, so balanced sizes could not tell the two apart."""
+    fpr_ub, fnr_ub = stats.beta.ppf(confidence, fp + 1, n0 - fp), stats.beta.ppf(confidence, fn + 1, n1 - fn)
+    expected = max(0.0, np.log((1 - delta - fpr_ub) / fnr_ub), np.log((1 - delta - fnr_ub) / fpr_ub))
+    assert expected > 0.5
+    assert epsilon_lower_bound_at(fp, n0, fn, n1, delta, confidence) == pytest.approx(expected, rel=1e-12)
+    swapped_fpr, swapped_fnr = stats.beta.ppf(confidence, fp + 1, n1 - fp), stats.beta.ppf(confidence, fn + 1, n0 - fn)
+    swapped = max(0.0, np.log((1 - delta - swapped_fpr) / swapped_fnr), np.log((1 - delta - swapped_fnr) / swapped_fpr))
+    assert abs(swapped - expected) > 0.1
+
+
+def test_the_best_threshold_over_unbalanced_scores_is_found_by_brute_force():
+    """Every threshold 'member iff score >= t' (each score and +inf) counted by hand on 37 members
+    and 113 non-members, its bound by scipy's Beta quantiles; the audit reports the largest, the
+    first (lowest) threshold on ties, with its counts."""
+    scores, member = unbalanced(37, 113, 1.5, 4)
+    scores = np.round(scores, 1)  # ties between members and non-members
+    thresholds = np.r_[np.unique(scores), np.inf]
+    fps = [int(((scores >= t) & ~member).sum()) for t in thresholds]
+    fns = [int(((scores < t) & member).sum()) for t in thresholds]
+    bounds = [direct_bound(fp, 113, fn, 37, DELTA, 0.9) for fp, fn in zip(fps, fns)]
+    best = int(np.argmax(bounds))
+    result = epsilon_lower_bound(scores, member, DELTA, confidence=0.9)
+    assert result["eps_lower_bound"] == pytest.approx(bounds[best], rel=1e-12) and bounds[best] > 0.3
+    assert (result["threshold"], result["fp"], result["fn"]) == (thresholds[best], fps[best], fns[best])
+    assert (result["n_members"], result["n_nonmembers"]) == (37, 113)
+    # a reversed attack (non-members score higher) is no evidence: its best bound is far lower
+    assert epsilon_lower_bound(-scores, member, DELTA, confidence=0.9)["eps_lower_bound"] < 0.5 * bounds[best]
+
+
 def test_second_inequality_credits_precise_low_recall_attacks():
     """No false positive, half the members missed: FNR + e^ε FPR >= 1 − δ is the binding inequality."""
     bound = epsilon_lower_bound_at(0, 100, 50, 100, 0.0)
@@ -75,17 +111,37 @@ def shifted(n, shift, seed):
     return rng.normal(size=2 * n) + shift * np.r_[np.ones(n), np.zeros(n)], np.r_[np.ones(n, bool), np.zeros(n, bool)]
 
 
+def unbalanced(n_members, n_nonmembers, shift, seed):
+    rng = np.random.default_rng(seed)
+    member = np.r_[np.ones(n_members, bool), np.zeros(n_nonmembers, bool)]
+    return rng.normal(size=member.size) + shift * member, member
+
+
+def plug_in_epsilon(fp, n0, fn, n1, delta):
+    """The split audit's selection score, written out: rates floored at 0.5/n, both inequalities."""
+    fpr, fnr = max(fp / n0, 0.5 / n0), max(fn / n1, 0.5 / n1)
+    return max(np.log((1 - delta - fpr) / fnr) if 1 - delta - fpr > 0 else -np.inf,
+               np.log((1 - delta - fnr) / fpr) if 1 - delta - fnr > 0 else -np.inf)
+
+
 def test_split_threshold_depends_on_selection_data_only():
     select, member_select = shifted(500, 2.0, 1)
-    evaluate, member_eval = shifted(400, 2.0, 2)
+    evaluate, member_eval = unbalanced(130, 470, 2.0, 2)
     result = epsilon_lower_bound_split(select, member_select, evaluate, member_eval, DELTA)
     other = epsilon_lower_bound_split(select, member_select, evaluate[::-1] * 3 + 1, member_eval, DELTA)
     assert result["threshold"] == other["threshold"] and result["selected_on"] == 1000
-    assert (result["n_members"], result["n_nonmembers"]) == (400, 400)
+    # the threshold of the largest plug-in ε on the selection data, the first one on ties (by hand)
+    candidates = np.r_[np.unique(select), np.inf]
+    scored = [plug_in_epsilon(((select >= t) & ~member_select).sum(), 500, ((select < t) & member_select).sum(), 500,
+                              DELTA) for t in candidates]
+    assert result["threshold"] == candidates[int(np.argmax(scored))]
+    assert (result["n_members"], result["n_nonmembers"]) == (130, 470)
     guess = evaluate >= result["threshold"]
-    assert (result["fp"], result["fn"]) == ((guess & ~member_eval).sum(), (~guess & member_eval).sum())
-    assert result["eps_lower_bound"] == pytest.approx(epsilon_lower_bound_at(result["fp"], 400, result["fn"], 400,
-                                                                             DELTA))
+    fp, fn = (guess & ~member_eval).sum(), (~guess & member_eval).sum()
+    assert (result["fp"], result["fn"]) == (fp, fn) and fp != fn
+    # the evaluation's bound by scipy's Beta quantiles: FP of the 470 non-members, FN of the 130 members
+    assert result["eps_lower_bound"] == pytest.approx(direct_bound(fp, 470, fn, 130, DELTA), rel=1e-12)
+    assert abs(direct_bound(fn, 470, fp, 130, DELTA) - result["eps_lower_bound"]) > 0.05  # a swap would show
     # A single pre-chosen test is never stronger than the best of all tests on the same evaluation data.
     assert 0 < result["eps_lower_bound"] <= epsilon_lower_bound(evaluate, member_eval, DELTA)["eps_lower_bound"]
 
@@ -235,3 +291,99 @@ def test_bad_delta_and_confidence(delta, confidence, match):
         epsilon_lower_bound_at(0, 10, 0, 10, delta, confidence)
     with pytest.raises(ValueError, match=match):
         epsilon_lower_bound_split(scores, member, scores, member, delta, confidence)
+
+
+# --------------------------------------------------------------------------- what the mutants of bounds.py found
+
+
+def test_the_split_selects_the_plug_in_argmax_on_small_unbalanced_sets():
+    """On 400 small selection sets (3–14 members and non-members, tied scores, the lowest score
+    a member's or a non-member's), the threshold is the first argmax of the plug-in ε written out
+    by hand, every selection query is counted once, and the evaluation's counts are the threshold's."""
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        n1, n0 = rng.integers(3, 15, 2)
+        member = np.r_[np.ones(n1, bool), np.zeros(n0, bool)]
+        scores = np.round(rng.normal(size=n1 + n0) + rng.uniform(0, 2) * member, 1)
+        candidates = np.r_[np.unique(scores), np.inf]
+        scored = [plug_in_epsilon(((scores >= t) & ~member).sum(), n0, ((scores < t) & member).sum(), n1, DELTA)
+                  for t in candidates]
+        result = epsilon_lower_bound_split(scores, member, scores[::-1], member, DELTA)
+        assert result["threshold"] == candidates[int(np.argmax(scored))]
+        assert result["selected_on"] == n1 + n0
+        guess = scores[::-1] >= result["threshold"]
+        assert (result["fp"], result["fn"]) == ((guess & ~member).sum(), (~guess & member).sum())
+
+
+def test_the_split_bound_uses_the_confidence_given():
+    select, member_select = shifted(200, 1.5, 7)
+    evaluate, member_eval = unbalanced(90, 160, 1.5, 8)
+    for confidence in (0.8, 0.99):
+        result = epsilon_lower_bound_split(select, member_select, evaluate, member_eval, DELTA, confidence)
+        assert result["eps_lower_bound"] == pytest.approx(
+            direct_bound(result["fp"], 160, result["fn"], 90, DELTA, confidence), rel=1e-12)
+
+
+def test_a_single_bound_is_a_python_float_and_an_array_of_counts_an_array():
+    assert type(epsilon_lower_bound_at(3, 100, 10, 80, 0.0)) is float
+    assert type(hypothesis_test_ceiling(50, 50, DELTA)) is float
+    assert isinstance(epsilon_lower_bound_at(np.array([3, 4]), 100, np.array([10, 9]), 80, 0.0), np.ndarray)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: one_run_guesses([0.1, 0.2], -1, 0), "k_plus must be a non-negative integer, got -1"),
+    (lambda: one_run_guesses([0.1, 0.2], 0, 0.5), "k_minus must be a non-negative integer, got 0.5"),
+    (lambda: one_run_guesses([0.1, 0.2, 0.3], 2, 2), r"k_plus \+ k_minus must be <= len\(scores\) = 3, got 2 \+ 2"),
+    (lambda: one_run_epsilon_lower_bound(-1, 4, 10, 0.0), "v must be a non-negative integer, got -1"),
+    (lambda: one_run_epsilon_lower_bound(1, 2.5, 10, 0.0), "r must be a non-negative integer, got 2.5"),
+    (lambda: one_run_epsilon_lower_bound(1, 2, -3, 0.0), "m must be a non-negative integer, got -3"),
+    (lambda: one_run_epsilon_lower_bound(5, 4, 10, 0.0), "need 0 <= v <= r <= m, got v=5, r=4, m=10"),
+])
+def test_a_bad_guess_count_is_refused_naming_it(call, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        call()
+
+
+def test_one_run_guesses_break_ties_by_position_and_are_integers():
+    """Ties are broken by position, as a stable sort orders them: of equal scores, the later
+    records are guessed 'included', the earlier ones 'excluded' (written out by hand here)."""
+    scores = np.random.default_rng(9).integers(0, 3, 200).astype(float)
+    guesses = one_run_guesses(scores, 30, 40)
+    order = sorted(range(200), key=lambda i: (scores[i], i))
+    expected = np.zeros(200, dtype=int)
+    expected[order[-30:]], expected[order[:40]] = 1, -1
+    assert guesses.tolist() == expected.tolist() and guesses.dtype.kind == "i"
+
+
+@pytest.mark.parametrize("m, delta, warns", [(10, 0.04, False), (10, 0.05, False), (10, 0.06, True),
+                                             (1000, 4e-4, False)])
+def test_the_monotonicity_warning_is_issued_exactly_when_2m_delta_exceeds_one(m, delta, warns):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        one_run_epsilon_lower_bound(8, 10, m, delta)
+    assert len(caught) == int(warns)
+    if warns:
+        assert str(caught[0].message) == (f"2*m*delta = {2 * m * delta:g} > 1: the one-run p-value may not be "
+                                          "monotone in eps; the binary search then finds a rejection boundary, "
+                                          "not necessarily the largest eps")
+        # attributed to the caller (stacklevel 2), not to the library; under mutmut, to its trampoline
+        caller = Path(caught[0].filename)
+        assert caller.name != "bounds.py" and (caller == Path(__file__) or "mutmut" in caller.parts)
+
+
+def test_a_delta_of_one_rejects_nothing():
+    """(ε, 1)-DP holds for every algorithm, so its p-value bound is 1 (and never above): the
+    i = v term alone adds 2m(1 − f(v))/v ≥ 2(1 − f(v))."""
+    for v, r, m in ((30, 40, 50), (1, 1, 1), (90, 100, 1000)):
+        assert one_run_p_value(v, r, m, 3.0, 1.0) == 1.0
+        assert one_run_p_value(v, r, m, 3.0, 0.0) < 1.0
+
+
+def test_a_threshold_without_evidence_is_minus_infinity_and_the_first_is_kept():
+    """Where 1 − δ − rate is 0 an inequality implies nothing (log 0 = −inf, not log 1e-300): at
+    δ = ¾ every threshold of this selection set is −inf, and the split keeps the first (lowest),
+    as it keeps the first of any tie."""
+    result = epsilon_lower_bound_split([1.0, 1.0, 0.0], [True, True, False], [1.0, 0.0], [True, False], 0.75)
+    assert result["threshold"] == 0.0

@@ -1,139 +1,552 @@
-"""The claims ledger: verdicts from intervals, the n that would resolve an open claim, the ALM
-paper's operating point, and the mapping of the branch reports' verdicts."""
+"""The claims ledger on synthetic utility, MIA and DPAdapter rows whose per-record decisions are
+built here from known 0/1 arrays: every verdict, value and count is checked against plain numpy
+on those arrays, and the data are built so that the truth of each claim is unambiguous (or, where
+the test is about an open claim, so that only the interval can tell)."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from privssl.artefacts import PAPER_CLAIMS, load_csv_file
-from privssl.reports import claims_ledger as ledger_module
+from privssl.attacks.repeated import Estimate
+from privssl.io import pack_decisions
+from privssl.reports import contrastive_report, semileak_report
 from privssl.reports.claims_ledger import (
+    LEDGER_COLUMNS,
     Ledger,
-    above,
     alm_claims,
     bound,
-    branch_verdict,
+    contrastive_claims,
+    dpadapter_claims,
     dpcl_accounting_claims,
+    dpcl_claims,
     markdown,
+    semileak_claims,
     side,
 )
-from privssl.reports.claims_spec import LEDGER_CLAIMS
-from privssl.reports.contrastive_report import NO_DIFFERENCE, OVERLAP, no_cost_verdict
+from privssl.reports.claims_spec import (
+    ALM_CLAIMS,
+    CONTRASTIVE_CLAIMS,
+    DPADAPTER_CLAIMS,
+    DPCL_CLAIMS,
+    LEDGER_CLAIMS,
+    SEMILEAK_CLAIMS,
+)
 
-CATALOGUE = "resources/claims.csv"
+CATALOGUE = Path(__file__).resolve().parents[1] / "resources" / "claims.csv"
+Z_POWER = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
+N_TEST, N_MIA = 300, 2000
 
 
 @pytest.fixture
-def ledger():
-    return Ledger(load_csv_file(CATALOGUE, PAPER_CLAIMS))
+def catalogue():
+    return load_csv_file(CATALOGUE, PAPER_CLAIMS)
 
 
-def test_the_catalogue_names_every_claim_once():
-    catalogue = load_csv_file(CATALOGUE, PAPER_CLAIMS)
-    assert sorted(catalogue.claim) == sorted(LEDGER_CLAIMS)
-    assert catalogue.statement.str.len().min() > 20 and catalogue.paper_value.str.len().min() > 5
+@pytest.fixture
+def ledger(catalogue):
+    return Ledger(catalogue)
 
 
-def test_above_reads_disjoint_intervals_and_sizes_the_overlap():
-    a, b = side(0.60, 0.55, 0.65, 400), side(0.50, 0.45, 0.55, 400)
-    verdict, need = above(a, b)
-    assert verdict == "unresolved"  # touching intervals overlap
-    # the facing half-widths 0.05 + 0.05 against the gap 0.10: the smallest n > 400 (0.1 / 0.1)² = 400
-    assert need == 401
-    assert above(side(0.7, 0.66, 0.74, 400), b) == ("reproduced", pytest.approx(np.nan, nan_ok=True))
-    assert above(b, side(0.7, 0.66, 0.74, 400))[0] == "contradicted"
-    verdict, need = above(side(0.52, 0.47, 0.57, 300), bound(0.5))
-    assert verdict == "unresolved" and need == math.floor(300 * (0.05 / 0.02) ** 2) + 1
+# --------------------------------------------------------------------------------- synthetic decisions
+
+def exact(rng, n: int, k: int) -> np.ndarray:
+    """n records, exactly k of them right, at random places."""
+    bits = np.zeros(n, bool)
+    bits[rng.choice(n, k, replace=False)] = True
+    return bits
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("reproduced", "reproduced"),
-    (OVERLAP, "unresolved"),
-    (NO_DIFFERENCE, "unresolved"),
-    ("not resolved: its comparisons point in opposite directions", "unresolved"),
-    (no_cost_verdict(0.70, 0.75, 0.60, 0.65, higher_is_worse=False, quantity="task accuracy"), "contradicted"),
-    (no_cost_verdict(0.50, 0.55, 0.40, 0.45, higher_is_worse=True, quantity="membership"), "reproduced"),
-])
-def test_branch_verdicts_map_onto_three(text, expected):
-    assert branch_verdict(text) == expected
+def flip(rng, base: np.ndarray, off: int = 0, on: int = 0) -> np.ndarray:
+    """`base` with `off` of its right records made wrong and `on` of its wrong ones made right."""
+    out = base.copy()
+    out[rng.choice(np.flatnonzero(base), off, replace=False)] = False
+    out[rng.choice(np.flatnonzero(~base), on, replace=False)] = True
+    return out
+
+
+def draws_of(rng, base: np.ndarray, count: int, swaps: int = 5) -> list[np.ndarray]:
+    """`count` draws that each swap `swaps` right and wrong records of `base`: every draw has the
+    same mean (no draw effect), the records disagree between draws."""
+    return [flip(rng, base, swaps, swaps) for _ in range(count)]
+
+
+def utility_rows(dataset, mechanism, eps, draws, clean=None) -> list[dict]:
+    """utility.csv rows, one per draw; post-hoc releases carry the clean head's decisions (the same
+    in every row), training-time ones none."""
+    clean_accuracy = float(clean.mean()) if clean is not None else 0.9
+    return [{"dataset": dataset, "mechanism": mechanism, "eps": float(eps), "delta": 1e-5, "repeat": r,
+             "guarantee_kind": "random_dp", "guarantee": "synthetic", "clean_accuracy": clean_accuracy,
+             "accuracy": float(d.mean()), "utility_loss": 1 - float(d.mean()) / clean_accuracy, "n_test": d.size,
+             "decisions": pack_decisions(d),
+             "clean_decisions": pack_decisions(clean) if clean is not None else np.nan}
+            for r, d in enumerate(draws)]
+
+
+def mia_rows(dataset, mechanism, eps, draws, attack="shadow_mlp", adaptive=True) -> list[dict]:
+    return [{"dataset": dataset, "mechanism": mechanism, "eps": float(eps), "repeat": r, "attack": attack,
+             "adaptive": adaptive, "accuracy": float(d.mean()), "auc": float(d.mean()), "n_members": d.size // 2,
+             "n_nonmembers": d.size - d.size // 2, "decisions": pack_decisions(d)} for r, d in enumerate(draws)]
+
+
+def frame(*groups: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([row for group in groups for row in group])
+
+
+def layout(draws) -> np.ndarray:
+    return np.stack(draws).astype(float)
+
+
+def paired_t(a, b) -> tuple[float, float, float]:
+    """mean(a) − mean(b) on the same records with the t interval of the per-record differences of
+    the record means (n − 1 df): the paired difference when the draws add no variance of their own."""
+    a, b = layout(a), layout(b)
+    per_record = a.mean(0) - b.mean(0)
+    d = a.mean() - b.mean()
+    half = stats.t.ppf(0.975, per_record.size - 1) * per_record.std(ddof=1) / math.sqrt(per_record.size)
+    return d, d - half, d + half
+
+
+def paired_loss(release, clean) -> tuple[float, float, float, float]:
+    """1 − mean(release)/mean(clean) with its delta-method t interval on the paired records, and
+    n · (the loss's per-record variance): u_i = (a_i − r c_i) / c̄, the records' a_i the draws' mean."""
+    a, c = layout(release).mean(0), np.asarray(clean, float)
+    r = a.mean() / c.mean()
+    u = (a - r * c) / c.mean()
+    half = stats.t.ppf(0.975, u.size - 1) * u.std(ddof=1) / math.sqrt(u.size)
+    return 1 - r, 1 - r - half, 1 - r + half, u.var(ddof=1)
+
+
+def cp(k, n):
+    return (stats.beta.ppf(0.025, k, n - k + 1) if k else 0.0, stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0)
+
+
+def need(d: float, n_var_records: float) -> float:
+    """Records for 80 % power when the draws add no variance: n·var_records / (d / (z_.975 + z_.8))², ceiled."""
+    return math.ceil(n_var_records / (d / Z_POWER) ** 2)
+
+
+def one(table: pd.DataFrame, claim: str, setting: str | None = None, dataset: str | None = None):
+    rows = table[table.claim == claim]
+    if setting is not None:
+        rows = rows[rows.setting == setting]
+    if dataset is not None:
+        rows = rows[rows.dataset == dataset]
+    assert len(rows) == 1, f"{claim} {setting} {dataset}: {len(rows)} rows ({list(table.setting)})"
+    return rows.iloc[0]
+
+
+# --------------------------------------------------------------------------------- catalogue and Ledger.add
+
+def test_the_catalogue_names_every_ledger_claim_once_under_its_seed():
+    raw = pd.read_csv(CATALOGUE)  # not the schema loader, which would refuse an unknown id before we look
+    counts = raw.claim.value_counts()
+    assert len(set(LEDGER_CLAIMS)) == len(LEDGER_CLAIMS)
+    assert sorted(counts[counts > 1].index) == [], "a claim listed twice"
+    assert sorted(set(LEDGER_CLAIMS) - set(raw.claim)) == [], "a ledger claim missing from the catalogue"
+    assert sorted(set(raw.claim) - set(LEDGER_CLAIMS)) == [], "a catalogue row no builder writes"
+    seeds = raw.set_index("claim").seed
+    families = ((ALM_CLAIMS, "000 "), (DPADAPTER_CLAIMS, "002 "), (CONTRASTIVE_CLAIMS, "003 He thesis, Ch. 4"),
+                (SEMILEAK_CLAIMS, "003 He thesis, Ch. 3"), (DPCL_CLAIMS, "004 "))
+    for family, prefix in families:
+        assert all(seeds[c].startswith(prefix) for c in family), (prefix, seeds[list(family)].to_dict())
+    assert raw.statement.str.len().min() > 20 and raw.paper_value.str.len().min() > 5
 
 
 def test_the_ledger_refuses_an_unknown_claim_or_verdict(ledger):
-    a = side(0.6, 0.5, 0.7, 100)
+    a, d = side(0.6, 0.5, 0.7, 100), Estimate(0.1, 0.0, 0.2, 100, 1, 0.0025, 0.0, 99.0)
     with pytest.raises(ValueError, match="alm_is_great"):
-        ledger.add("digits", "alm_is_great", "", "", "", a, a, "reproduced")
+        ledger.add("digits", "alm_is_great", "", "", "", a, bound(0.5), d, "x", "x", "reproduced")
     with pytest.raises(ValueError, match="'shown'"):
-        ledger.add("digits", "alm_unprotected_vulnerable", "", "", "", a, a, "shown")
+        ledger.add("digits", "alm_unprotected_vulnerable", "", "", "", a, bound(0.5), d, "x", "x", "shown")
+    assert ledger.rows == []
 
 
-def _utility(dataset: str, n_test_rows: dict[tuple[str, float], list[float]], clean: float) -> pd.DataFrame:
-    rows = [{"dataset": dataset, "mechanism": m, "eps": e, "repeat": r, "accuracy": acc, "clean_accuracy": clean,
-             "utility_loss": 1 - acc / clean}
-            for (m, e), draws in n_test_rows.items() for r, acc in enumerate(draws)]
-    return pd.DataFrame(rows)
+def test_the_ledger_refuses_a_claim_missing_from_the_catalogue(catalogue):
+    partial = Ledger(catalogue[catalogue.claim != "dpcl_above_naive"])
+    a, d = side(0.6, 0.5, 0.7, 100), Estimate(0.1, 0.0, 0.2, 100, 1, 0.0025, 0.0, 99.0)
+    with pytest.raises(ValueError, match="dpcl_above_naive.*not in resources/claims.csv"):
+        partial.add("d", "dpcl_above_naive", "", "", "", a, a, d, "x", "x", "reproduced")
+    rng = np.random.default_rng(0)
+    base = exact(rng, N_TEST, 200)
+    utility = frame(utility_rows("d", "dpcl", 1, [base]), utility_rows("d", "dpcl_naive", 1, [base]))
+    with pytest.raises(ValueError, match="not in resources/claims.csv"):
+        dpcl_claims(partial, utility)
 
 
-def _mia(dataset: str, accuracies: dict[tuple[str, float], float], decisions: int) -> pd.DataFrame:
-    return pd.DataFrame([{"dataset": dataset, "mechanism": m, "eps": e, "repeat": 0, "attack": "shadow_mlp",
-                          "adaptive": True, "accuracy": acc, "auc": acc, "n_members": decisions // 2,
-                          "n_nonmembers": decisions // 2} for (m, e), acc in accuracies.items()])
+def test_a_row_keeps_the_catalogue_and_a_need_only_when_unresolved(ledger, catalogue):
+    d = Estimate(0.1, 0.05, 0.15, 100, 2, 0.0006, 0.0, 99.0)
+    for verdict in ("reproduced", "unresolved"):
+        ledger.add("d", "dpcl_above_naive", "ε = 1", "q", "c", side(0.7, 0.6, 0.8, 100, 2),
+                   side(0.6, 0.5, 0.7, 100, 2), d, "paired by record", "a − b > 0", verdict, 123.0)
+    table = ledger.frame()
+    assert list(table.columns) == LEDGER_COLUMNS
+    entry = catalogue.set_index("claim").loc["dpcl_above_naive"]
+    assert (table.seed == entry.seed).all() and (table.statement == entry.statement).all()
+    assert np.isnan(table.n_for_80pct_power.iloc[0]) and table.n_for_80pct_power.iloc[1] == 123.0
+    assert list(table.n) == [100, 100] and list(table.draws) == [2, 2]
 
 
-def test_alm_claims_pick_the_papers_operating_point(ledger):
-    """Utility loss 0.5 at ε = 1, 0.01 at ε = 10 and 0 at ε = 100: the operating point is ε = 10,
-    the most private ε below 5 % loss; the MIA there is 0.50 on 20,000 decisions, inside 0.5 ± 0.05."""
-    clean = 0.8
-    utility = _utility("d", {("alm", 1.0): [0.4] * 5, ("alm", 10.0): [0.792] * 5, ("alm", 100.0): [0.8] * 5,
-                             ("laplace", 1.0): [0.2] * 5, ("laplace", 10.0): [0.79] * 5,
-                             ("laplace", float("inf")): [0.8] * 5}, clean)
-    mia = _mia("d", {("none", np.nan): 0.70, ("alm", 1.0): 0.5, ("alm", 10.0): 0.50, ("alm", 100.0): 0.6}, 20000)
-    alm_claims(ledger, utility, mia, {"d": 2000})
-    rows = ledger.frame().set_index(["claim", "setting"])
-    assert rows.loc[("alm_unprotected_vulnerable", "no noise"), "verdict"] == "reproduced"
-    chance = rows.loc[("alm_protects_to_chance", "ε = 10")]
-    assert chance.verdict == "reproduced" and chance.n == 20000
-    # ALM keeps 0.4 of 0.8 at ε = 1 against Laplace's 0.2 on 10,000 decisions each: disjoint
-    laplace = rows.loc[("alm_loss_below_laplace", "ε = 1")]
-    assert laplace.verdict == "reproduced" and laplace.value == pytest.approx(0.5)
-    assert laplace.reference == pytest.approx(0.75)
-    assert ("alm_loss_below_laplace", "ε = inf") not in rows.index  # the noise-free limit compares nothing
-    assert rows.loc[("alm_loss_below_laplace", "ε = 10"), "verdict"] == "unresolved"
+# --------------------------------------------------------------------------------- ALM: the unprotected head
+
+def test_the_unprotected_head_against_chance(ledger):
+    rng = np.random.default_rng(1)
+    strong = [exact(rng, N_MIA, 1200), exact(rng, N_MIA, 1200)]  # 0.6 over 2 draws of 2000 records
+    weak = [exact(rng, 200, 104)]  # 0.52 on 200 records: not beyond chance
+    clean = exact(rng, N_TEST, 240)
+    utility = frame(utility_rows("strong", "laplace", 1, [clean], clean),
+                    utility_rows("weak", "laplace", 1, [clean], clean))
+    mia = frame(mia_rows("strong", "none", np.nan, strong), mia_rows("weak", "none", np.nan, weak),
+                mia_rows("strong", "none", np.nan, [exact(rng, N_MIA, 300)], attack="threshold"))  # not the paper's
+    alm_claims(ledger, utility, mia)
+    table = ledger.frame()
+    row = one(table, "alm_unprotected_vulnerable", dataset="strong")
+    assert row.verdict == "reproduced" and row.setting == "no noise"
+    assert row.value == pytest.approx(layout(strong).mean()) and row.reference == 0.5
+    assert row.difference == pytest.approx(0.1) and (row.n, row.draws) == (N_MIA, 2)
+    assert row.difference_lo == pytest.approx(row.value_lo - 0.5) and row.difference_lo > 0
+    row = one(table, "alm_unprotected_vulnerable", dataset="weak")
+    x = weak[0].astype(float)
+    assert row.verdict == "unresolved" and row.value == pytest.approx(0.52)
+    assert row.n_for_80pct_power == need(0.02, x.var(ddof=1)) and row.n_for_80pct_power > 200
 
 
-def test_protection_to_chance_is_contradicted_when_the_attack_stays_above_the_margin(ledger):
-    utility = _utility("d", {("alm", 10.0): [0.8] * 5}, 0.8)
-    alm_claims(ledger, utility, _mia("d", {("alm", 10.0): 0.62}, 20000), {"d": 2000})
-    (row,) = ledger.frame().query("claim == 'alm_protects_to_chance'").itertuples()
-    assert row.verdict == "contradicted"
+# --------------------------------------------------------------------------------- ALM vs Laplace and Gaussian
+
+def alm_grid(rng):
+    """ALM above Laplace at ε = 1 and below it at ε = 10; below the Gaussian at ε = 1 and above it at
+    ε = 10; all on the same clean head (270 of 300 right), 3 draws each."""
+    clean = exact(rng, N_TEST, 270)
+    rights = {("alm", 1): 240, ("laplace", 1): 150, ("gaussian", 1): 260,
+              ("alm", 10): 150, ("laplace", 10): 240, ("gaussian", 10): 120}
+    draws = {key: draws_of(rng, flip(rng, clean, off=270 - k), 3) for key, k in rights.items()}
+    groups = [utility_rows("d", m, e, ds, clean) for (m, e), ds in draws.items()]
+    groups += [utility_rows("d", "laplace", 100, draws_of(rng, clean, 3), clean),  # no ALM at ε = 100
+               utility_rows("d", "alm", np.inf, [clean], clean), utility_rows("d", "laplace", np.inf, [clean], clean)]
+    return clean, draws, frame(*groups)
 
 
-def test_without_a_useful_eps_the_chance_claim_rests_on_the_utility_loss(ledger):
-    utility = _utility("d", {("alm", 1.0): [0.2] * 5, ("alm", 10.0): [0.4] * 5}, 0.8)
-    alm_claims(ledger, utility, _mia("d", {("alm", 1.0): 0.5, ("alm", 10.0): 0.5}, 2000), {"d": 2000})
-    (row,) = ledger.frame().query("claim == 'alm_protects_to_chance'").itertuples()
-    assert row.verdict == "contradicted" and row.setting == "ε = 10 (the grid's largest)"
-    assert row.value == pytest.approx(0.5) and row.reference == ledger_module.UTILITY_LOSS_LIMIT
+@pytest.mark.parametrize("claim, other, expected", [
+    ("alm_loss_below_laplace", "laplace", {1: "reproduced", 10: "contradicted"}),
+    ("alm_loss_below_gaussian", "gaussian", {1: "contradicted", 10: "reproduced"})])
+def test_alm_against_laplace_and_gaussian_in_the_claimed_order(ledger, claim, other, expected):
+    rng = np.random.default_rng(2)
+    clean, draws, utility = alm_grid(rng)
+    attacks = [mia_rows("d", "none", np.nan, [exact(rng, N_MIA, 1200)])]
+    attacks += [mia_rows("d", "alm", e, draws_of(rng, exact(rng, N_MIA, 1000), 3)) for e in (1, 10)]
+    alm_claims(ledger, utility, frame(*attacks))
+    table = ledger.frame()
+    assert sorted(table[table.claim == claim].setting) == ["ε = 1", "ε = 10"]  # not ∞, not Laplace's lone ε = 100
+    for eps, verdict in expected.items():
+        row = one(table, claim, f"ε = {eps}")
+        alm, them = draws[("alm", eps)], draws[(other, eps)]
+        d, lo, hi = paired_t(alm, them)
+        assert row.verdict == verdict
+        assert row.value == pytest.approx(1 - layout(alm).mean() / clean.mean())  # ALM's loss
+        assert row.reference == pytest.approx(1 - layout(them).mean() / clean.mean())  # the other's loss
+        # loss(ALM) − loss(other) = −(accuracy(ALM) − accuracy(other)) / clean accuracy
+        assert row.difference == pytest.approx(-d / clean.mean())
+        assert (row.difference_lo, row.difference_hi) == (pytest.approx(-hi / clean.mean()),
+                                                          pytest.approx(-lo / clean.mean()))
+        assert (row.n, row.draws, row.n_reference) == (N_TEST, 3, N_TEST) and row.design == "paired by record"
+
+
+def test_the_utility_loss_is_paired_with_the_clean_heads_decisions(ledger):
+    """ALM's three draws each lose 5 of the clean head's 240 right records: a loss of 0.021 whose
+    paired interval is narrow; with the clean accuracy as a constant it would be over twice as wide."""
+    rng = np.random.default_rng(3)
+    clean = exact(rng, N_TEST, 240)
+    alm = [flip(rng, clean, off=5) for _ in range(3)]
+    laplace = [flip(rng, clean, off=120) for _ in range(3)]
+    utility = frame(utility_rows("d", "alm", 1, alm, clean), utility_rows("d", "laplace", 1, laplace, clean))
+    alm_claims(ledger, utility, frame(mia_rows("d", "none", np.nan, [exact(rng, N_MIA, 1200)]),
+                                      mia_rows("d", "alm", 1, draws_of(rng, exact(rng, N_MIA, 1000), 3))))
+    row = one(ledger.frame(), "alm_loss_below_laplace")
+    loss, lo, hi, _ = paired_loss(alm, clean)
+    assert loss == pytest.approx(5 / 240)
+    assert (row.value, row.value_lo, row.value_hi) == (pytest.approx(loss), pytest.approx(lo), pytest.approx(hi))
+    constant_lo, constant_hi = cp(int(layout(alm).sum()), 3 * N_TEST)
+    assert (hi - lo) * 2 < (constant_hi - constant_lo) / clean.mean()
+
+
+# --------------------------------------------------------------------------------- ALM: protection to chance
+
+def protection(rng, clean, alm_by_eps: dict, mia_by_eps: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    utility = frame(*[utility_rows("d", "alm", eps, draws, clean) for eps, draws in alm_by_eps.items()])
+    mia = frame(*[mia_rows("d", "alm", eps, [exact(rng, N_MIA, k) for _ in range(3)]) for eps, k in mia_by_eps.items()])
+    return utility, mia
+
+
+def test_protection_at_the_most_private_useful_eps(ledger):
+    """Loss 0.5 at ε = 1, 0.021 at ε = 10 (paired interval below 0.05), 0 at ε = 100: the operating
+    point is ε = 10, where the attack is exactly at chance on 3 × 2000 decisions."""
+    rng = np.random.default_rng(4)
+    clean = exact(rng, N_TEST, 240)
+    alm = {1: [flip(rng, clean, off=120)], 10: [flip(rng, clean, off=5) for _ in range(3)], 100: [clean]}
+    utility, mia = protection(rng, clean, alm, {1: 1000, 10: 1000, 100: 1400})
+    # the design: with the clean accuracy as a constant the loss's interval would straddle 0.05
+    constant_lo, constant_hi = cp(235, N_TEST)
+    assert 1 - constant_hi / clean.mean() < 0 < 0.05 < 1 - constant_lo / clean.mean()
+    alm_claims(ledger, utility, mia)
+    row = one(ledger.frame(), "alm_protects_to_chance")
+    assert row.setting == "ε = 10"
+    assert row.value == 0.5 and row.difference == 0.0 and (row.n, row.draws) == (N_MIA, 3)
+    assert (row.reference, row.reference_lo, row.reference_hi) == (0.5, pytest.approx(0.45), pytest.approx(0.55))
+    assert row.verdict == "reproduced" and np.isnan(row.n_for_80pct_power)
+
+
+def test_the_operating_point_is_chosen_by_the_point_estimate(ledger):
+    """ε = 1 loses 0.042 by its point estimate, its interval across 0.05: still the operating point
+    (not ε = 10, whose loss is 0 but whose attack is at 0.7); the loss leaves the claim open."""
+    rng = np.random.default_rng(5)
+    clean = exact(rng, N_TEST, 240)
+    alm = {1: [flip(rng, clean, off=20, on=10)], 10: [clean]}
+    utility, mia = protection(rng, clean, alm, {1: 1000, 10: 1400})
+    loss, lo, hi, n_var = paired_loss(alm[1], clean)
+    assert loss == pytest.approx(10 / 240) and lo < 0.05 < hi
+    alm_claims(ledger, utility, mia)
+    row = one(ledger.frame(), "alm_protects_to_chance")
+    assert row.setting == "ε = 1" and row.value == 0.5
+    assert row.verdict == "unresolved"
+    assert row.n_for_80pct_power == need(loss - 0.05, n_var) and row.n_for_80pct_power > N_TEST
+
+
+@pytest.mark.parametrize("rights", [700, 1240])  # 0.35: below 0.45 beyond its interval; 0.62 above 0.55
+def test_an_attack_wholly_outside_chance_contradicts_protection(ledger, rights):
+    rng = np.random.default_rng(6)
+    clean = exact(rng, N_TEST, 240)
+    utility, mia = protection(rng, clean, {10: [clean]}, {10: rights})
+    alm_claims(ledger, utility, mia)
+    row = one(ledger.frame(), "alm_protects_to_chance")
+    assert row.setting == "ε = 10" and row.value == pytest.approx(rights / N_MIA)
+    assert row.verdict == "contradicted" and np.isnan(row.n_for_80pct_power)
+
+
+@pytest.mark.parametrize("off, on, verdict", [(60, 0, "contradicted"), (25, 10, "unresolved")])
+def test_without_a_useful_eps_the_largest_eps_tests_the_loss(ledger, off, on, verdict):
+    """Loss 0.5 at ε = 1 and 0.25 (or 0.0625, its interval across 0.05) at ε = 10: no ε is useful,
+    the row tests ε = 10's loss against 0.05, and the attack's chance level plays no part."""
+    rng = np.random.default_rng(7)
+    clean = exact(rng, N_TEST, 240)
+    alm = {1: [flip(rng, clean, off=120)], 10: [flip(rng, clean, off=off, on=on)]}
+    utility, mia = protection(rng, clean, alm, {1: 1000, 10: 1000})
+    alm_claims(ledger, utility, mia)
+    row = one(ledger.frame(), "alm_protects_to_chance")
+    loss, lo, hi, n_var = paired_loss(alm[10], clean)
+    assert loss == pytest.approx((off - on) / 240)
+    assert row.setting == "ε = 10 (the grid's largest)" and row.design == "against a fixed value"
+    assert (row.value, row.value_lo, row.value_hi) == (pytest.approx(loss), pytest.approx(lo), pytest.approx(hi))
+    assert row.reference == 0.05 and row.difference == pytest.approx(loss - 0.05) and row.n == N_TEST
+    assert row.verdict == verdict
+    if verdict == "unresolved":
+        assert row.n_for_80pct_power == need(loss - 0.05, n_var)
+
+
+# --------------------------------------------------------------------------------- DPCL
+
+def test_dpcl_above_naive_in_the_claimed_order(ledger):
+    rng = np.random.default_rng(8)
+    base = exact(rng, N_TEST, 240)
+    high, low = draws_of(rng, base, 3), draws_of(rng, flip(rng, base, off=90), 3)
+    utility = frame(utility_rows("up", "dpcl", 10, high), utility_rows("up", "dpcl_naive", 10, low),
+                    utility_rows("down", "dpcl", 10, low), utility_rows("down", "dpcl_naive", 10, high),
+                    utility_rows("up", "dpcl", np.inf, high), utility_rows("up", "dpcl_naive", np.inf, low))
+    dpcl_claims(ledger, utility)
+    table = ledger.frame()
+    assert len(table) == 2  # ε = ∞ compares nothing
+    for dataset, a, b, verdict in (("up", high, low, "reproduced"), ("down", low, high, "contradicted")):
+        row = one(table, "dpcl_above_naive", "ε = 10", dataset)
+        d, lo, hi = paired_t(a, b)
+        assert row.verdict == verdict
+        assert row.value == pytest.approx(layout(a).mean()) and row.reference == pytest.approx(layout(b).mean())
+        assert (row.difference, row.difference_lo, row.difference_hi) == (pytest.approx(d), pytest.approx(lo),
+                                                                         pytest.approx(hi))
+        assert (row.n, row.draws, row.n_reference) == (N_TEST, 3, N_TEST)
+
+
+def test_a_point_estimate_on_the_claimed_side_is_not_a_verdict(ledger):
+    """DPCL right on 62 of 100 records, naive on 60, disagreeing on 10: +0.02, the interval across 0."""
+    rng = np.random.default_rng(9)
+    naive = exact(rng, 100, 60)
+    dpcl = flip(rng, naive, off=4, on=6)
+    dpcl_claims(ledger, frame(utility_rows("d", "dpcl", 1, [dpcl]), utility_rows("d", "dpcl_naive", 1, [naive])))
+    row = one(ledger.frame(), "dpcl_above_naive")
+    per_record = dpcl.astype(float) - naive
+    assert row.difference == pytest.approx(0.02) and row.difference_lo < 0 < row.difference_hi
+    assert row.verdict == "unresolved"
+    assert row.n_for_80pct_power == need(0.02, per_record.var(ddof=1)) and row.n_for_80pct_power > 100
+
+
+def test_copies_of_one_draw_give_the_single_draw_interval_not_the_pooled_one(ledger):
+    """Two draws that repeat one draw exactly are one measurement of each of the 400 records, not
+    800 decisions: n = 400, draws = 2, and the intervals of the single draw."""
+    rng = np.random.default_rng(10)
+    naive = exact(rng, 400, 240)
+    dpcl = flip(rng, naive, off=20, on=60)
+    utility = frame(utility_rows("d", "dpcl", 1, [dpcl, dpcl]), utility_rows("d", "dpcl_naive", 1, [naive, naive]))
+    dpcl_claims(ledger, utility)
+    row = one(ledger.frame(), "dpcl_above_naive")
+    assert (row.n, row.draws, row.n_reference) == (400, 2, 400)
+    d, lo, hi = paired_t([dpcl], [naive])  # the single draw's paired interval
+    assert row.verdict == "reproduced"
+    assert (row.difference, row.difference_lo, row.difference_hi) == (pytest.approx(0.1), pytest.approx(lo),
+                                                                     pytest.approx(hi))
+    single, pooled = cp(280, 400), cp(560, 800)
+    width = row.value_hi - row.value_lo
+    assert width == pytest.approx(single[1] - single[0], rel=0.01)
+    assert width > 1.3 * (pooled[1] - pooled[0])
+
+
+# --------------------------------------------------------------------------------- DPAdapter
+
+def dpadapter_rows(dataset, pretraining, rho, draws) -> list[dict]:
+    return [{"dataset": dataset, "pretraining": pretraining, "rho": rho, "eps": 1.0, "repeat": r,
+             "accuracy": float(d.mean()), "n_test": d.size, "decisions": pack_decisions(d), "robust_accuracy": 0.5,
+             "pretrain_accuracy": 0.6, "pretrain_robust_accuracy": 0.5, "robust_noise": 0.1, "robust_draws": 8,
+             "noise_multiplier": 1.0, "eps_spent": 1.0} for r, d in enumerate(draws)]
+
+
+def test_dpadapter_and_sam_in_the_papers_order(ledger):
+    """'up': DPAdapter 0.8 > SAM 0.65 > standard 0.5 at two radii; 'mixed': DPAdapter 0.65 > SAM
+    0.5 < standard 0.8; 'down': the reverse of 'up'."""
+    rng = np.random.default_rng(11)
+    base = exact(rng, N_TEST, 240)
+    levels = {k: draws_of(rng, flip(rng, base, off=240 - k), 3) for k in (240, 195, 150)}
+    orders = {"up": (240, 195, 150), "mixed": (195, 150, 240), "down": (150, 195, 240)}
+    rhos = {"up": (0.05, 0.1), "mixed": (0.05,), "down": (0.05,)}
+    groups = []
+    for dataset, (dpadapter, sam, standard) in orders.items():
+        groups.append(dpadapter_rows(dataset, "standard", 0.0, levels[standard]))
+        for rho in rhos[dataset]:
+            groups += [dpadapter_rows(dataset, "dpadapter", rho, levels[dpadapter]),
+                       dpadapter_rows(dataset, "sam", rho, levels[sam])]
+    dpadapter_claims(ledger, frame(*groups))
+    table = ledger.frame()
+    assert len(table) == 2 * 4
+    for dataset, (dpadapter, sam, standard) in orders.items():
+        for rho in rhos[dataset]:
+            for claim, high, low in (("dpadapter_above_sam", dpadapter, sam), ("sam_above_standard", sam, standard)):
+                row = one(table, claim, f"ε = 1, ρ = {rho:g}", dataset)
+                d, lo, hi = paired_t(levels[high], levels[low])
+                assert row.verdict == ("reproduced" if high > low else "contradicted"), (dataset, claim)
+                assert row.value == pytest.approx(high / N_TEST) and row.reference == pytest.approx(low / N_TEST)
+                assert (row.difference, row.difference_lo, row.difference_hi) == (
+                    pytest.approx(d), pytest.approx(lo), pytest.approx(hi))
+                assert (row.n, row.draws, row.n_reference) == (N_TEST, 3, N_TEST)
+
+
+# --------------------------------------------------------------------------------- branch tables
+
+def contrastive_row(**values) -> dict:
+    row = dict.fromkeys(contrastive_report.CLAIM_COLUMNS, np.nan)
+    row.update(dataset="utk", compared="a vs b", claimed="a > b", design="paired by record", test="a − b > 0",
+               value_a=0.7, value_a_lo=0.68, value_a_hi=0.72, n_a=1000, draws_a=3, value_b=0.6, value_b_lo=0.58,
+               value_b_hi=0.62, n_b=1000, draws_b=3, difference=0.1, difference_lo=0.07, difference_hi=0.13)
+    return row | values
+
+
+def test_contrastive_rows_map_onto_their_claims(ledger):
+    table = pd.DataFrame([
+        contrastive_row(claim="membership", quantity="membership inference accuracy, NN attack (nn)",
+                        verdict="unresolved", n_for_80pct_power=5000.0, difference=0.01, difference_lo=-0.02),
+        contrastive_row(claim="attribute", quantity="attribute inference accuracy (mlp)", verdict="reproduced",
+                        note="not above the majority baseline beyond the intervals: supervised"),
+        contrastive_row(claim="talos", quantity="attribute inference accuracy (mlp)", **{"lambda": 1.0},
+                        verdict="reproduced"),
+        contrastive_row(claim="talos", quantity="task accuracy", **{"lambda": 3.0}, verdict="contradicted",
+                        n_test=500, n_a=500, n_b=500),
+        contrastive_row(claim="talos", quantity="membership inference accuracy, NN attack (nn)", **{"lambda": 1.0},
+                        verdict="unresolved", n_for_80pct_power=np.inf, difference=0.0, difference_lo=-0.03)],
+        columns=contrastive_report.CLAIM_COLUMNS)
+    contrastive_claims(ledger, table)
+    out = ledger.frame()
+    assert list(out.claim) == ["contrastive_less_membership", "contrastive_more_attribute",
+                               "talos_removes_attribute_leak", "talos_no_task_cost", "talos_no_membership_cost"]
+    assert list(out.setting) == ["NN attack (nn)", "attribute inference accuracy (mlp)", "λ = 1", "λ = 3", "λ = 1"]
+    assert list(out.verdict) == list(table.verdict)
+    assert list(out.difference) == list(table.difference) and list(out.difference_lo) == list(table.difference_lo)
+    assert list(out.n) == list(table.n_a) and list(out.draws) == [3] * 5 and list(out.n_reference) == list(table.n_b)
+    assert out.n_for_80pct_power.iloc[0] == 5000 and np.isinf(out.n_for_80pct_power.iloc[4])
+    assert out.n_for_80pct_power.iloc[1:4].isna().all()
+    assert out.note.iloc[1].startswith("not above") and out.note.iloc[0] == ""
+
+
+def test_semileak_rows_map_onto_their_claims(ledger):
+    base = dict(dataset="cifar", quantity="A_DA AUC", compared="a vs b", value_a=0.7, value_a_lo=0.65,
+                value_a_hi=0.75, n_a=500, value_b=0.6, value_b_lo=0.55, value_b_hi=0.65, n_b=500, difference=0.1,
+                difference_lo=0.04, difference_hi=0.16, design="paired by record (DeLong)", test="a − b > 0",
+                note=np.nan)
+    table = pd.DataFrame([
+        base | dict(claim="dpsgd", target="fixmatch_dpsgd", eps=8.0, verdict="reproduced", n_for_80pct_power=np.nan),
+        base | dict(claim="top1", target="fixmatch", eps=np.nan, verdict="unresolved", n_for_80pct_power=2400.0,
+                    difference=-0.01, difference_lo=-0.05, difference_hi=0.03)],
+        columns=semileak_report.CLAIM_COLUMNS)
+    semileak_claims(ledger, table)
+    out = ledger.frame()
+    assert list(out.claim) == ["semileak_dpsgd", "semileak_top1"]
+    assert list(out.setting) == ["fixmatch_dpsgd, target ε = 8", "fixmatch"]
+    assert list(out.verdict) == ["reproduced", "unresolved"] and list(out.difference) == [0.1, -0.01]
+    assert list(out.n) == [500, 500] and list(out.draws) == [1, 1]
+    assert np.isnan(out.n_for_80pct_power.iloc[0]) and out.n_for_80pct_power.iloc[1] == 2400
 
 
 def test_dpcl_accounting_reproduces_a_match_and_leaves_shared_batches_open(ledger):
     settings = [{"objective": "simclr", "variant": v, "steps": 10, "paper_noise_multipliers": "0.4", "eps": 1000.0,
                  "delta": 1e-5, "eps_rdp_without_replacement": shared, "eps_rdp_without_replacement_separate": 1000.5,
-                 "eps_pld_poisson": 20.0} for v, shared in (("naive", 1005.0), ("dpcl", 1.1e5))]
+                 "eps_pld_poisson": 20.0} for v, shared in (("naive", 1005.0), ("dpcl", 1.1e5), ("naive", 1020.0))]
     dpcl_accounting_claims(ledger, settings)
-    frame = ledger.frame()
-    assert list(frame.verdict) == ["reproduced", "unresolved"]
-    assert "1000" in frame.note.iloc[1] and np.isnan(frame.n_to_resolve.iloc[1])
+    table = ledger.frame()
+    assert list(table.verdict) == ["reproduced", "unresolved", "unresolved"]  # 1005 within 1 %, 1020 not
+    assert list(table.value) == [1005.0, 1.1e5, 1020.0] and (table.reference == 1000.0).all()
+    assert "1000" in table.note.iloc[1] and table.n_for_80pct_power.isna().all() and table.difference.isna().all()
+    assert (table.design == "computation").all()
 
 
-def test_markdown_counts_each_seeds_verdicts(ledger):
-    a, b = side(0.7, 0.65, 0.75, 1000), bound(0.5)
-    ledger.add("d", "alm_unprotected_vulnerable", "no noise", "q", "c", a, b, "reproduced")
-    ledger.add("d", "talos_no_task_cost", "λ = 1", "q", "c", a, side(0.6, 0.55, 0.75, 1000), "unresolved", 5000.0)
+# --------------------------------------------------------------------------------- Markdown
+
+def test_markdown_counts_each_seeds_verdicts_and_shows_records_by_draws(ledger):
+    rng = np.random.default_rng(12)
+    base = exact(rng, N_TEST, 240)
+    dpcl_claims(ledger, frame(utility_rows("d", "dpcl", 10, draws_of(rng, base, 3)),
+                              utility_rows("d", "dpcl_naive", 10, draws_of(rng, flip(rng, base, off=90), 3))))
+    dpcl_accounting_claims(ledger, [{"objective": "simclr", "variant": v, "steps": 10,
+                                     "paper_noise_multipliers": "0.4", "eps": 1000.0, "delta": 1e-5,
+                                     "eps_rdp_without_replacement": shared,
+                                     "eps_rdp_without_replacement_separate": 1000.0, "eps_pld_poisson": 20.0}
+                                    for v, shared in (("naive", 1000.0), ("dpcl", 1.1e5))])
+    contrastive_claims(ledger, pd.DataFrame([contrastive_row(
+        claim="talos", quantity="membership inference accuracy, NN attack (nn)", **{"lambda": 1.0},
+        verdict="unresolved", n_for_80pct_power=np.inf, difference=0.0, difference_lo=-0.03)],
+        columns=contrastive_report.CLAIM_COLUMNS))
     text = markdown(ledger.frame())
-    assert "| 000 Yang, Gohari & Topcu: Additive Logistic Mechanism | 1 | 0 | 0 |" in text
+    assert "| 004 DPCL | 2 | 0 | 1 |" in text
     assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 1 |" in text
-    assert "| 5e+03 |" in text
+    assert f"({N_TEST} × 3)" in text and "(1000 × 3)" in text
+    assert "(paired by record)" in text and "**reproduced**" in text
+    assert "| more draws, not records |" in text
+    assert "- **dpcl_above_naive** (004 DPCL," in text and "- **talos_no_membership_cost**" in text
+    assert markdown(ledger.frame().iloc[:0]).startswith("No claim was measured")
+
+
+def test_draws_measured_against_different_clean_heads_are_refused(ledger):
+    rng = np.random.default_rng(21)
+    clean, other = exact(rng, N_TEST, 270), exact(rng, N_TEST, 210)
+    rows = frame(utility_rows("d", "alm", 1, [clean], clean), utility_rows("d", "alm", 1, [clean], other))
+    rows["repeat"] = [0, 1]
+    with pytest.raises(ValueError, match="different clean-head decisions"):
+        alm_claims(ledger, rows, frame(mia_rows("d", "alm", 1, [exact(rng, N_MIA, 1000)] * 2)))
+
+
+def test_an_operating_point_without_attack_rows_is_refused_not_dropped(ledger):
+    rng = np.random.default_rng(22)
+    clean = exact(rng, N_TEST, 270)
+    utility = frame(utility_rows("d", "alm", 10, [clean, clean], clean))
+    with pytest.raises(ValueError, match="operating point"):
+        alm_claims(ledger, utility, frame(mia_rows("d", "alm", 100, [exact(rng, N_MIA, 1000)])))

@@ -4,16 +4,17 @@ attack's input, the pairing of targets with shadows, and the rows the attack rul
 import math
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 
 from privssl.artefacts import CONTRASTIVE, ArtefactError, load_contrastive_models, load_csv_file
-from privssl.attacks.attribute_inference import AttributeAttackSpec
+from privssl.attacks.attribute_inference import AttributeAttackSpec, train_attribute_attack
 from privssl.attacks.contrastive_privacy import AttackSettings, Split, evaluate, nn_inputs, pair_models
 from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS
-from privssl.attacks.mia import AttackSpec
-from privssl.io import atomic_torch_save, atomic_write_csv
+from privssl.attacks.mia import AttackSpec, best_threshold
+from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, unpack_decisions
 from privssl.training.contrastive_targets import (
     TargetModel,
     TargetSpec,
@@ -97,33 +98,125 @@ def test_pairing_needs_a_shadow_of_every_kind_lambda_and_repeat():
         pair_models(targets, shadows[:2])
 
 
-def test_evaluate_writes_one_valid_row_per_model_and_attack(tmp_path):
+def evaluation_data() -> dict[str, Split]:
     data = {}
     for i, name in enumerate(("target_train", "target_test", "shadow_train", "shadow_test", "aux")):
         images, task = random_images(30, 10 + i)
         data[name] = Split(images, task, torch.randint(0, 4, (30,), generator=torch.Generator().manual_seed(i)))
-    settings = AttackSettings(AttackSpec(hidden=4, layers=2, epochs=2, batch_size=16, lr=1e-3),
-                              AttributeAttackSpec(hidden=8, epochs=2, batch_size=16), translation=1, directions=2,
-                              steps=2, fpr=(0.01,), bootstrap=20)
-    rows = evaluate("digits", pair_models(tiny_models(0), tiny_models(1)), data, 4, settings, seed=0,
-                    log=lambda _: None)
-    frame = pd.DataFrame(rows)
-    atomic_write_csv(frame, tmp_path / "metrics.csv")
-    frame = load_csv_file(tmp_path / "metrics.csv", CONTRASTIVE)  # the schema the report reads
+    # the majority guess right on the first four members (a cell of digits only must survive the
+    # CSV round trip too: the test below)
+    data["target_train"].attribute[:4] = majority_of(data["aux"].attribute)
+    return data
+
+
+def majority_of(attributes: torch.Tensor) -> int:
+    return int(np.bincount(attributes.numpy()).argmax())
+
+
+SETTINGS = AttackSettings(AttackSpec(hidden=4, layers=2, epochs=2, batch_size=16, lr=1e-3),
+                          AttributeAttackSpec(hidden=8, epochs=2, batch_size=16), translation=1, directions=2,
+                          steps=2, fpr=(0.01,), bootstrap=20)
+KINDS = [("supervised", None), ("contrastive", 0.0), ("talos", 2.0)]
+
+
+def varied_models(seed: int, data: dict[str, Split]) -> list[TargetModel]:
+    """tiny_models whose predictions vary from image to image: the layer on the embeddings
+    standardised over the data's images (a random encoder's embeddings differ little), so that a
+    decision recomputed on the wrong images would differ."""
+    images = torch.cat([split.images for split in data.values()])
+    torch.manual_seed(seed)
+    models = []
+    for kind, lam in KINDS:
+        encoder = build_encoder("convnet", 1, 8, 8).eval()
+        with torch.no_grad():
+            embeddings = encoder(images).double()
+        weight = torch.randn(8, 2, dtype=torch.float64) / embeddings.std(0).clamp(min=1e-12)[:, None]
+        layer = {"weight": weight[None], "bias": -(embeddings.mean(0) @ weight)[None]}
+        models.append(TargetModel(kind, lam, 0, encoder, layer))
+    return models
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory) -> tuple[dict, list[TargetModel], list[TargetModel], pd.DataFrame]:
+    data = evaluation_data()
+    targets, shadows = varied_models(0, data), varied_models(1, data)
+    rows = evaluate("digits", pair_models(targets, shadows), data, 4, SETTINGS, seed=0, log=lambda _: None)
+    path = tmp_path_factory.mktemp("contrastive") / "metrics.csv"
+    atomic_write_csv(pd.DataFrame(rows), path)
+    return data, targets, shadows, load_csv_file(path, CONTRASTIVE)  # the schema the report reads
+
+
+def test_evaluate_writes_one_valid_row_per_model_and_attack(evaluated):
+    data, targets, _, frame = evaluated
     assert len(frame) == 3 * (len(MEMBERSHIP_ATTACKS) + 1)
     membership = frame[frame.inference == "membership"]
     assert set(membership.attack) == set(MEMBERSHIP_ATTACKS)
     assert (membership.n == 60).all() and (membership.n_members == 30).all()
+    assert membership.baseline_decisions.isna().all()
     attribute = frame[frame.inference == "attribute"]
     assert (attribute.attack == ATTRIBUTE_ATTACK).all() and (attribute.n == 30).all()
     assert ((frame.accuracy_lo <= frame.accuracy) & (frame.accuracy <= frame.accuracy_hi)).all()
+    # each row's decisions count its accuracy
+    for row in frame.itertuples(index=False):
+        assert unpack_decisions(row.decisions, int(row.n)).mean() == pytest.approx(row.accuracy)
     # each model's task accuracy is its accuracy on the target test split
-    for (kind, lam), model in zip([("supervised", None), ("contrastive", 0.0), ("talos", 2.0)], tiny_models(0)):
+    for (kind, lam), model in zip(KINDS, targets):
         rows_of = frame[frame.target == kind]
         expected = float((model.predict_labels(data["target_test"].images) == data["target_test"].task)
                          .double().mean())
         assert rows_of.task_accuracy.unique().tolist() == pytest.approx([expected])
         assert (rows_of["lambda"].isna().all() if lam is None else (rows_of["lambda"] == lam).all())
+
+
+def test_evaluate_decisions_are_each_records_right_or_wrong(evaluated):
+    """Recomputed here from the models: the task decisions on the held-out images, the decisions of
+    two threshold attacks on the members then the non-members (thresholds fitted on the shadow),
+    the attribute attack's and the majority guess's on the members."""
+    data, targets, shadows, frame = evaluated
+    members, nonmembers, aux = data["target_train"], data["target_test"], data["aux"]
+    images = torch.cat([members.images, nonmembers.images])
+    labels = torch.cat([members.task, nonmembers.task])
+    is_member = np.r_[np.ones(30, bool), np.zeros(30, bool)]
+    shadow_images = torch.cat([data["shadow_train"].images, data["shadow_test"].images])
+    shadow_labels = torch.cat([data["shadow_train"].task, data["shadow_test"].task])
+    scores = {"correctness": lambda m, x, y: (m.predict_labels(x) == y).double().numpy(),
+              "confidence": lambda m, x, y: m.posteriors(x).gather(1, y[:, None]).squeeze(1).numpy()}
+    for (kind, _), target, shadow in zip(KINDS, targets, shadows):
+        rows_of = frame[frame.target == kind]
+        task = (target.predict_labels(nonmembers.images) == nonmembers.task).numpy()
+        assert len(set(target.predict_labels(images).tolist())) == 2 and 0 < task.sum() < 30
+        for cell in rows_of.task_decisions:
+            assert np.array_equal(unpack_decisions(cell, 30), task)
+        for attack, score in scores.items():
+            threshold = best_threshold(score(shadow, shadow_images, shadow_labels), is_member)
+            right = (score(target, images, labels) >= threshold) == is_member
+            (cell,) = rows_of[rows_of.attack == attack].decisions
+            assert np.array_equal(unpack_decisions(cell, 60), right), (kind, attack)
+        attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, 4, SETTINGS.attribute, seed=0)
+        with torch.no_grad():
+            inferred = (attacker(target.embed(members.images)).argmax(1) == members.attribute).numpy()
+        (row,) = rows_of[rows_of.inference == "attribute"].itertuples(index=False)
+        assert np.array_equal(unpack_decisions(row.decisions, 30), inferred)
+        baseline = (members.attribute == majority_of(aux.attribute)).numpy()
+        assert np.array_equal(unpack_decisions(row.baseline_decisions, 30), baseline)
+        assert row.baseline == pytest.approx(baseline.mean())
+
+
+def test_a_decisions_column_of_digits_only_survives_the_csv_round_trip(tmp_path):
+    rows = [{"dataset": "digits", "target": "supervised", "lambda": np.nan, "repeat": 0, "inference": inference,
+             "attack": attack, "task_accuracy": 0.5, "task_accuracy_lo": 0.2, "task_accuracy_hi": 0.8, "n_test": 8,
+             "task_decisions": pack_decisions(np.r_[np.ones(4, bool), np.zeros(4, bool)]),  # "f0"
+             "n": 8, "accuracy": 0.0, "accuracy_lo": 0.0, "accuracy_hi": 0.4, "decisions": pack_decisions(right),
+             "n_members": members, "n_nonmembers": members, "auc": auc, "auc_lo": auc, "auc_hi": auc,
+             "tpr_at_1pct_fpr": auc, "tpr_at_1pct_fpr_lo": auc, "tpr_at_1pct_fpr_hi": auc, "fp_at_1pct_fpr": members,
+             "baseline": baseline, "baseline_lo": baseline, "baseline_hi": baseline,
+             "baseline_decisions": np.nan if inference == "membership" else pack_decisions(np.zeros(8, bool))}
+            for inference, attack, right, members, auc, baseline in (
+                ("membership", "nn", np.r_[np.ones(4, bool), np.zeros(4, bool)], 4, 0.5, np.nan),
+                ("attribute", ATTRIBUTE_ATTACK, np.zeros(8, bool), np.nan, np.nan, 0.0))]
+    atomic_write_csv(pd.DataFrame(rows), tmp_path / "metrics.csv")
+    frame = load_csv_file(tmp_path / "metrics.csv", CONTRASTIVE)  # the baseline cell "00" stays text
+    assert frame.baseline_decisions.iloc[1] == "00"
 
 
 def model_file(tmp_path, **changes):

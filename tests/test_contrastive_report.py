@@ -1,7 +1,8 @@
-"""The contrastive branch's claims table and figures (thesis Ch. 4) from small synthetic
-metrics.csv frames: pooling over repeats matches a hand computation, each verdict follows from
-intervals built by hand, the Markdown has every row, both figures render, the script runs end to
-end, and bad input is refused by name."""
+"""The contrastive branch's claims table and figures (thesis Ch. 4) from synthetic metrics.csv
+frames whose decision cells are packed from known 0/1 arrays: pooling over repeats is the mean
+decision with the record as the unit, each comparison is the paired difference the claim is about
+(recomputed here from the arrays), each verdict follows in clear cases both ways, the Markdown has
+every row, both figures render, the script runs end to end, and bad input is refused by name."""
 
 import os
 import subprocess
@@ -17,85 +18,146 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
 
+import privssl  # noqa: E402
 from privssl.artefacts import CONTRASTIVE, THESIS_CLAIMS, load_csv_file, load_csv_files  # noqa: E402
-from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS  # noqa: E402
-from privssl.attacks.statistics import clopper_pearson  # noqa: E402
+from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS, NN_ATTACK  # noqa: E402
+from privssl.io import pack_decisions  # noqa: E402
 from privssl.reports.contrastive_plots import privacy_figure, talos_lambda_figure  # noqa: E402
-from privssl.reports.contrastive_report import (  # noqa: E402
-    CLAIM_COLUMNS,
-    CONTRADICTED,
-    NO_DIFFERENCE,
-    OVERLAP,
-    REPRODUCED,
-    claims_table,
-    directional_verdict,
-    markdown,
-    no_cost_verdict,
-    pool,
-)
+from privssl.reports.contrastive_report import CLAIM_COLUMNS, claims_table, markdown, pool  # noqa: E402
+from privssl.reports.verdicts import CONTRADICTED, NO_COST_MARGIN, REPRODUCED, UNRESOLVED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 THESIS_CSV = ROOT / "resources" / "thesis_contrastive.csv"
-REPEATS = 2
-N_TEST, N_MEMBERS, N_ATTRIBUTE = 1000, 200, 300  # membership decisions: 2 * N_MEMBERS per repeat
-MODELS = [("supervised", np.nan), ("contrastive", 0.0), ("talos", 1.0), ("talos", 3.0)]
-# Per dataset and model kind: task accuracy, NN MIA accuracy, attribute accuracy (None: no attribute).
-# Repeat r adds 0.01 r to each, so the pooled value is the mean over repeats (equal n).
-VALUES = {
-    "utkface": {"supervised": (0.75, 0.80, 0.42), "contrastive": (0.85, 0.55, 0.70),
-                ("talos", 1.0): (0.84, 0.56, 0.68), ("talos", 3.0): (0.70, 0.45, 0.45)},
-    "cifar10": {"supervised": (0.60, 0.52, None), "contrastive": (0.80, 0.70, None),
-                ("talos", 1.0): (0.80, 0.70, None), ("talos", 3.0): (0.80, 0.70, None)},
-}
-BASELINE = 0.40
-STRONG = {"supervised": "confidence"}  # this attack beats NN by 0.05 on the supervised model
+N_MEMBERS, N_ATTRIBUTE, N_TEST = 200, 300, 400  # membership records: the members, then as many non-members
+N_MIA = 2 * N_MEMBERS
+OTHER_ATTACKS = [a for a in MEMBERSHIP_ATTACKS if a != NN_ATTACK]
 
 
-def _interval(accuracy: float, n: int) -> tuple[float, float]:
-    lo, hi = clopper_pearson(round(accuracy * n), n)
+def cp(k: int, n: int) -> tuple[float, float]:
+    """Clopper–Pearson 95 % by the beta quantiles (independent of privssl)."""
+    lo = 0.0 if k == 0 else stats.beta.ppf(0.025, k, n - k + 1)
+    hi = 1.0 if k == n else stats.beta.ppf(0.975, k + 1, n - k)
     return float(lo), float(hi)
 
 
-def metric_rows() -> list[dict]:
+def bits(p: float, n: int, seed: int) -> np.ndarray:
+    """n decisions with exactly round(p n) right, at positions drawn from `seed`."""
+    out = np.zeros(n, bool)
+    out[np.random.default_rng(seed).choice(n, round(p * n), replace=False)] = True
+    return out
+
+
+def flipped(base: np.ndarray, count: int, to: bool, seed: int) -> np.ndarray:
+    """`base` with `count` of its decisions that are not `to` turned into `to` (a near copy)."""
+    out = base.copy()
+    out[np.random.default_rng(seed).choice(np.flatnonzero(base != to), count, replace=False)] = to
+    return out
+
+
+class Model:
+    """One trained model (one repeat) as known arrays: its task decisions on the N_TEST held-out
+    images, each membership attack's decisions on the N_MIA records, and (where measured) the
+    attribute attack's and the majority baseline's decisions on the N_ATTRIBUTE members."""
+
+    def __init__(self, task, membership: dict, attribute=None, baseline=None, auc: float = 0.6):
+        self.task, self.membership, self.attribute, self.baseline, self.auc = task, membership, attribute, baseline, auc
+
+
+_seed = iter(range(10_000, 1_000_000))
+
+
+def fresh(accuracies: dict, task: float, attribute: float | None, baseline: np.ndarray | None) -> Model:
+    return Model(bits(task, N_TEST, next(_seed)), {a: bits(p, N_MIA, next(_seed)) for a, p in accuracies.items()},
+                 None if attribute is None else bits(attribute, N_ATTRIBUTE, next(_seed)), baseline)
+
+
+def membership_accuracies(nn: float, strongest: tuple[str, float] | None = None, others: float = 0.5) -> dict:
+    """NN at `nn`, one named attack at its value, every other attack at `others` minus a little."""
+    values = {NN_ATTACK: nn} | {a: others - 0.01 * i for i, a in enumerate(OTHER_ATTACKS)}
+    return values | (dict([strongest]) if strongest else {})
+
+
+def scenario() -> dict:
+    """{(dataset, target, λ): [Model per repeat]} on the same records within a dataset.
+
+    utkface: the thesis's claims hold (supervised leaks membership more, contrastive the attribute;
+    Talos λ = 1 lowers it at a tiny cost, Talos λ = 3 raises it at a large cost);
+    celeba: every directional claim is contradicted, every no-cost one reproduced by a gain;
+    cifar10: one repeat, no attribute, membership nearly equal (unresolved)."""
+    models = {}
+    baseline = bits(0.40, N_ATTRIBUTE, 1)  # the majority guess: one array for every model of a dataset
+    models["utkface", "supervised", np.nan] = [
+        fresh(membership_accuracies(0.80, ("confidence", 0.86), 0.72), 0.75, 0.42, baseline) for _ in range(2)]
+    contrastive = [fresh(membership_accuracies(0.55, ("entropy", 0.60), 0.53), 0.85, 0.70, baseline)
+                   for _ in range(2)]
+    models["utkface", "contrastive", 0.0] = contrastive
+    # λ = 1: 2 of 400 test images lost, 2 of 400 membership records won: a cost of 0.005
+    models["utkface", "talos", 1.0] = [
+        Model(flipped(c.task, 2, False, next(_seed)), {a: flipped(d, 2, True, next(_seed)) for a, d in
+                                                         c.membership.items()},
+              bits(0.45, N_ATTRIBUTE, next(_seed)), baseline) for c in contrastive]
+    # λ = 3: a cost of 0.2 in task accuracy and membership; repeats differ a little
+    models["utkface", "talos", 3.0] = [
+        fresh(membership_accuracies(0.75 + 0.01 * r, None, 0.70), 0.65 + 0.01 * r, 0.85 + 0.01 * r, baseline)
+        for r in range(2)]
+    baseline = bits(0.38, N_ATTRIBUTE, 2)
+    models["celeba", "supervised", np.nan] = [fresh(membership_accuracies(0.52, ("entropy", 0.56), 0.50), 0.70,
+                                                    0.70, baseline)]
+    models["celeba", "contrastive", 0.0] = [fresh(membership_accuracies(0.70, None, 0.60), 0.80, 0.42, baseline)
+                                            for _ in range(2)]
+    models["celeba", "talos", 2.0] = [fresh(membership_accuracies(0.45, None, 0.45), 0.92, 0.60, baseline)
+                                      for _ in range(2)]
+    models["cifar10", "supervised", np.nan] = [fresh(membership_accuracies(0.61), 0.60, None, None)]
+    models["cifar10", "contrastive", 0.0] = [fresh(membership_accuracies(0.60), 0.80, None, None)]
+    return models
+
+
+def _row(dataset, target, lam, repeat, model: Model) -> list[dict]:
+    n_right = int(model.task.sum())
+    lo, hi = cp(n_right, N_TEST)
+    base = {"dataset": dataset, "target": target, "lambda": lam, "repeat": repeat, "task_accuracy": n_right / N_TEST,
+            "task_accuracy_lo": lo, "task_accuracy_hi": hi, "n_test": N_TEST,
+            "task_decisions": pack_decisions(model.task)}
     rows = []
-    for dataset, values in VALUES.items():
-        for target, lam in MODELS:
-            task, nn, attribute = values[target if target != "talos" else (target, lam)]
-            for repeat in range(REPEATS):
-                shift = 0.01 * repeat
-                model = {"dataset": dataset, "target": target, "lambda": lam, "repeat": repeat,
-                         "task_accuracy": task + shift, "n_test": N_TEST}
-                model["task_accuracy_lo"], model["task_accuracy_hi"] = _interval(task + shift, N_TEST)
-                for i, attack in enumerate(MEMBERSHIP_ATTACKS):
-                    acc = nn + shift + (0.05 if STRONG.get(target) == attack else -0.01 * i)
-                    n = 2 * N_MEMBERS
-                    lo, hi = _interval(acc, n)
-                    rows.append({**model, "inference": "membership", "attack": attack, "accuracy": acc,
-                                 "accuracy_lo": lo, "accuracy_hi": hi, "n": n, "auc": acc + 0.02,
-                                 "auc_lo": acc, "auc_hi": acc + 0.04, "n_members": N_MEMBERS,
-                                 "n_nonmembers": N_MEMBERS, "tpr_at_1pct_fpr": 0.05, "tpr_at_1pct_fpr_lo": 0.02,
-                                 "tpr_at_1pct_fpr_hi": 0.09, "fp_at_1pct_fpr": 2, "baseline": np.nan,
-                                 "baseline_lo": np.nan, "baseline_hi": np.nan})
-                if attribute is not None:
-                    acc, base = attribute + shift, BASELINE + shift
-                    lo, hi = _interval(acc, N_ATTRIBUTE)
-                    base_lo, base_hi = _interval(base, N_ATTRIBUTE)
-                    rows.append({**model, "inference": "attribute", "attack": ATTRIBUTE_ATTACK, "accuracy": acc,
-                                 "accuracy_lo": lo, "accuracy_hi": hi, "n": N_ATTRIBUTE, "auc": np.nan,
-                                 "auc_lo": np.nan, "auc_hi": np.nan, "n_members": np.nan, "n_nonmembers": np.nan,
-                                 "tpr_at_1pct_fpr": np.nan, "tpr_at_1pct_fpr_lo": np.nan,
-                                 "tpr_at_1pct_fpr_hi": np.nan, "fp_at_1pct_fpr": np.nan, "baseline": base,
-                                 "baseline_lo": base_lo, "baseline_hi": base_hi})
+    for attack, decisions in model.membership.items():
+        k = int(decisions.sum())
+        rows.append(base | {"inference": "membership", "attack": attack, "accuracy": k / N_MIA,
+                            "accuracy_lo": cp(k, N_MIA)[0], "accuracy_hi": cp(k, N_MIA)[1], "n": N_MIA,
+                            "auc": model.auc, "auc_lo": model.auc - 0.05, "auc_hi": model.auc + 0.05,
+                            "n_members": N_MEMBERS, "n_nonmembers": N_MEMBERS, "tpr_at_1pct_fpr": 0.05,
+                            "tpr_at_1pct_fpr_lo": 0.02, "tpr_at_1pct_fpr_hi": 0.09, "fp_at_1pct_fpr": 2,
+                            "baseline": np.nan, "baseline_lo": np.nan, "baseline_hi": np.nan,
+                            "decisions": pack_decisions(decisions), "baseline_decisions": np.nan})
+    if model.attribute is not None:
+        k, b = int(model.attribute.sum()), int(model.baseline.sum())
+        rows.append(base | {"inference": "attribute", "attack": ATTRIBUTE_ATTACK, "accuracy": k / N_ATTRIBUTE,
+                            "accuracy_lo": cp(k, N_ATTRIBUTE)[0], "accuracy_hi": cp(k, N_ATTRIBUTE)[1],
+                            "n": N_ATTRIBUTE, "auc": np.nan, "auc_lo": np.nan, "auc_hi": np.nan,
+                            "n_members": np.nan, "n_nonmembers": np.nan, "tpr_at_1pct_fpr": np.nan,
+                            "tpr_at_1pct_fpr_lo": np.nan, "tpr_at_1pct_fpr_hi": np.nan, "fp_at_1pct_fpr": np.nan,
+                            "baseline": b / N_ATTRIBUTE, "baseline_lo": cp(b, N_ATTRIBUTE)[0],
+                            "baseline_hi": cp(b, N_ATTRIBUTE)[1], "decisions": pack_decisions(model.attribute),
+                            "baseline_decisions": pack_decisions(model.baseline)})
     return rows
+
+
+def frame_of(models: dict) -> pd.DataFrame:
+    rows = [row for (dataset, target, lam), repeats in models.items() for r, model in enumerate(repeats)
+            for row in _row(dataset, target, lam, r, model)]
+    return pd.DataFrame(rows)
+
+
+MODELS = scenario()
 
 
 @pytest.fixture(scope="module")
 def csv_paths(tmp_path_factory) -> list[Path]:
-    """One metrics.csv per dataset, as the attack rule writes them."""
+    """One metrics.csv per dataset, as the attack rule writes them (repeats in reverse: the report
+    must not rely on row order)."""
     folder = tmp_path_factory.mktemp("results")
-    frame = pd.DataFrame(metric_rows())
+    frame = frame_of(MODELS).iloc[::-1]
     paths = []
-    for dataset in VALUES:
+    for dataset in dict.fromkeys(frame.dataset.iloc[::-1]):
         path = folder / f"{dataset}_metrics.csv"
         frame[frame.dataset == dataset].to_csv(path, index=False)
         paths.append(path)
@@ -117,11 +179,45 @@ def table(metrics, thesis) -> pd.DataFrame:
     return claims_table(metrics, thesis)
 
 
-def _cp(correct: int, n: int) -> tuple[float, float]:
-    """Clopper–Pearson 95 % by the beta quantiles, independently of mia_stats."""
-    lo = 0.0 if correct == 0 else stats.beta.ppf(0.025, correct, n - correct + 1)
-    hi = 1.0 if correct == n else stats.beta.ppf(0.975, correct + 1, n - correct)
-    return lo, hi
+def layout(dataset, target, lam, part: str, attack: str | None = None) -> np.ndarray:
+    """(repeats, records) of one model kind's known arrays."""
+    repeats = MODELS[dataset, target, lam]
+    if part == "membership":
+        return np.stack([m.membership[attack] for m in repeats])
+    return np.stack([getattr(m, part) for m in repeats])
+
+
+def expected_paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """mean(a) − mean(b) with the t interval of the per-record differences of the record means,
+    n − 1 df: the paired interval where neither layout has a draw effect (checked here: the draws'
+    mean square does not exceed the error's, so the ANOVA draw component is 0)."""
+    for m in (a, b):
+        if m.shape[0] > 1:
+            cells, grand = m.astype(float), m.mean()
+            ms_draws = m.shape[1] * ((cells.mean(1) - grand) ** 2).sum() / (m.shape[0] - 1)
+            residual = cells - cells.mean(0) - cells.mean(1)[:, None] + grand
+            ms_error = (residual ** 2).sum() / ((m.shape[0] - 1) * (m.shape[1] - 1))
+            assert ms_draws <= ms_error  # the precondition of this closed form
+    per_record = a.mean(0) - b.mean(0)
+    n = per_record.size
+    half = stats.t.ppf(0.975, n - 1) * per_record.std(ddof=1) / np.sqrt(n)
+    d = a.mean() - b.mean()
+    return d, d - half, d + half
+
+
+def claim_row(table, dataset, quantity_start, lam=None) -> pd.Series:
+    rows = table[(table.dataset == dataset) & table.quantity.str.startswith(quantity_start)]
+    rows = rows[rows["lambda"].isna()] if lam is None else rows[rows["lambda"] == lam]
+    assert len(rows) == 1, rows
+    return rows.iloc[0]
+
+
+def assert_difference(row, expected) -> None:
+    assert (row.difference, row.difference_lo, row.difference_hi) == pytest.approx(expected, abs=1e-12)
+    assert row.design == "paired by record"
+
+
+# --------------------------------------------------------------------------------- pooling
 
 
 def test_thesis_reference_quotes_the_numbers_of_the_text(thesis):
@@ -133,75 +229,166 @@ def test_thesis_reference_quotes_the_numbers_of_the_text(thesis):
     assert all("Sec. 4." in s for s in thesis.source)
 
 
-def test_pooling_matches_a_hand_computation(metrics):
-    pooled = pool(metrics).set_index(["dataset", "target", "lambda", "attack"])
-    nn = pooled.loc[("utkface", "supervised", np.nan, "nn")]
-    correct = round(0.80 * 400) + round(0.81 * 400)  # 320 + 324 decisions right of 800
-    assert (nn.n, nn.accuracy, nn.repeats) == (800, pytest.approx(correct / 800), 2)
-    assert (nn.accuracy_lo, nn.accuracy_hi) == pytest.approx(_cp(correct, 800))
-    assert nn.accuracy_std == pytest.approx(np.std([0.80, 0.81], ddof=1))
-    assert nn.auc_mean == pytest.approx(0.825)
-    assert np.isnan(nn.baseline)
-    # task accuracy: one model per repeat, counted once however many attack rows it has
-    assert nn.n_test == 2 * N_TEST and nn.task_accuracy == pytest.approx((750 + 760) / 2000)
-    assert (nn.task_accuracy_lo, nn.task_accuracy_hi) == pytest.approx(_cp(1510, 2000))
-    attribute = pooled.loc[("utkface", "talos", 3.0, ATTRIBUTE_ATTACK)]
-    assert attribute.n == 600 and attribute.accuracy == pytest.approx((135 + 138) / 600)
-    assert attribute.baseline == pytest.approx((120 + 123) / 600)
-    assert (attribute.baseline_lo, attribute.baseline_hi) == pytest.approx(_cp(243, 600))
-    assert np.isnan(attribute.auc_mean)
+def test_pool_is_the_mean_decision_over_repeats_per_record(metrics):
+    pooled = pool(metrics)
+    assert len(pooled) == len(metrics.drop_duplicates(["dataset", "target", "lambda", "inference", "attack"]))
+    for r in (pd.Series(row) for row in pooled.to_dict("records")):
+        repeats = MODELS[r.dataset, r.target, np.nan if r.target == "supervised" else r["lambda"]]
+        part = "attribute" if r.inference == "attribute" else "membership"
+        decisions = np.stack([m.attribute if part == "attribute" else m.membership[r.attack] for m in repeats])
+        task = np.stack([m.task for m in repeats])
+        assert (r.repeats, r.n, r.n_test) == (len(repeats), decisions.shape[1], N_TEST)  # records, not decisions
+        assert r.accuracy == pytest.approx(decisions.mean(), abs=1e-12)
+        assert r.task_accuracy == pytest.approx(task.mean(), abs=1e-12)
+        assert r.accuracy_lo < r.accuracy < r.accuracy_hi and r.task_accuracy_lo < r.task_accuracy < r.task_accuracy_hi
+        per_repeat = decisions.mean(1)
+        assert (np.isnan(r.accuracy_std) if len(repeats) == 1 else
+                r.accuracy_std == pytest.approx(per_repeat.std(ddof=1), abs=1e-12))
+        if part == "attribute":
+            baseline = np.stack([m.baseline for m in repeats])
+            assert r.baseline == pytest.approx(baseline.mean(), abs=1e-12) and r.baseline != r.accuracy
+            assert r.baseline_lo < r.baseline < r.baseline_hi and np.isnan(r.auc_mean)
+        else:
+            assert np.isnan(r.baseline) and np.isnan(r.baseline_lo) and r.auc_mean == pytest.approx(0.6)
+        if len(repeats) == 1:  # one repeat: the exact interval of k of n records
+            assert (r.accuracy_lo, r.accuracy_hi) == pytest.approx(cp(int(decisions.sum()), r.n), abs=1e-12)
+            assert (r.task_accuracy_lo, r.task_accuracy_hi) == pytest.approx(cp(int(task.sum()), N_TEST), abs=1e-12)
 
 
-@pytest.mark.parametrize("a, b, verdict", [
-    ((0.70, 0.80), (0.50, 0.60), REPRODUCED),
-    ((0.50, 0.60), (0.70, 0.80), CONTRADICTED),
-    ((0.55, 0.70), (0.60, 0.75), OVERLAP),
-    ((0.60, 0.70), (0.50, 0.60), OVERLAP),  # touching intervals overlap
-])
-def test_directional_verdict(a, b, verdict):
-    assert directional_verdict(*a, *b) == verdict
+def width(lo_hi) -> float:
+    return lo_hi[1] - lo_hi[0]
 
 
-@pytest.mark.parametrize("reference, talos, higher_is_worse, start", [
-    ((0.80, 0.85), (0.82, 0.86), False, NO_DIFFERENCE),
-    ((0.80, 0.85), (0.70, 0.75), False, "contradicted: Talos has lower task accuracy"),
-    ((0.80, 0.85), (0.90, 0.95), False, "consistent: Talos better beyond the intervals (higher"),
-    ((0.50, 0.55), (0.60, 0.65), True, "contradicted: Talos has higher"),
-    ((0.50, 0.55), (0.40, 0.45), True, "consistent: Talos better beyond the intervals (lower"),
-])
-def test_no_cost_verdict(reference, talos, higher_is_worse, start):
-    quantity = "membership inference accuracy" if higher_is_worse else "task accuracy"
-    assert no_cost_verdict(*reference, *talos, higher_is_worse=higher_is_worse, quantity=quantity).startswith(start)
+def test_identical_repeats_give_the_one_repeat_interval():
+    """Two trainings that decide every record alike carry the information of one: the interval is
+    that of k of n records (up to the t correction of n − 1 df), not of 2k of 2n decisions."""
+    base = Model(bits(0.8, N_TEST, 3), {a: bits(0.62, N_MIA, 4 + i) for i, a in enumerate(MEMBERSHIP_ATTACKS)},
+                 bits(0.55, N_ATTRIBUTE, 5), bits(0.4, N_ATTRIBUTE, 6))
+    one = pool(frame_of({("utkface", "contrastive", 0.0): [base]})).set_index("attack")
+    two = pool(frame_of({("utkface", "contrastive", 0.0): [base, base]})).set_index("attack")
+    for attack, decisions, n, column in ((NN_ATTACK, base.membership[NN_ATTACK], N_MIA, "accuracy"),
+                                         (ATTRIBUTE_ATTACK, base.attribute, N_ATTRIBUTE, "accuracy"),
+                                         (ATTRIBUTE_ATTACK, base.baseline, N_ATTRIBUTE, "baseline"),
+                                         (NN_ATTACK, base.task, N_TEST, "task_accuracy")):
+        k = int(decisions.sum())
+        single, repeated = one.loc[attack], two.loc[attack]
+        assert (single[f"{column}_lo"], single[f"{column}_hi"]) == pytest.approx(cp(k, n), abs=1e-12)
+        assert repeated[column] == pytest.approx(k / n) and repeated.repeats == 2
+        got = (repeated[f"{column}_lo"], repeated[f"{column}_hi"])
+        assert got == pytest.approx(cp(k, n), abs=0.003)
+        assert width(got) == pytest.approx(width(cp(k, n)), rel=0.01)
+        assert width(got) > 1.3 * width(cp(2 * k, 2 * n))  # the pooled interval would be √2 narrower
 
 
-def _row(table, dataset, quantity_start, lam=None):
-    rows = table[(table.dataset == dataset) & table.quantity.str.startswith(quantity_start)]
-    rows = rows[rows["lambda"].isna()] if lam is None else rows[rows["lambda"] == lam]
-    assert len(rows) == 1, rows
-    return rows.iloc[0]
+# --------------------------------------------------------------------------------- the claims
 
 
-def test_claims_table_verdicts(table):
+def test_claims_table_has_one_row_per_comparison_measured(table):
     assert list(table.columns) == CLAIM_COLUMNS
-    # 2 membership rows per dataset, 1 attribute row (utkface only), 3 (utkface) or 2 (cifar10) per λ
-    assert len(table) == (2 + 1 + 3 * 2) + (2 + 0 + 2 * 2)
-    assert _row(table, "utkface", "membership inference accuracy, NN").verdict == REPRODUCED
-    assert _row(table, "cifar10", "membership inference accuracy, NN").verdict == CONTRADICTED
-    strongest = _row(table, "utkface", "membership inference accuracy, strongest")
-    assert (strongest.attack_a, strongest.attack_b) == ("confidence", "nn")
-    assert "supervised: confidence" in strongest.quantity and strongest.value_a == pytest.approx(0.855)
-    attribute = _row(table, "utkface", "attribute")
-    assert attribute.verdict == REPRODUCED and attribute.compared == "supervised vs contrastive"
-    assert attribute.baseline_a == pytest.approx(0.405) and "supervised" in attribute.note
-    assert _row(table, "utkface", "attribute", 1.0).verdict == OVERLAP
-    assert _row(table, "utkface", "attribute", 3.0).verdict == REPRODUCED
-    assert _row(table, "utkface", "task accuracy", 1.0).verdict == NO_DIFFERENCE
-    assert _row(table, "utkface", "task accuracy", 3.0).verdict.startswith("contradicted: Talos has lower")
-    assert _row(table, "utkface", "membership inference accuracy, NN", 1.0).verdict == NO_DIFFERENCE
-    assert _row(table, "utkface", "membership inference accuracy, NN", 3.0).verdict.startswith(
-        "consistent: Talos better")
-    talos = table[table.claim == "talos"]
-    assert (talos.thesis_values.str.contains("0.602")).all()
+    # utkface: 2 membership + 1 attribute + 3 per λ (1, 3); celeba: 2 + 1 + 3 (λ = 2); cifar10: 2 membership only
+    counts = table.groupby(["dataset", "claim"], sort=False).size().to_dict()
+    assert counts == {("utkface", "membership"): 2, ("utkface", "attribute"): 1, ("utkface", "talos"): 6,
+                      ("celeba", "membership"): 2, ("celeba", "attribute"): 1, ("celeba", "talos"): 3,
+                      ("cifar10", "membership"): 2}
+    assert (table.design == "paired by record").all()
+    assert table[table.verdict != UNRESOLVED].n_for_80pct_power.isna().all()
+    assert (table[table.claim == "talos"].thesis_values.str.contains("0.602")).all()
+
+
+@pytest.mark.parametrize("dataset, verdict", [("utkface", REPRODUCED), ("celeba", CONTRADICTED)])
+def test_membership_claim_is_supervised_minus_contrastive_nn(table, dataset, verdict):
+    row = claim_row(table, dataset, "membership inference accuracy, NN")
+    assert (row.compared, row.claimed, row.attack_a, row.attack_b) == ("supervised vs contrastive", "a > b", "nn", "nn")
+    supervised, contrastive = (layout(dataset, *side, "membership", NN_ATTACK)
+                               for side in (("supervised", np.nan), ("contrastive", 0.0)))
+    assert_difference(row, expected_paired(supervised, contrastive))
+    assert row.value_a == pytest.approx(supervised.mean()) and row.value_b == pytest.approx(contrastive.mean())
+    assert (row.n_a, row.n_b) == (N_MIA, N_MIA)
+    assert (row.draws_a, row.draws_b) == (len(supervised), len(contrastive))
+    assert row.verdict == verdict
+
+
+def test_an_unresolved_membership_claim_says_how_many_records_would_settle_it(table):
+    row = claim_row(table, "cifar10", "membership inference accuracy, NN")
+    assert row.verdict == UNRESOLVED and row.difference_lo < 0 < row.difference_hi
+    assert row.difference == pytest.approx(0.01) and N_MIA < row.n_for_80pct_power < np.inf
+
+
+@pytest.mark.parametrize("dataset, supervised, contrastive, verdict", [
+    ("utkface", "confidence", "entropy", REPRODUCED), ("celeba", "entropy", "nn", CONTRADICTED),
+    ("cifar10", "nn", "nn", UNRESOLVED)])
+def test_strongest_attack_is_the_most_accurate_of_each_model(table, dataset, supervised, contrastive, verdict):
+    row = claim_row(table, dataset, "membership inference accuracy, strongest")
+    assert (row.attack_a, row.attack_b) == (supervised, contrastive)
+    assert f"supervised: {supervised}; contrastive: {contrastive}" in row.quantity
+    a, b = layout(dataset, "supervised", np.nan, "membership", supervised), layout(
+        dataset, "contrastive", 0.0, "membership", contrastive)
+    for attack in MEMBERSHIP_ATTACKS:  # nothing beats the chosen one
+        assert layout(dataset, "supervised", np.nan, "membership", attack).mean() <= a.mean()
+        assert layout(dataset, "contrastive", 0.0, "membership", attack).mean() <= b.mean()
+    assert_difference(row, expected_paired(a, b))
+    assert row.verdict == verdict
+
+
+@pytest.mark.parametrize("dataset, verdict", [("utkface", REPRODUCED), ("celeba", CONTRADICTED)])
+def test_attribute_claim_is_contrastive_minus_supervised_beside_the_baseline(table, dataset, verdict):
+    row = claim_row(table, dataset, "attribute")
+    assert (row.compared, row.attack_a, row.attack_b) == ("contrastive vs supervised", ATTRIBUTE_ATTACK,
+                                                          ATTRIBUTE_ATTACK)
+    contrastive, supervised = layout(dataset, "contrastive", 0.0, "attribute"), layout(
+        dataset, "supervised", np.nan, "attribute")
+    assert_difference(row, expected_paired(contrastive, supervised))
+    assert (row.n_a, row.n_b) == (N_ATTRIBUTE, N_ATTRIBUTE)
+    assert row.verdict == verdict
+    # the majority baseline of each side, from its baseline_decisions (not the attack's)
+    baseline = MODELS[dataset, "contrastive", 0.0][0].baseline.mean()
+    assert row.baseline_a == pytest.approx(baseline) and row.baseline_b == pytest.approx(baseline)
+    assert row.baseline_a_lo < baseline < row.baseline_a_hi
+    weak = "supervised" if dataset == "utkface" else "contrastive"  # 0.42 against a baseline of 0.40 / 0.38
+    assert row.note.startswith("not above the majority baseline") and row.note.endswith(weak)
+
+
+@pytest.mark.parametrize("dataset, lam, verdict", [("utkface", 1.0, REPRODUCED), ("utkface", 3.0, CONTRADICTED),
+                                                   ("celeba", 2.0, CONTRADICTED)])
+def test_talos_lowers_the_attribute_accuracy_of_the_contrastive_model(table, dataset, lam, verdict):
+    row = claim_row(table, dataset, "attribute", lam)
+    assert row.claim == "talos" and row.compared == f"contrastive (λ = 0) vs Talos (λ = {lam:g})"
+    assert_difference(row, expected_paired(layout(dataset, "contrastive", 0.0, "attribute"),
+                                           layout(dataset, "talos", lam, "attribute")))
+    assert row.verdict == verdict
+
+
+@pytest.mark.parametrize("dataset, lam, verdict", [
+    ("utkface", 1.0, REPRODUCED),  # 2 of 400 images lost: a cost of 0.005, its interval below the margin
+    ("utkface", 3.0, CONTRADICTED),  # a cost of about 0.2, beyond the margin
+    ("celeba", 2.0, REPRODUCED)])  # a gain of 0.12
+def test_no_cost_in_task_accuracy_reads_the_accuracy_talos_loses(table, dataset, lam, verdict):
+    row = claim_row(table, dataset, "task accuracy", lam)
+    contrastive, talos = layout(dataset, "contrastive", 0.0, "task"), layout(dataset, "talos", lam, "task")
+    expected = expected_paired(contrastive, talos)  # contrastive − Talos: the accuracy lost
+    assert_difference(row, expected)
+    assert (row.value_a, row.value_b) == pytest.approx((contrastive.mean(), talos.mean()))
+    assert (row.n_a, row.n_b, row.draws_a, row.draws_b) == (N_TEST, N_TEST, 2, 2)
+    assert row.claimed == f"a − b ≤ {NO_COST_MARGIN:g} (no cost)" and f"{NO_COST_MARGIN:g}" in row.note
+    assert row.verdict == verdict
+    if (dataset, lam) == ("utkface", 1.0):  # the tiny cost: not shown to be 0, shown to be below the margin
+        assert expected[0] == pytest.approx(0.005) and 0 < expected[2] < NO_COST_MARGIN
+    if (dataset, lam) == ("utkface", 3.0):
+        assert expected[1] > NO_COST_MARGIN
+
+
+@pytest.mark.parametrize("dataset, lam, verdict", [
+    ("utkface", 1.0, REPRODUCED),  # 2 of 400 records won by the attack: 0.005 added
+    ("utkface", 3.0, CONTRADICTED),  # about 0.2 added
+    ("celeba", 2.0, REPRODUCED)])  # Talos lowers it by 0.25
+def test_no_cost_in_membership_privacy_reads_the_accuracy_talos_adds(table, dataset, lam, verdict):
+    row = claim_row(table, dataset, "membership inference accuracy, NN", lam)
+    contrastive = layout(dataset, "contrastive", 0.0, "membership", NN_ATTACK)
+    talos = layout(dataset, "talos", lam, "membership", NN_ATTACK)
+    assert_difference(row, expected_paired(talos, contrastive))  # b − a: what Talos adds
+    assert (row.value_a, row.value_b) == pytest.approx((contrastive.mean(), talos.mean()))
+    assert row.claimed == f"b − a ≤ {NO_COST_MARGIN:g} (no cost)"
+    assert row.verdict == verdict
 
 
 def test_markdown_has_every_row(table):
@@ -211,8 +398,11 @@ def test_markdown_has_every_row(table):
     for r, line in zip(table.itertuples(index=False), lines[1:]):
         assert f"| {r.dataset} | {r.claim} | {r.quantity} |" in line
         assert f"{r.value_a:.3f} [{r.value_a_lo:.3f}, {r.value_a_hi:.3f}] ({r.n_a})" in line
-        assert r.verdict in line
-    assert "0.931" in text and "Clopper–Pearson" in text
+        assert f"{r.difference:+.3f} [{r.difference_lo:+.3f}, {r.difference_hi:+.3f}]" in line
+        assert f"| {r.verdict} |" in line
+    unresolved = claim_row(table, "cifar10", "membership inference accuracy, NN")
+    assert f"| {UNRESOLVED} | {int(unresolved.n_for_80pct_power)} |" in text
+    assert "0.931" in text and "clustered by record" in text and f"margin of {NO_COST_MARGIN:g}" in text
 
 
 @pytest.mark.parametrize("make", [privacy_figure, talos_lambda_figure])
@@ -220,25 +410,28 @@ def test_figures_show_every_dataset_with_n_and_chance(metrics, make):
     """Built, not drawn (the script test below writes them as PNG and PDF: drawing is the slow part)."""
     fig = make(metrics)
     titles = [ax.get_title() for ax in fig.axes]
-    assert len(fig.axes) == 3 * len(VALUES) and all(any(t.startswith(d) for t in titles) for d in VALUES)
-    assert any("n = 800 decisions" in t for t in titles) and any("n = 2000 test images" in t for t in titles)
+    datasets = ("utkface", "celeba", "cifar10")
+    assert len(fig.axes) == 3 * len(datasets) and all(any(t.startswith(d) for t in titles) for d in datasets)
+    assert any(f"n = {N_MIA} " in t for t in titles)  # records, not records × repeats
     assert "cifar10: attribute inference\n(not measured)" in titles  # no attribute on that dataset
-    assert sum(line.get_gid() == "chance" for ax in fig.axes for line in ax.get_lines()) == len(VALUES)
+    assert sum(line.get_gid() == "chance" for ax in fig.axes for line in ax.get_lines()) == len(datasets)
     plt.close(fig)
 
 
 def test_script_end_to_end(csv_paths, tmp_path):
     """One metrics.csv (utkface: every claim) through the CLI: the claims as CSV and Markdown, one
-    figure as PNG and the other as PDF (each save draws the figure again: the slow part of this
-    file), no temporary file left."""
+    figure as PNG and the other as PDF, no temporary file left."""
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLBACKEND": "Agg"}
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "contrastive_report.py"), "--metrics", str(csv_paths[0]),
+    library = Path(privssl.__file__).parents[1]  # the privssl this test imported
+    env = {**os.environ, "PYTHONPATH": str(library), "MPLBACKEND": "Agg"}
+    utkface = next(p for p in csv_paths if p.name.startswith("utkface"))
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "contrastive_report.py"), "--metrics", str(utkface),
                     "--thesis", str(THESIS_CSV), "--fig-privacy", str(out / "privacy.png"),
                     "--fig-lambda", str(out / "lambda.pdf"), "--csv", str(out / "claims.csv"),
                     "--md", str(out / "claims.md")], check=True, env=env, timeout=120)
     table = pd.read_csv(out / "claims.csv")
     assert list(table.columns) == CLAIM_COLUMNS and set(table.dataset) == {"utkface"} and len(table) == 9
+    assert sorted(table.verdict) == sorted([REPRODUCED] * 6 + [CONTRADICTED] * 3)
     assert (out / "claims.md").read_text().count("| utkface |") == 9
     assert (out / "privacy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "lambda.pdf").read_bytes()[:5] == b"%PDF-" and (out / "lambda.pdf").stat().st_size > 10_000
@@ -246,8 +439,8 @@ def test_script_end_to_end(csv_paths, tmp_path):
 
 
 def test_bad_input_is_refused_by_name(metrics, thesis, tmp_path):
-    with pytest.raises(ValueError, match="baseline"):
-        claims_table(metrics.drop(columns="baseline"), thesis)
+    with pytest.raises(ValueError, match="baseline_decisions"):
+        claims_table(metrics.drop(columns="baseline_decisions"), thesis)
     with pytest.raises(ValueError, match="no rows"):
         claims_table(metrics.iloc[:0], thesis)
     with pytest.raises(ValueError, match="talos"):
@@ -256,7 +449,12 @@ def test_bad_input_is_refused_by_name(metrics, thesis, tmp_path):
         claims_table(metrics.assign(**{"lambda": metrics["lambda"].fillna(0.0)}), thesis)
     with pytest.raises(ValueError, match="differs between the rows of one model"):
         bad = metrics.copy()
-        bad.loc[bad.index[0], "task_accuracy"] += 0.1
+        first = bad.index[0]
+        bad.loc[first, "task_decisions"] = pack_decisions(~MODELS["cifar10", "contrastive", 0.0][0].task)
+        pool(bad)
+    with pytest.raises(ValueError, match="different numbers of records"):
+        bad = metrics.copy()
+        bad.loc[bad.index[0], "n"] = N_MIA - 8  # one repeat's cell of another size cannot be paired
         pool(bad)
     with pytest.raises(ValueError, match="the claims table has no rows"):
         markdown(pd.DataFrame(columns=CLAIM_COLUMNS))

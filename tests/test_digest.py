@@ -1,5 +1,6 @@
 """The run's digest (privssl.reports.digest) copies figures from the run's files without changing
-them: the means, maxima and flags it shows are recomputed here from the same frames."""
+them: the means, maxima and flags it shows are recomputed here from the same frames; the release
+accuracies from utility rows whose decision cells are packed from known 0/1 arrays."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from privssl.io import pack_decisions
 from privssl.reports import digest
 
 
@@ -29,45 +31,134 @@ def test_numbers_are_written_to_three_decimals_or_three_digits():
     assert digest.fmt(math.inf) == "∞" and digest.fmt(float("nan")) == "n/a"
 
 
-def test_release_accuracy_pools_the_draws_with_the_clopper_pearson_interval_of_the_pooled_count():
-    rng = np.random.default_rng(0)
-    n_test = 40
-    rows = [{"mechanism": m, "eps": e, "repeat": r, "accuracy": rng.integers(0, n_test + 1) / n_test,
-             "guarantee_kind": k, "clean_accuracy": 30 / n_test}
-            for m, k, draws in (("alm", "random_dp", 5), ("dpsgd", "approx_dp", 3)) for e in (1.0, 100.0)
-            for r in range(draws)]
-    text = digest.release_accuracy("digits", pd.DataFrame(rows), n_test)
-    for method, draws in (("alm", 5), ("dpsgd", 3)):
-        (cells,) = table_rows(text, f"`{method}`")
-        for column, eps in ((2, 1.0), (3, 100.0)):
-            correct = round(sum(r["accuracy"] * n_test for r in rows if r["mechanism"] == method and r["eps"] == eps))
-            n = n_test * draws
-            lo, hi = stats.beta.ppf(0.025, correct, n - correct + 1), stats.beta.ppf(0.975, correct + 1, n - correct)
-            assert cells[column] == f"{correct / n:.3f} [{lo:.3f}, {hi:.3f}] ({n})"
-    assert "the non-private head: 0.750 [" in text and "(40)." in text
+N_TEST = 200
+
+
+def bits(p: float, seed: int, n: int = N_TEST) -> np.ndarray:
+    """n decisions with exactly round(p n) right, at positions drawn from `seed`."""
+    out = np.zeros(n, bool)
+    out[np.random.default_rng(seed).choice(n, round(p * n), replace=False)] = True
+    return out
+
+
+def moved(base: np.ndarray, lost: int, won: int, seed: int) -> np.ndarray:
+    """`base` with `lost` right decisions made wrong and `won` wrong ones made right."""
+    rng, out = np.random.default_rng(seed), base.copy()
+    out[rng.choice(np.flatnonzero(base), lost, replace=False)] = False
+    out[rng.choice(np.flatnonzero(~base), won, replace=False)] = True
+    return out
+
+
+CLEAN = bits(0.85, 0)
+
+
+def utility(points: dict, kinds: dict | None = None) -> pd.DataFrame:
+    """utility.csv rows from {(mechanism, ε): [decisions per draw]}, each draw deciding the same
+    N_TEST test records; the clean head's decisions on every row."""
+    kinds = kinds or {}
+    return pd.DataFrame([{"mechanism": m, "eps": e, "repeat": r, "guarantee_kind": kinds.get(m, "approx_dp"),
+                          "n_test": N_TEST, "accuracy": d.mean(), "clean_accuracy": CLEAN.mean(),
+                          "decisions": pack_decisions(d), "clean_decisions": pack_decisions(CLEAN)}
+                         for (m, e), draws in points.items() for r, d in enumerate(draws)])
+
+
+def cp(k: int, n: int) -> tuple[float, float]:
+    lo = 0.0 if k == 0 else stats.beta.ppf(0.025, k, n - k + 1)
+    hi = 1.0 if k == n else stats.beta.ppf(0.975, k + 1, n - k)
+    return float(lo), float(hi)
+
+
+def parse(cell: str) -> tuple[float, float, float, int]:
+    """'0.700 [0.632, 0.762] (5)' -> (0.7, 0.632, 0.762, 5)."""
+    value, rest = cell.split(" [")
+    lo, rest = rest.split(", ")
+    hi, draws = rest.split("] (")
+    return float(value), float(lo), float(hi), int(draws.rstrip(")"))
+
+
+def test_release_accuracy_is_over_the_draws_clustered_by_test_record():
+    same = bits(0.7, 1)
+    independent = [bits(0.6, s) for s in range(10, 13)]
+    points = {("alm", 1.0): [same] * 5,  # five draws that decide every record alike: one draw's information
+              ("alm", 100.0): [bits(0.8, 2)],  # one draw: the exact interval of k of n
+              ("dpsgd", 1.0): independent, ("dpsgd", 100.0): [bits(0.75, 3)] * 3}
+    text = digest.release_accuracy("digits", utility(points, {"alm": "random_dp"}), N_TEST)
+    (alm,) = table_rows(text, "`alm`")
+    (dpsgd,) = table_rows(text, "`dpsgd`")
+    assert (alm[1], dpsgd[1]) == ("random_dp", "approx_dp")
+    value, lo, hi, draws = parse(alm[2])
+    single = cp(140, N_TEST)
+    assert (value, draws) == (0.7, 5)
+    assert lo == pytest.approx(single[0], abs=0.004) and hi == pytest.approx(single[1], abs=0.004)
+    pooled = cp(5 * 140, 5 * N_TEST)
+    assert hi - lo > 1.5 * (pooled[1] - pooled[0])  # not 5 × 200 independent decisions
+    assert alm[3] == f"0.800 [{cp(160, N_TEST)[0]:.3f}, {cp(160, N_TEST)[1]:.3f}] (1)"
+    value, lo, hi, draws = parse(dpsgd[2])
+    assert value == pytest.approx(np.mean(independent), abs=5e-4) and draws == 3
+    # independent draws of one release: narrower than one draw's interval
+    assert hi - lo < 0.9 * (cp(120, N_TEST)[1] - cp(120, N_TEST)[0])
+    assert parse(dpsgd[3])[3] == 3
+    lo, hi = cp(170, N_TEST)
+    assert f"the non-private head: 0.850 [{lo:.3f}, {hi:.3f}]" in text
+    assert f"the same {N_TEST} test images" in text
     assert "`results/digits/utility.csv`" in text and "`results/digits/splits.json`" in text
 
 
-def test_a_fall_of_accuracy_as_eps_grows_is_named_only_where_the_intervals_are_disjoint():
-    n_test = 100
-    rows = [{"mechanism": m, "eps": e, "repeat": 0, "accuracy": a, "guarantee_kind": "approx_dp",
-             "clean_accuracy": 0.9}
-            for m, points in (("dpsgd", ((1.0, 0.50), (10.0, 0.80), (100.0, 0.40), (math.inf, 0.45))),
-                              ("alm", ((1.0, 0.50), (10.0, 0.45), (math.inf, 0.90))))
-            for e, a in points]
-    # dpsgd 0.80 → 0.40 over 100 decisions each: disjoint Clopper–Pearson intervals; alm 0.50 → 0.45: overlapping
-    assert digest.accuracy_drops(pd.DataFrame(rows), n_test) == [("dpsgd", 10.0, 100.0, 0.80, 0.40)]
-    text = digest.release_accuracy("digits", pd.DataFrame(rows), n_test)
-    assert "`dpsgd` from ε = 10 to 100 (0.800 → 0.400)" in text and "`alm` from" not in text
-    rows = [r for r in rows if r["mechanism"] == "alm"]
-    assert "No method's accuracy falls as ε grows" in digest.release_accuracy("digits", pd.DataFrame(rows), n_test)
+def test_the_noise_free_limit_of_an_output_perturbation_method_is_one_head():
+    head, trainings = bits(0.9, 4), [bits(0.88, s) for s in (20, 21, 22)]
+    points = {("alm", 1.0): [bits(0.5, 5)] * 2, ("alm", math.inf): [head] * 5,
+              ("dpsgd", 1.0): [bits(0.5, 6)] * 2, ("dpsgd", math.inf): trainings}
+    text = digest.release_accuracy("digits", utility(points), N_TEST)
+    (alm,) = table_rows(text, "`alm`")
+    (dpsgd,) = table_rows(text, "`dpsgd`")
+    lo, hi = cp(180, N_TEST)
+    assert alm[3] == f"0.900 [{lo:.3f}, {hi:.3f}] (1)"  # counted once, its exact interval
+    assert parse(dpsgd[3])[3] == 3  # DP-SGD's σ = 0 trainings: independent draws
+    assert "ε = ∞ (no noise)" in text
 
 
-def test_release_accuracy_refuses_accuracies_that_are_no_counts_over_the_test_split():
-    utility = pd.DataFrame([{"mechanism": "alm", "eps": 1.0, "repeat": 0, "accuracy": 0.123, "guarantee_kind": "none",
-                             "clean_accuracy": 0.5}])
-    with pytest.raises(ValueError, match="not counts over 40 test images"):
-        digest.release_accuracy("digits", utility, 40)
+def expected_paired(after: np.ndarray, before: np.ndarray) -> tuple[float, float]:
+    """The t interval of the per-record differences of two one-draw releases (n − 1 df)."""
+    per_record = after.astype(float) - before
+    half = stats.t.ppf(0.975, N_TEST - 1) * per_record.std(ddof=1) / np.sqrt(N_TEST)
+    return per_record.mean() - half, per_record.mean() + half
+
+
+def test_a_fall_of_accuracy_as_eps_grows_is_named_only_where_the_paired_interval_lies_below_0():
+    at_10 = bits(0.60, 7)
+    points = {
+        # 0.50 → 0.60 (a rise) → 0.56 (12 of 200 images lost, 4 won: paired, clearly below 0, though the
+        # two accuracies' own intervals overlap) → ∞ 0.90
+        ("dpsgd", 1.0): [bits(0.50, 8)], ("dpsgd", 10.0): [at_10], ("dpsgd", 100.0): [moved(at_10, 12, 4, 9)],
+        ("dpsgd", math.inf): [bits(0.90, 10)],
+        # 0.50 → 0.48 on unrelated records: not beyond the interval; then a large rise at ∞
+        ("alm", 1.0): [bits(0.50, 11)], ("alm", 10.0): [bits(0.48, 12)], ("alm", math.inf): [bits(0.95, 13)] * 4}
+    frame = utility(points)
+    fall = expected_paired(points["dpsgd", 100.0][0], at_10)
+    assert fall[1] < 0 and cp(112, N_TEST)[1] > cp(120, N_TEST)[0]
+    assert expected_paired(points["alm", 10.0][0], points["alm", 1.0][0])[1] > 0
+    assert digest.accuracy_drops(frame) == [("dpsgd", 10.0, 100.0, 0.60, 0.56)]
+    text = digest.release_accuracy("digits", frame, N_TEST)
+    assert "`dpsgd` from ε = 10 to 100 (0.600 → 0.560)" in text and "`alm` from" not in text
+    calm = frame[frame.mechanism == "alm"]
+    assert digest.accuracy_drops(calm) == []
+    assert "No method's accuracy falls as ε grows" in digest.release_accuracy("digits", calm, N_TEST)
+
+
+def test_a_fall_to_the_noise_free_limit_counts_its_one_head():
+    at_100 = bits(0.80, 14)
+    frame = utility({("alm", 100.0): [at_100], ("alm", math.inf): [moved(at_100, 40, 0, 15)] * 5})
+    assert digest.accuracy_drops(frame) == [("alm", 100.0, math.inf, 0.80, 0.60)]
+    assert "`alm` from ε = 100 to ∞ (no noise) (0.800 → 0.600)" in digest.release_accuracy("digits", frame, N_TEST)
+
+
+def test_release_accuracy_refuses_rows_that_decided_another_test_set():
+    frame = utility({("alm", 1.0): [bits(0.5, 16)]})
+    with pytest.raises(ValueError, match=rf"decides \[{N_TEST}\] test records per row, the splits' test set has 201"):
+        digest.release_accuracy("digits", frame, N_TEST + 1)
+    mixed = pd.concat([frame, utility({("alm", 10.0): [bits(0.5, 17, N_TEST - 8)]}).assign(n_test=N_TEST - 8)])
+    with pytest.raises(ValueError, match="test records per row"):
+        digest.release_accuracy("digits", mixed, N_TEST)
 
 
 def audit_row(method, eps, kind, claimed, audit, attack, bound, n=100, adaptive=True, ceiling=12.0):

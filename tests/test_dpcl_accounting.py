@@ -126,8 +126,39 @@ def paper_rows():
     return {(row["objective"], row["variant"]): row for row in rows}
 
 
+PAPER_COLUMNS = ["objective", "variant", "n", "batch_size", "epochs", "steps", "mechanisms", "paper_noise_multipliers",
+                 "eps_rdp_without_replacement", "eps_rdp_without_replacement_separate", "eps_pld_poisson",
+                 "eps_pld_poisson_separate", "noise_multipliers", "effective_noise_multiplier", "eps", "delta", "eps_at"]
+
+
 def test_paper_rows_reach_the_paper_budget(paper_rows):
+    """(The first test of the module-scoped rows, so the one a mutation of paper_settings_rows is
+    tested against: it checks every column.)"""
     assert set(paper_rows) == {(o, v) for o in ("simclr", "barlow_twins") for v in ("naive", "dpcl")} == set(PAPER)
+    # E epochs of 50000 / 128 steps, rounded up: 200 · 390.625 = 78125, 100 · 390.625 = 39062.5 → 39063
+    settings = {("simclr", "naive"): (200, 78125, "gradient", "0.3812"),
+                ("simclr", "dpcl"): (200, 78125, "gradient; similarity", "0.4021; 0.4021"),
+                ("barlow_twins", "naive"): (100, 39063, "gradient", "0.3633"),
+                ("barlow_twins", "dpcl"): (100, 39063, "gradient; mean_a; mean_b; sse_a; sse_b",
+                                           "0.3931; 0.416; 0.416; 0.416; 0.416")}
+    for key, row in paper_rows.items():
+        assert list(row) == PAPER_COLUMNS
+        assert (row["objective"], row["variant"], row["n"], row["batch_size"], row["eps"], row["delta"]) == (
+            *key, 50_000, 128, 1000.0, 1e-5)
+        assert (row["epochs"], row["steps"], row["mechanisms"], row["paper_noise_multipliers"]) == settings[key]
+        sigmas = tuple(float(s) for s in row["paper_noise_multipliers"].split("; "))
+        together = [Phase(50_000, 128, row["steps"], sigmas)]
+        apart = [Phase(50_000, 128, row["steps"] * count, (sigma,)) for sigma, count in Counter(sigmas).items()]
+        assert row["eps_rdp_without_replacement"] == pytest.approx(direct_epsilon(schedule_events(together)), rel=1e-9)
+        assert row["eps_rdp_without_replacement_separate"] == pytest.approx(direct_epsilon(schedule_events(apart)),
+                                                                            rel=1e-9)
+        assert 5 < row["eps_pld_poisson_separate"] <= row["eps_pld_poisson"] * (1 + 1e-3) < 200
+        if key[1] == "dpcl":  # each mechanism on its own Poisson batch costs less than all on one (σ_eff)
+            assert row["eps_pld_poisson_separate"] < 0.8 * row["eps_pld_poisson"]
+        else:  # one mechanism: the same
+            assert row["eps_pld_poisson_separate"] == row["eps_pld_poisson"]
+        ours = [float(s) for s in row["noise_multipliers"].split("; ")]
+        assert row["effective_noise_multiplier"] == pytest.approx(sum(s ** -2 for s in ours) ** -0.5, rel=1e-6)
     for row in paper_rows.values():
         assert len(row["mechanisms"].split("; ")) == len(row["paper_noise_multipliers"].split("; "))
         assert 998.0 <= row["eps_at"] <= 1000.0
@@ -408,3 +439,75 @@ def test_poisson_epsilon_composes_phases_and_mechanisms_as_dp_accounting_does():
         by_hand = accountant.get_epsilon(DELTA)
         ours = poisson_epsilon(phases, DELTA, separate=separate)
         assert by_hand * (1 - 1e-9) <= ours <= by_hand * (1 + 1e-3)
+
+
+# ------------------------------------------------------------------------------------ the phases, by hand
+
+from privssl.accounting.dpcl import separately_sampled  # noqa: E402
+from privssl.accounting.dpcl_spec import dpcl_phases, fine_tune_phases, training_steps  # noqa: E402
+
+
+def test_separately_sampled_gives_each_distinct_sigma_its_own_phase_with_the_steps_of_its_mechanisms():
+    phase = Phase(n=1000, batch_size=50, steps=30, noise_multipliers=(0.7, 0.5, 0.7, 0.7))
+    assert separately_sampled(phase) == [Phase(1000, 50, 30, (0.5,)), Phase(1000, 50, 90, (0.7,))]
+    assert separately_sampled(Phase(10, 5, 4, (1.0,))) == [Phase(10, 5, 4, (1.0,))]
+
+
+def test_the_phases_of_a_dpcl_and_a_dpadapter_release_by_hand():
+    """epochs × ⌊n/|B|⌋ steps (fixed-size batches without replacement, the last partial one dropped);
+    σ = 1 by default: the ratios `calibrate` scales."""
+    section = {"objective": "barlow_twins", "encoder": {"epochs": 3, "batch_size": 40},
+               "head": {"epochs": 2, "batch_size": 30}}
+    assert dpcl_phases(section, "dpcl", 130) == [Phase(130, 40, 9, (1.0,) * 5), Phase(130, 30, 8, (1.0,))]
+    assert dpcl_phases(section, "naive", 130, 0.8) == [Phase(130, 40, 9, (0.8,)), Phase(130, 30, 8, (0.8,))]
+    assert dpcl_phases(section, "dpcl", 130, 2.0, encoder_epochs=1) == [Phase(130, 40, 3, (2.0,) * 5)]
+    assert fine_tune_phases({"fine_tune": {"epochs": 10, "batch_size": 50}}, 149) == [Phase(149, 50, 20, (1.0,))]
+    assert fine_tune_phases({"fine_tune": {"epochs": 10, "batch_size": 50}}, 150, 0.6) == [Phase(150, 50, 30, (0.6,))]
+    with pytest.raises(ValueError, match=r"^dpadapter\.fine_tune\.batch_size = 151 is not allowed: larger than the 150 "
+                                         r"records it samples without replacement$"):
+        training_steps(150, {"epochs": 1, "batch_size": 151}, "dpadapter.fine_tune")
+    assert training_steps(150, {"epochs": 2, "batch_size": 150}, "x") == 2
+
+
+def test_an_eps_that_is_not_finite_and_positive_is_refused_before_any_accounting():
+    for eps in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(UnreachableEpsilon, match="is unreachable: ε must be finite and > 0$"):
+            calibrate(eps, DELTA, SCHEDULE)
+        assert not reachable(eps, DELTA, SCHEDULE)  # even where ε(1e6 · ratios) is 0, as here
+    with pytest.raises(ValueError, match="^no phase takes a step: there is nothing to calibrate$"):
+        calibrate(1.0, DELTA, [Phase(100, 10, 0, (1.0,))])
+
+
+def test_an_eps_below_one_is_calibrated_like_any_other():
+    assert reachable(0.5, DELTA, SCHEDULE)
+    found = calibrate(0.5, DELTA, SCHEDULE)
+    assert (1 - 1e-3) * 0.5 <= direct_epsilon(schedule_events(_scaled(SCHEDULE, found.scale))) <= 0.5
+
+
+from privssl.accounting.dpcl import _scaled, reachable  # noqa: E402
+
+
+def test_an_eps_above_the_ratios_own_is_reached_by_halving_the_scale():
+    """ε(scale 1) ≈ 48 here: ε = 200 needs less noise than the ratios, a scale below 1."""
+    found = calibrate(200.0, DELTA, SCHEDULE)
+    assert found.scale < 0.5
+    assert (1 - 1e-3) * 200 <= direct_epsilon(schedule_events(_scaled(SCHEDULE, found.scale))) <= 200
+
+
+def test_where_eps_jumps_over_the_band_to_zero_the_scale_is_the_jump():
+    """One full-batch Gaussian: dp_accounting's ε falls from 0.0035 to 0 (its KL bound) at
+    σ ≈ 74162, over the whole band below ε = 0.001: the calibration stops at the jump (to 1e-12 in
+    log σ) and says so with eps_at = 0."""
+    phase = [Phase(100, 100, 1, (1.0,))]
+    found = calibrate(0.001, DELTA, phase)
+    assert found.eps_at == 0.0 == direct_epsilon(schedule_events(_scaled(phase, found.scale)))
+    assert direct_epsilon(schedule_events(_scaled(phase, found.scale * (1 - 1e-9)))) > 0.001
+    assert 7.4e4 < found.scale < 7.5e4
+
+
+def test_an_eps_out_of_reach_at_the_largest_scale_is_refused_naming_the_phases():
+    phases = [Phase(n=100, batch_size=100, steps=10_000, noise_multipliers=(1.0,))]
+    with pytest.raises(UnreachableEpsilon, match=r"^ε = 1e-06 is unreachable: even at scale 10 the accountant "
+                                                 r"reports ε = \S+ \(δ = 1e-05; phases' \(n, batch, steps\): "
+                                                 r"\[\(100, 100, 10000\)\]\)$"):
+        calibrate(1e-6, DELTA, phases, max_multiplier=10.0)

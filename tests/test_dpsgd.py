@@ -91,6 +91,30 @@ def test_epsilon_of_a_training_run_agrees_with_dp_accounting_rdp(trained_run):
         google_rdp_epsilon(run.sample_rate, run.noise_multiplier, run.steps, DELTA), rel=0.01)
 
 
+@pytest.mark.parametrize("n, batch_size, batches", [(25, 10, 3), (101, 10, 11), (7, 3, 3), (40, 10, 4)])
+def test_the_sampling_rate_is_one_over_the_batches_of_an_epoch_not_b_over_n(n, batch_size, batches):
+    """Opacus' DPDataLoader samples at 1 / len(DataLoader(batch_size)) = 1/⌈n/B⌉, not B/n (0.4 for
+    25 records in batches of 10, where Opacus samples at 1/3): the σ calibrated for B/n would be
+    accounted at a rate the training does not run."""
+    from opacus.data_loader import DPDataLoader
+
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(n, 1)), batch_size=batch_size)
+    opacus_rate = DPDataLoader.from_data_loader(loader).sample_rate
+    assert opacus_rate == 1 / batches
+    spec = DPSGDSpec(clip_norm=1.0, batch_size=batch_size, epochs=3, lr=0.5, momentum=0.0, repeats=1, accountant="rdp")
+    assert sampling_plan(n, spec) == (opacus_rate, 3 * batches)
+    assert n % batch_size == 0 or batch_size / n != opacus_rate
+
+
+def test_a_run_on_records_that_do_not_fill_the_last_batch_is_accounted_at_opacus_rate():
+    x, y = blobs(25, seed=2)
+    spec = DPSGDSpec(clip_norm=1.0, batch_size=10, epochs=2, lr=0.5, momentum=0.5, repeats=1, accountant="rdp")
+    run = train_dpsgd_head(x, y, N_CLASSES, HeadSpec(architecture="linear"), spec, 1.3, DELTA, seed=1)
+    assert (run.sample_rate, run.steps) == (1 / 3, 6)
+    assert run.eps_spent == pytest.approx(google_rdp_epsilon(1 / 3, 1.3, 6, DELTA), rel=0.01)
+    assert run.eps_spent < 0.9 * google_rdp_epsilon(0.4, 1.3, 6, DELTA)  # what B/n would have claimed
+
+
 def test_noise_multiplier_reaches_target_eps_and_falls_as_eps_grows():
     q, steps = 1 / 3, 30
     reached, unreachable = calibrate_grid([0.5, 8.0], DELTA, q, steps, "rdp")
@@ -189,8 +213,9 @@ def test_script_end_to_end(tmp_path):
     everything = pd.read_csv(tmp_path / "dpsgd.csv")
     assert list(everything.columns) == [
         "dataset", "mechanism", "eps", "delta", "repeat", "noise_scale", "sensitivity_norm", "sensitivity",
-        "guarantee_kind", "guarantee", "clean_accuracy", "accuracy", "utility_loss", "noise_multiplier", "sample_rate",
-        "steps", "eps_spent", "dpsgd_lr", "dpsgd_epochs", "dpsgd_batch_size", "dpsgd_clip_norm", "dpsgd_momentum"]
+        "guarantee_kind", "guarantee", "clean_accuracy", "accuracy", "utility_loss", "n_test", "decisions",
+        "noise_multiplier", "sample_rate", "steps", "eps_spent", "dpsgd_lr", "dpsgd_epochs", "dpsgd_batch_size",
+        "dpsgd_clip_norm", "dpsgd_momentum", "clean_decisions"]
     assert len(everything) == 3 * SPEC.repeats  # (reached ε + the noise-free limit) × repeats
     limit, table = everything[everything.eps == math.inf], everything[everything.eps < math.inf]
     assert (limit.noise_scale == 0).all() and (limit.guarantee_kind == "none").all()

@@ -175,3 +175,21 @@ def test_the_search_refuses_an_accountant_whose_epsilon_jumps_over_the_band(monk
     monkeypatch.setattr(dpsgd, "accountant_epsilon", lambda sigma, *args: 3 / sigma ** 2)  # smooth: found
     cal = noise_multiplier(1.5, DELTA, 0.5, 10, "rdp", time_limit=None)
     assert (1 - 1e-3) * 1.5 <= cal.eps_at_sigma <= 1.5 and cal.noise_multiplier == pytest.approx(math.sqrt(2), 1e-3)
+
+
+def test_the_search_child_sends_its_result_or_the_error_it_met():
+    """The PRV search's child process sends ("ok", (σ, ε(σ))) or ("error", "Type: message") and
+    closes its end (run here in this process, so that what it sends is checked)."""
+    import multiprocessing
+
+    from privssl.accounting.dpsgd import _search_child
+
+    receive, send = multiprocessing.Pipe(duplex=False)
+    _search_child(send, (3.0, DELTA, 0.5, 4, "rdp"))
+    status, (sigma, eps) = receive.recv()
+    assert status == "ok" and send.closed
+    assert eps == accountant_epsilon(sigma, 0.5, 4, DELTA, "rdp") and 0.999 * 3.0 <= eps <= 3.0
+    receive, send = multiprocessing.Pipe(duplex=False)
+    _search_child(send, (None, DELTA, 0.5, 4, "rdp"))
+    status, message = receive.recv()
+    assert status == "error" and message.startswith("TypeError: ") and send.closed

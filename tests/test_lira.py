@@ -7,7 +7,7 @@ import torch
 from scipy import stats
 
 from privssl.attacks.adaptive import train_clean_heads
-from privssl.attacks.lira import draw_training_sets, lira_scores, logit_confidence, membership
+from privssl.attacks.lira import candidate_pool, draw_training_sets, lira_scores, logit_confidence, membership
 from privssl.attacks.mia import AttackSpec, attack_inputs, attack_mlp_scores, train_attack_mlp
 from privssl.attacks.statistics import bootstrap_auc, tpr_at_fpr
 from privssl.training.heads import HeadSpec, flatten, head_logits, train_head, unflatten
@@ -138,3 +138,125 @@ def test_bad_variant_names_are_refused():
         lira_scores(phi, phi, inside, variant="bayes")
     with pytest.raises(ValueError, match="variance"):
         lira_scores(phi, phi, inside, variance="median")
+
+
+def _fit_by_hand(phi, side):
+    """Mean and std per candidate of φ over the shadows on `side`, as lira._fit documents them:
+    ddof = 1 where a candidate has two or more such shadows; the pooled within-candidate std
+    (squares summed over candidates, over Σ (count − 1)) where it has one; the mean of every
+    value on that side where it has none."""
+    counts = side.sum(0)
+    means = np.array([phi[side[:, n], n].mean() if counts[n] else phi[side].mean() for n in range(phi.shape[1])])
+    squares = sum(((phi[side[:, n], n] - means[n]) ** 2).sum() for n in range(phi.shape[1]) if counts[n])
+    pooled = np.sqrt(squares / np.maximum(counts - 1, 0).sum())
+    stds = np.array([phi[side[:, n], n].std(ddof=1) if counts[n] > 1 else pooled for n in range(phi.shape[1])])
+    return means, stds
+
+
+def test_a_candidate_in_one_shadow_gets_the_pooled_deviation_not_one_fitted_from_it():
+    """With one IN shadow a per-candidate std is 0/0 (ddof 1) or 0 (ddof 0): the score would be
+    ±1e16 or NaN. The pooled deviation of the other candidates stands in; a candidate in no
+    shadow falls back to the mean of all IN values."""
+    rng = np.random.default_rng(5)
+    inside = rng.random((12, 5)) < 0.5
+    inside[:, 0] = np.arange(12) == 3  # candidate 0: one IN shadow
+    inside[:, 1] = False  # candidate 1: none
+    inside[:, 2] = np.arange(12) != 7  # candidate 2: one OUT shadow
+    inside[:, 3] = np.isin(np.arange(12), [0, 9])  # candidate 3: two IN shadows, its own std (ddof 1)
+    phi = rng.normal(0.0, 1.0, (12, 5)) * np.array([1.0, 1.0, 2.0, 3.0, 0.5]) + 1.5 * inside
+    target = rng.normal(0.5, 1.0, (3, 5))
+    mean_in, std_in = _fit_by_hand(phi, inside)
+    mean_out, std_out = _fit_by_hand(phi, ~inside)
+    assert 0.3 < std_in[0] < 3 and std_in[0] == std_in[1] and 0.3 < std_out[2] < 3  # pooled, not 0 or NaN
+    online = lira_scores(torch.tensor(target), torch.tensor(phi), torch.tensor(inside), "online").numpy()
+    expected = stats.norm.logpdf(target, mean_in, std_in) - stats.norm.logpdf(target, mean_out, std_out)
+    np.testing.assert_allclose(online, expected, rtol=1e-10)
+    offline = lira_scores(torch.tensor(target), torch.tensor(phi), torch.tensor(inside), "offline").numpy()
+    np.testing.assert_allclose(offline, stats.norm.logcdf(target, mean_out, std_out), rtol=1e-10)
+    assert np.isfinite(online).all() and np.abs(online).max() < 50
+
+
+def test_one_global_deviation_uses_every_candidates_spread():
+    rng = np.random.default_rng(6)
+    inside = rng.random((10, 4)) < 0.5
+    inside[:, 0] = np.arange(10) == 2
+    phi = rng.normal(0, 1, (10, 4)) + inside
+    target = rng.normal(0, 1, (2, 4))
+    (mean_in, std_in), (mean_out, _) = _fit_by_hand(phi, inside), _fit_by_hand(phi, ~inside)
+    pooled_in = std_in[0]  # candidate 0 has one IN shadow: its std is the pooled one
+    pooled_out = np.sqrt(sum(((phi[~inside[:, n], n] - mean_out[n]) ** 2).sum() for n in range(4))
+                         / ((~inside).sum(0) - 1).sum())
+    online = lira_scores(torch.tensor(target), torch.tensor(phi), torch.tensor(inside), "online", "global").numpy()
+    np.testing.assert_allclose(online, stats.norm.logpdf(target, mean_in, pooled_in)
+                               - stats.norm.logpdf(target, mean_out, pooled_out), rtol=1e-10)
+
+
+def test_identical_shadows_give_finite_scores_and_no_shadow_on_a_side_is_refused():
+    phi = torch.full((6, 3), 2.0, dtype=torch.float64)  # a zero-noise release: φ never moves
+    inside = torch.tensor([[True, False, True], [False, True, False]] * 3)
+    online = lira_scores(phi[:2], phi, inside, "online")
+    offline = lira_scores(phi[:2], phi, inside, "offline")
+    assert torch.equal(online, torch.zeros(2, 3, dtype=torch.float64))
+    torch.testing.assert_close(offline, torch.full((2, 3), np.log(0.5), dtype=torch.float64))
+    with pytest.raises(ValueError, match="^no shadow head is on this side for any candidate: LiRA needs IN and OUT "
+                                         "shadows$"):
+        lira_scores(phi[:2], phi, torch.zeros(6, 3, dtype=torch.bool), "online")
+    with pytest.raises(ValueError, match="shapes disagree"):
+        lira_scores(phi[:2, :2], phi, inside)
+
+
+def test_two_shadows_give_their_own_deviation_and_one_degree_of_freedom_pools():
+    """Candidate 0 in exactly two IN shadows: its own std (ddof 1, one degree of freedom), not the
+    pooled one. Candidates 1 and 2 each in one: they add no degree of freedom, so the pooled IN
+    deviation rests on candidate 0's single one (Σ (count − 1) = 1)."""
+    rng = np.random.default_rng(8)
+    inside = np.zeros((8, 3), bool)
+    inside[[1, 5], 0] = inside[2, 1] = inside[6, 2] = True
+    phi = rng.normal(0, 1, (8, 3)) + 2 * inside
+    target = rng.normal(1, 1, (2, 3))
+    mean_in, std_in = _fit_by_hand(phi, inside)
+    mean_out, std_out = _fit_by_hand(phi, ~inside)
+    assert std_in[0] == pytest.approx(abs(phi[1, 0] - phi[5, 0]) / np.sqrt(2)) and std_in[1] == std_in[2] == std_in[0]
+    online = lira_scores(torch.tensor(target), torch.tensor(phi), torch.tensor(inside), "online").numpy()
+    np.testing.assert_allclose(online, stats.norm.logpdf(target, mean_in, std_in)
+                               - stats.norm.logpdf(target, mean_out, std_out), rtol=1e-10)
+
+
+def test_each_query_is_fitted_on_its_own_including_the_fallbacks():
+    """With Q = 3 queries per candidate, means, deviations and the fallbacks (no IN shadow: the
+    mean of all IN values; one IN shadow: the pooled deviation) are per query: the per-query
+    scores, averaged."""
+    rng = np.random.default_rng(9)
+    inside = rng.random((10, 4)) < 0.5
+    inside[:, 0] = False
+    inside[:, 1] = np.arange(10) == 4
+    phi = rng.normal(0, 1, (10, 4, 3)) * np.array([0.5, 1.0, 3.0]) + np.array([0.0, 2.0, -1.0])
+    target = rng.normal(0, 1, (2, 4, 3))
+    for variance in ("per_example", "global"):
+        expected = np.zeros((2, 4))
+        for q in range(3):
+            mean_in, std_in = _fit_by_hand(phi[..., q], inside)
+            mean_out, std_out = _fit_by_hand(phi[..., q], ~inside)
+            if variance == "global":
+                std_in = np.full(4, std_in[1])
+                std_out = np.full(4, np.sqrt(sum(((phi[~inside[:, n], n, q] - mean_out[n]) ** 2).sum()
+                                                 for n in range(4)) / ((~inside).sum(0) - 1).sum()))
+            expected += (stats.norm.logpdf(target[..., q], mean_in, std_in)
+                         - stats.norm.logpdf(target[..., q], mean_out, std_out)) / 3
+        scores = lira_scores(torch.tensor(target), torch.tensor(phi), torch.tensor(inside), "online", variance)
+        np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-10)
+
+
+def test_training_sets_may_be_one_record_or_the_whole_pool():
+    assert draw_training_sets(10, 1, 3, seed=0).shape == (3, 1)
+    assert draw_training_sets(10, 10, 2, seed=0).tolist() == [list(range(10))] * 2
+    with pytest.raises(ValueError, match="^training sets of 0 records cannot be drawn from a pool of 10$"):
+        draw_training_sets(10, 0, 1, seed=0)
+
+
+def test_the_candidate_pool_is_the_splits_in_the_order_given():
+    feats = {"finetune": torch.zeros(2, 3), "finetune_labels": torch.tensor([0, 1]),
+             "nonmember": torch.ones(3, 3), "nonmember_labels": torch.tensor([2, 2, 1])}
+    x, y = candidate_pool(feats, ["nonmember", "finetune"])
+    assert torch.equal(x, torch.cat([torch.ones(3, 3), torch.zeros(2, 3)]))
+    assert y.tolist() == [2, 2, 1, 0, 1]

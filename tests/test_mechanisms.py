@@ -130,3 +130,82 @@ def test_analytic_gaussian_decreasing_in_eps_and_linear_in_delta2():
 def test_bad_sensitivity_record_rejected_naming_the_key(bad):
     with pytest.raises(ValueError, match=f"delta1 = {bad!r}"):
         calibrate("alm", 1.0, 1e-5, {**SENSITIVITY, "delta1": bad})
+
+
+@pytest.mark.parametrize("method, family, other", [("alm", stats.logistic, stats.laplace),
+                                                   ("laplace", stats.laplace, stats.logistic)])
+def test_a_release_adds_its_own_family_at_the_calibrated_scale(method, family, other):
+    """ALM releases ω + logistic noise of scale s = Δ1/ε (Theorem 4.1), the Laplace method ω +
+    Laplace(Δ1/ε): the noise a release adds, over 20000 weights, passes a KS test against its own
+    family at the scale computed here and fails against the other family — at the same scale and
+    at the other family's scale of equal variance (so that drawing Laplace for ALM is caught)."""
+    from privssl.release.protection import protected_heads
+
+    released = torch.linspace(-3, 3, N_SAMPLES, dtype=torch.float64)
+    eps_grid = [0.5, 4.0]
+    noisy, _ = protected_heads(released, method, eps_grid, 1, 1e-5, SENSITIVITY, seed=21)
+    for e, eps in enumerate(eps_grid):
+        scale = 0.37 / eps  # Δ1 / ε
+        noise = (noisy[e, 0] - released).numpy()
+        assert stats.kstest(noise, family(scale=scale).cdf).pvalue > 1e-3
+        assert stats.kstest(noise, other(scale=scale).cdf).pvalue < 1e-6
+        same_variance = scale * family.std() / other.std()
+        assert stats.kstest(noise, other(scale=same_variance).cdf).pvalue < 1e-6
+        assert stats.kstest(noise, family(scale=1.1 * scale).cdf).pvalue < 1e-3  # the scale is s, not near it
+
+
+def test_standard_logistic_and_laplace_noise_are_told_apart():
+    """Unit logistic noise is not unit Laplace noise (nor Laplace of the same variance), and back."""
+    logistic = standard_noise("logistic", (N_SAMPLES,), torch.Generator().manual_seed(12)).numpy()
+    laplace = standard_noise("laplace", (N_SAMPLES,), torch.Generator().manual_seed(12)).numpy()
+    assert stats.kstest(logistic, stats.laplace(scale=stats.logistic.std() / stats.laplace.std()).cdf).pvalue < 1e-6
+    assert stats.kstest(laplace, stats.logistic(scale=stats.laplace.std() / stats.logistic.std()).cdf).pvalue < 1e-6
+    assert stats.kstest(laplace, stats.laplace.cdf).pvalue > 1e-3 and stats.kstest(logistic, stats.logistic.cdf).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("p", [1, 3, 15])
+def test_l2_gamma_noise_has_a_gamma_norm_and_a_uniform_direction(p):
+    """Density ∝ exp(−‖z‖) on R^p: the norm is Gamma(p, 1), the direction uniform on the sphere
+    (each coordinate of z/‖z‖ has mean 0 and second moment 1/p; for p = 1, the sign is fair)."""
+    z = standard_noise("l2_gamma", (8000, p), torch.Generator().manual_seed(13)).numpy()
+    norms = np.linalg.norm(z, axis=1)
+    assert stats.kstest(norms, stats.gamma(p).cdf).pvalue > 1e-3
+    assert stats.kstest(norms, stats.gamma(p + 1).cdf).pvalue < 1e-6
+    direction = z / norms[:, None]
+    np.testing.assert_allclose(direction.mean(0), 0, atol=4 / np.sqrt(8000))
+    np.testing.assert_allclose((direction ** 2).mean(0), 1 / p, atol=0.03)
+    rows = standard_noise("l2_gamma", (2, 5, p), torch.Generator().manual_seed(13))
+    assert rows.shape == (2, 5, p) and rows.dtype == torch.float64
+    single = standard_noise("l2_gamma", (2, 5, p), torch.Generator().manual_seed(13), dtype=torch.float32)
+    assert single.dtype == torch.float32
+
+
+def test_l2_gamma_noise_normalises_each_vector_along_its_last_dimension():
+    """A stack of (40, 50) vectors of p = 3: each vector's norm is Gamma(3, 1) (normalising along
+    another dimension, or reading p from another one, gives other norms)."""
+    z = standard_noise("l2_gamma", (40, 50, 3), torch.Generator().manual_seed(14))
+    norms = z.norm(dim=-1).flatten().numpy()
+    assert stats.kstest(norms, stats.gamma(3).cdf).pvalue > 1e-3
+
+
+def test_l2_gamma_norms_of_independent_generators_are_independent():
+    """Each generator seeds its own Gamma draws (from 2^62 seeds): 300 generators give 300
+    different norms, never the same stream twice."""
+    norms = {f"{float(standard_noise('l2_gamma', (1, 4), torch.Generator().manual_seed(s)).norm()):.10g}"
+             for s in range(300)}  # to 10 digits: a repeated Gamma draw differs only in the direction's rounding
+    assert len(norms) == 300
+
+
+def test_logistic_log_density_computes_in_double_precision_whatever_the_input():
+    x = np.linspace(-20, 20, 401).astype(np.float32)
+    density = logistic_log_density(x, 0.3)
+    assert density.dtype == np.float64
+    np.testing.assert_allclose(density, stats.logistic.logpdf(x.astype(np.float64), scale=0.3), rtol=1e-12)
+    np.testing.assert_allclose(logistic_log_density([0, 1, 2], 2.0), stats.logistic.logpdf([0, 1, 2], scale=2.0),
+                               rtol=1e-12)
+
+
+def test_an_unknown_family_is_refused_naming_the_allowed_ones():
+    with pytest.raises(ValueError, match="^unknown noise family 'cauchy'; allowed: logistic, laplace, gaussian, "
+                                         "l2_gamma$"):
+        standard_noise("cauchy", (3,), torch.Generator().manual_seed(0))

@@ -38,7 +38,7 @@ def frame() -> pd.DataFrame:
 
 
 def figure() -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(3, 2))
+    fig, ax = plt.subplots(figsize=(3, 2), layout="constrained")  # save_figure refuses a cut label
     ax.plot([0.1, 1, 10], [0.2, 0.5, 0.9], marker="o", label="ε-DP Laplace")
     ax.set_xscale("log")
     ax.set_xlabel("ε")

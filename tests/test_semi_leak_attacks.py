@@ -1,6 +1,8 @@
 """Thesis Ch. 3 attacks (privssl.attacks.semi_leak): the distances between posteriors against
 scipy, A_DA's features, A_NN's input, the top-1 defence, the JS distance of the entropy
-histograms, and the attack protocol on synthetic targets whose members are known to leak (or not)."""
+histograms, and the attack protocol on synthetic targets whose members are known to leak (or not):
+target and shadow with different membership masks and posteriors, so that an attack scoring the
+shadow's posteriors instead of the target's shows, and each row's ranks cell against its scores."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 from scipy.spatial import distance
+from sklearn.metrics import roc_auc_score
 
-from privssl.attacks.mia import AttackSpec
+from privssl.attacks.mia import AttackSpec, metric_scores
+from privssl.attacks.paired_auc import auc_from_ranks
 from privssl.attacks.semi_leak import (
     Case,
     Observed,
@@ -23,6 +28,7 @@ from privssl.attacks.semi_leak import (
     sorted_posteriors,
     top1_posteriors,
 )
+from privssl.io import unpack_ranks
 from privssl.training.semi_supervised_spec import ATTACKS, DA_ATTACK, MEMBER_KINDS, NN_ATTACK
 
 SCIPY = {"js": distance.jensenshannon, "cosine": distance.cosine, "correlation": distance.correlation,
@@ -165,12 +171,17 @@ def alike_observations(n: int, seed: int) -> Observed:
 
 
 def records() -> Records:
-    """60 shadow records (30 in), 60 target records: 30 members (10 labelled, 20 not), 30 not."""
+    """60 shadow records (30 in: the even ones), 60 target records: 30 members (the first 30: 10
+    labelled, 20 not), 30 not. The two masks differ (half of the shadow's members are target
+    non-members), so the shadow's posteriors say nothing about the target's membership: an attack
+    that scored them instead of the target's would sit at AUC ≈ 0.5."""
     g = torch.Generator().manual_seed(0)
     member = torch.arange(60) < 30
+    shadow_member = torch.arange(60) % 2 == 0
     labelled = member & (torch.arange(60) < 10)
-    return Records(torch.randint(0, CLASSES, (60,), generator=g), member, torch.randint(0, CLASSES, (60,), generator=g),
-                   member, {"all": member, "labelled": labelled, "unlabelled": member & ~labelled})
+    return Records(torch.randint(0, CLASSES, (60,), generator=g), shadow_member,
+                   torch.randint(0, CLASSES, (60,), generator=g), member,
+                   {"all": member, "labelled": labelled, "unlabelled": member & ~labelled})
 
 
 def attack_rows(cases: list[Case], data: Records) -> list[dict]:
@@ -186,11 +197,79 @@ def leaky_rows():
     return attack_rows([semi, supervised], data)
 
 
+def test_the_target_and_its_shadow_differ():
+    data = records()
+    assert data.shadow_member.sum() == data.target_member.sum() == 30
+    assert (data.shadow_member & data.target_member).sum() == 15  # independent masks
+    assert not torch.equal(data.shadow_labels, data.target_labels)
+    target = leaky_observations(data.target_labels, data.target_member, 1)
+    shadow = leaky_observations(data.shadow_labels, data.shadow_member, 2)
+    assert not torch.allclose(target.clean, shadow.clean)
+
+
 def test_a_nn_and_a_da_find_members_that_leak(leaky_rows):
     for attack in (NN_ATTACK, DA_ATTACK):
         row = next(r for r in leaky_rows if r["target"] == "fixmatch" and r["attack"] == attack
                    and r["member_kind"] == "all" and r["is_default"])
         assert row["auc"] > 0.95, (attack, row["auc"])
+
+
+def test_every_attack_scores_the_targets_posteriors_not_the_shadows(leaky_rows):
+    """The target's posteriors leak its membership, the shadow's leak only the shadow's (an
+    independent mask): every attack, A_DA at each setting, every member kind, finds the target's
+    members; scored on the shadow's posteriors it would sit near 0.5."""
+    data = records()
+    shadow = leaky_observations(data.shadow_labels, data.shadow_member, 2)
+    confidence = shadow.clean.gather(-1, data.target_labels[:, None]).squeeze(-1).numpy()
+    assert abs(roc_auc_score(data.target_member.numpy(), confidence) - 0.5) < 0.15  # what the slip would give
+    for row in leaky_rows:
+        # correctness: a non-member's flat posteriors still put their maximum on the label ¼ of the time
+        floor = 0.8 if row["attack"] == "correctness" else 0.9
+        assert row["auc"] > floor, (row["target"], row["attack"], row["similarity"], row["member_kind"], row["auc"])
+
+
+def test_a_target_without_signal_is_not_credited_with_its_shadows():
+    """The target's posteriors carry no membership, the shadow's a strong one: every AUC's
+    interval holds 0.5 (whatever the attack learnt on the shadow, the target gives it nothing)."""
+    data = records()
+    case = Case({"target": "flexmatch"}, alike_observations(60, 40),
+                leaky_observations(data.shadow_labels, data.shadow_member, 3), [(VIEWS, "js")], ("all",))
+    for row in attack_rows([case], data):
+        assert row["auc_lo"] <= 0.5 <= row["auc_hi"], (row["attack"], row["auc"])
+
+
+def test_each_rows_ranks_are_its_scores_ranks_members_first(leaky_rows):
+    """The ranks cell: the average ranks of the row's scores on its records (its kind's members,
+    then the non-members, in the target's order), from which its AUC follows exactly."""
+    data = records()
+    target = leaky_observations(data.target_labels, data.target_member, 1)
+    metrics = metric_scores(target.clean, data.target_labels)
+    nonmember = ~data.target_member
+    for row in leaky_rows:
+        m, n = row["n_members"], row["n_nonmembers"]
+        ranks = unpack_ranks(row["ranks"], m + n)
+        chosen = (data.member_kinds[row["member_kind"]] | nonmember).numpy()
+        assert data.target_member.numpy()[chosen][:m].all() and not data.target_member.numpy()[chosen][m:].any()
+        assert auc_from_ranks(ranks, m) == pytest.approx(row["auc"], abs=1e-12)
+        assert roc_auc_score(np.r_[np.ones(m), np.zeros(n)], ranks) == pytest.approx(row["auc"], abs=1e-12)
+        if row["attack"] in metrics:  # the scores the test can recompute: they order the records as the ranks do
+            assert np.array_equal(ranks, stats.rankdata(metrics[row["attack"]].numpy()[chosen])), row["attack"]
+    assert sum(r["attack"] in metrics for r in leaky_rows) == 4 * (3 + 1)
+
+
+def test_ranks_put_the_members_first_whatever_the_targets_record_order():
+    """Members interleaved with non-members in the target's records: each row's ranks still hold
+    its members first, so the AUC recomputed from them is the row's."""
+    data = records()
+    member = torch.arange(60) % 2 == 1
+    labelled = member & (torch.arange(60) < 20)
+    interleaved = Records(data.shadow_labels, data.shadow_member, data.target_labels, member,
+                          {"all": member, "labelled": labelled, "unlabelled": member & ~labelled})
+    case = Case({"target": "fixmatch"}, leaky_observations(data.target_labels, member, 1),
+                leaky_observations(data.shadow_labels, data.shadow_member, 2), [(VIEWS, "js")])
+    for row in attack_rows([case], interleaved):
+        m = row["n_members"]
+        assert auc_from_ranks(unpack_ranks(row["ranks"], m + row["n_nonmembers"]), m) == pytest.approx(row["auc"])
 
 
 def test_every_attack_and_member_kind_has_its_row_with_its_counts(leaky_rows):

@@ -17,17 +17,14 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from privssl.attacks.statistics import accuracy_interval  # noqa: E402
+from privssl.attacks.repeated import proportion  # noqa: E402
+from privssl.io import pack_decisions  # noqa: E402
 from privssl.release.methods import KIND_LINESTYLE, TRAINING_TIME_METHODS  # noqa: E402
 from privssl.reports.training_time_report import (  # noqa: E402
     PAPER_TABLE1,
     POST_HOC,
     accounting_markdown,
-    dpadapter_markdown,
-    dpadapter_table,
-    dpadapter_verdicts,
     figure,
-    pooled_test_accuracy,
 )
 
 
@@ -38,144 +35,7 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     return lo, hi
 
 
-# --------------------------------------------------------------------------- pooled_test_accuracy
-
-
-@pytest.mark.parametrize("counts, n_test", [([150, 160, 170], 300), ([0, 0], 50), ([50, 50], 50), ([7], 10)])
-def test_pooled_test_accuracy_is_the_clopper_pearson_interval_of_the_pooled_counts(counts, n_test):
-    rows = pd.DataFrame({"accuracy": [c / n_test for c in counts]})
-    pooled = pooled_test_accuracy(rows, n_test)
-    k, n = sum(counts), n_test * len(counts)
-    assert pooled["decisions"] == n
-    assert pooled["mean"] == pytest.approx(k / n, rel=1e-15)
-    lo, hi = clopper_pearson(k, n)
-    assert (pooled["lo"], pooled["hi"]) == pytest.approx((lo, hi), rel=1e-12, abs=1e-15)
-    assert (pooled["mean"], pooled["lo"], pooled["hi"]) == accuracy_interval(k, n)
-
-
-# --------------------------------------------------------------------------- DPAdapter table and verdicts
-
-RADII = (0.05, 0.5)
-
-
-def dpadapter_results(accuracy: dict, n_test: int = 2000, repeats: int = 2) -> pd.DataFrame:
-    """Results rows as scripts/dpadapter_train.py writes them; accuracy[(dataset, kind, rho, eps)]
-    is each repeat's accuracy (repeat r gets +r/n_test, so pooling is visible)."""
-    rows = []
-    for (dataset, kind, rho, eps), acc in accuracy.items():
-        for repeat in range(repeats):
-            rows.append({"dataset": dataset, "pretraining": kind, "rho": rho, "eps": eps, "repeat": repeat,
-                         "accuracy": acc + repeat / n_test, "n_test": n_test,
-                         "robust_accuracy": acc - 0.1 + 0.01 * repeat, "pretrain_accuracy": acc + 0.05,
-                         "pretrain_robust_accuracy": acc - 0.02, "robust_noise": 0.05, "robust_draws": 10,
-                         "noise_multiplier": 10.0 / eps, "eps_spent": 0.999 * eps})
-    frame = pd.DataFrame(rows)
-    return frame.sample(frac=1.0, random_state=0).reset_index(drop=True)  # the table must not rely on row order
-
-
-def grid(values: dict) -> dict:
-    """{(dataset, eps): (standard, {rho: sam}, {rho: dpadapter})} -> the accuracy dict."""
-    out = {}
-    for (dataset, eps), (standard, sam, adapter) in values.items():
-        out[(dataset, "standard", 0.0, eps)] = standard
-        for rho in RADII:
-            out[(dataset, "sam", rho, eps)] = sam[rho]
-            out[(dataset, "dpadapter", rho, eps)] = adapter[rho]
-    return out
-
-
-VALUES = {
-    # ε = 1: at ρ = 0.05 the paper's order, clearly; at ρ = 0.5 DPAdapter ≈ SAM
-    ("digits", 1.0): (0.60, {0.05: 0.70, 0.5: 0.70}, {0.05: 0.80, 0.5: 0.705}),
-    # ε = 10: at ρ = 0.05 DPAdapter below SAM; at ρ = 0.5 SAM below standard
-    ("digits", 10.0): (0.70, {0.05: 0.80, 0.5: 0.60}, {0.05: 0.70, 0.5: 0.90}),
-    # ε = 100: everything within the noise
-    ("digits", 100.0): (0.75, {0.05: 0.755, 0.5: 0.75}, {0.05: 0.76, 0.5: 0.745}),
-    # ε = 1000: DPAdapter's mean outside SAM's interval, but the intervals overlap
-    ("digits", 1000.0): (0.70, {0.05: 0.70, 0.5: 0.70}, {0.05: 0.72, 0.5: 0.68}),
-    ("cifar10", 1.0): (0.30, {0.05: 0.40, 0.5: 0.40}, {0.05: 0.50, 0.5: 0.50}),
-}
-
-
-@pytest.fixture(scope="module")
-def table() -> pd.DataFrame:
-    return dpadapter_table(dpadapter_results(grid(VALUES)))
-
-
-def test_dpadapter_table_pools_repeats_one_row_per_setting_in_the_papers_order(table):
-    results = dpadapter_results(grid(VALUES))
-    assert len(table) == len(grid(VALUES))
-    keys = list(zip(table.dataset, table.pretraining, table.rho, table.eps))
-    assert len(set(keys)) == len(keys) and set(keys) == set(grid(VALUES))
-    order = [(d, e) for d, e in zip(table.dataset, table.eps)]
-    assert order == sorted(order)  # by dataset, then ε
-    for (dataset, eps), group in table.groupby(["dataset", "eps"], sort=False):
-        assert list(zip(group.pretraining, group.rho)) == [("standard", 0.0), ("sam", 0.05), ("sam", 0.5),
-                                                           ("dpadapter", 0.05), ("dpadapter", 0.5)]
-    for row in table.itertuples(index=False):
-        draws = results[(results.dataset == row.dataset) & (results.pretraining == row.pretraining)
-                        & (results.rho == row.rho) & (results.eps == row.eps)]
-        k = int(round((draws.accuracy * 2000).sum()))
-        assert row.decisions == 4000 and row.repeats == 2
-        assert row.accuracy == pytest.approx(k / 4000, rel=1e-14)
-        assert (row.accuracy_lo, row.accuracy_hi) == pytest.approx(clopper_pearson(k, 4000), rel=1e-12)
-        assert row.robust_accuracy == pytest.approx(draws.robust_accuracy.mean(), rel=1e-14)
-        assert row.pretrain_accuracy == draws.pretrain_accuracy.iloc[0]
-        assert row.pretrain_robust_accuracy == draws.pretrain_robust_accuracy.iloc[0]
-        # robust intervals: test records × noise draws (× repeats downstream) as decisions
-        k_robust = int(round((draws.robust_accuracy * 2000 * 10).sum()))
-        assert (row.robust_lo, row.robust_hi) == pytest.approx(clopper_pearson(k_robust, 2 * 2000 * 10), rel=1e-12)
-        k_pre = int(round(draws.pretrain_robust_accuracy.iloc[0] * 2000 * 10))
-        assert (row.pretrain_robust_lo, row.pretrain_robust_hi) == pytest.approx(clopper_pearson(k_pre, 2000 * 10),
-                                                                                 rel=1e-12)
-        assert row.noise_multiplier == pytest.approx(10.0 / row.eps) and row.robust_noise == 0.05
-
-
-def expected_claim(table: pd.DataFrame, dataset: str, eps: float, rho: float) -> tuple[str, str, str]:
-    """The comparisons from scratch: '>' / '<' only where the 95 % intervals are disjoint."""
-    def row(kind, r):
-        sel = table[(table.dataset == dataset) & (table.eps == eps) & (table.pretraining == kind) & (table.rho == r)]
-        assert len(sel) == 1
-        return sel.iloc[0]
-
-    def compare(a, b):
-        return ">" if a.accuracy_lo > b.accuracy_hi else "<" if a.accuracy_hi < b.accuracy_lo else "≈"
-
-    first, second = compare(row("dpadapter", rho), row("sam", rho)), compare(row("sam", rho), row("standard", 0.0))
-    claim = "contradicted" if "<" in (first, second) else "shown" if first == second == ">" else "not resolved"
-    return first, second, claim
-
-
-def test_dpadapter_verdicts_shown_contradicted_and_not_resolved(table):
-    verdicts = dpadapter_verdicts(table)
-    assert len(verdicts) == sum(len(RADII) for _ in VALUES)
-    got = {(r.dataset, r.eps, r.rho): (r.dpadapter_vs_sam, r.sam_vs_standard, r.claim)
-           for r in verdicts.itertuples(index=False)}
-    for (dataset, eps, rho), (first, second, claim) in got.items():
-        want = expected_claim(table, dataset, eps, rho)
-        assert (first, second) == want[:2] and claim.startswith(want[2])
-    assert got[("digits", 1.0, 0.05)] == (">", ">", "shown")
-    assert got[("digits", 1.0, 0.5)][:2] == ("≈", ">") and got[("digits", 1.0, 0.5)][2].startswith("not resolved")
-    assert got[("digits", 10.0, 0.05)][:2] == ("<", ">") and got[("digits", 10.0, 0.05)][2] == "contradicted"
-    assert got[("digits", 10.0, 0.5)][:2] == (">", "<") and got[("digits", 10.0, 0.5)][2] == "contradicted"
-    assert got[("digits", 100.0, 0.05)][2].startswith("not resolved")
-    for rho in RADII:
-        assert got[("digits", 1000.0, rho)][:2] == ("≈", "≈")
-    assert got[("cifar10", 1.0, 0.5)][2] == "shown"
-
-
-def test_dpadapter_markdown_has_every_row_the_verdicts_and_the_papers_table1(table):
-    verdicts = dpadapter_verdicts(table)
-    text = dpadapter_markdown(table, verdicts)
-    for r in table.itertuples(index=False):
-        assert (f"| {r.dataset} | {r.eps:g} | {r.pretraining} | {r.rho:g} | {r.accuracy:.3f} "
-                f"[{r.accuracy_lo:.3f}, {r.accuracy_hi:.3f}] ({r.decisions}) | {r.robust_accuracy:.3f} ") in text
-    for r in verdicts.itertuples(index=False):
-        assert (f"| {r.dataset} | {r.eps:g} | {r.rho:g} | {r.dpadapter_vs_sam} | {r.sam_vs_standard} "
-                f"| {r.claim} |") in text
-    for number in ("0.5677", "0.7292", "0.5961", "0.7625", "0.6142", "0.7709"):
-        assert number in text
-    assert "std 0.05 on every weight" in text
+# The DPAdapter table, comparisons, verdicts and Markdown: tests/test_dpadapter_report.py.
 
 
 def test_paper_table1_is_the_mean_of_the_papers_three_datasets():
@@ -221,45 +81,64 @@ KINDS = {"alm": "random_dp", "certified_gaussian": "approx_dp", "dpsgd": "approx
          "dpcl_naive": "approx_dp", "dpcl": "heuristic_dp", "dpadapter": "approx_dp"}
 EPS = (1.0, 10.0, 100.0)
 N_TEST = {"digits": 300, "cifar10": 200}
+N_MEMBERS = 100
 
 
 @pytest.fixture(scope="module")
-def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+def frames() -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """utility.csv and mia.csv rows built from per-record 0/1 decisions, and those decisions:
+    decided[(dataset, mechanism, ε, "test" | "attack")] is the (draws, records) array of a release."""
     rng = np.random.default_rng(0)
-    utility, mia = [], []
+    utility, mia, decided = [], [], {}
     for dataset, n_test in N_TEST.items():
+        clean = rng.random(n_test) < 0.9
         mechanisms = list(KINDS) if dataset == "digits" else ["alm", "dpcl"]
         for repeat in range(2):
+            bits = rng.random(2 * N_MEMBERS) < 0.7
             mia.append({"dataset": dataset, "mechanism": "none", "eps": np.nan, "repeat": repeat,
-                        "attack": "shadow_mlp", "adaptive": True, "accuracy": 0.7, "auc": 0.75,
-                        "n_members": 100, "n_nonmembers": 100})
+                        "attack": "shadow_mlp", "adaptive": True, "accuracy": bits.mean(), "auc": 0.75,
+                        "n_members": N_MEMBERS, "n_nonmembers": N_MEMBERS, "decisions": pack_decisions(bits)})
         for mechanism in mechanisms:
+            post_hoc = mechanism not in TRAINING_TIME_METHODS  # training-time rows carry no clean decisions
             for eps in EPS:
+                test = decided[(dataset, mechanism, eps, "test")] = rng.random((2, n_test)) < rng.uniform(0.3, 0.9)
+                attack = decided[(dataset, mechanism, eps, "attack")] = rng.random((2, 2 * N_MEMBERS)) < 0.6
+                kind = KINDS[mechanism]
                 for repeat in range(2):
-                    correct = int(rng.integers(n_test // 3, n_test))
-                    kind = KINDS[mechanism]
                     utility.append({"dataset": dataset, "mechanism": mechanism, "eps": eps, "delta": 1e-5,
                                     "repeat": repeat, "noise_scale": 1.0, "sensitivity_norm": "l2", "sensitivity": 1.0,
                                     "guarantee_kind": kind, "guarantee": f"{kind} at ε = {eps:g}",
-                                    "clean_accuracy": 0.9, "accuracy": correct / n_test,
-                                    "utility_loss": 1 - correct / n_test / 0.9})
-                    for adaptive, offset in ((True, 0), (False, 40)):  # a reader of the wrong rows would be seen
-                        hits = int(rng.integers(100, 140)) + offset
+                                    "clean_accuracy": clean.mean(), "accuracy": test[repeat].mean(),
+                                    "utility_loss": 1 - test[repeat].mean() / clean.mean(), "n_test": n_test,
+                                    "decisions": pack_decisions(test[repeat]),
+                                    "clean_decisions": pack_decisions(clean) if post_hoc else np.nan})
+                    # a reader of the wrong rows (not adaptive, another attack) would see the opposite decisions
+                    for attack_name, adaptive, bits in (("shadow_mlp", True, attack[repeat]),
+                                                        ("shadow_mlp", False, ~attack[repeat]),
+                                                        ("confidence", True, ~attack[repeat])):
                         mia.append({"dataset": dataset, "mechanism": mechanism, "eps": eps, "repeat": repeat,
-                                    "attack": "shadow_mlp", "adaptive": adaptive, "accuracy": hits / 200,
-                                    "auc": 0.6, "n_members": 100, "n_nonmembers": 100})
-                    mia.append({"dataset": dataset, "mechanism": mechanism, "eps": eps, "repeat": repeat,
-                                "attack": "confidence", "adaptive": True, "accuracy": 0.99, "auc": 0.99,
-                                "n_members": 100, "n_nonmembers": 100})
-    return pd.DataFrame(utility), pd.DataFrame(mia)
+                                    "attack": attack_name, "adaptive": adaptive, "accuracy": bits.mean(),
+                                    "auc": 0.6, "n_members": N_MEMBERS, "n_nonmembers": N_MEMBERS,
+                                    "decisions": pack_decisions(bits)})
+        # ε = ∞: a method's noise-free limit, not a release: never a point of the figure
+        utility.append({**utility[-1], "eps": math.inf, "guarantee_kind": "none", "noise_scale": 0.0})
+    return pd.DataFrame(utility), pd.DataFrame(mia), decided
 
 
 def method_lines(ax) -> dict[str, object]:
     return {line.get_gid(): line for line in ax.get_lines() if line.get_gid() and ":" in line.get_gid()}
 
 
+def band_edges(ax, gid: str) -> dict[float, tuple[float, float]]:
+    """{ε: (lower, upper)} of the band drawn for the segment `gid` ('method:kind')."""
+    (band,) = [c for c in ax.collections if c.get_gid() == f"band/{gid}"]
+    vertices = np.concatenate([path.vertices for path in band.get_paths()])
+    return {float(x): (float(vertices[vertices[:, 0] == x, 1].min()), float(vertices[vertices[:, 0] == x, 1].max()))
+            for x in np.unique(vertices[:, 0])}
+
+
 def test_figure_has_two_rows_per_dataset_and_a_line_per_shown_method(frames):
-    utility, mia = frames
+    utility, mia, _ = frames
     fig = figure(utility, mia, N_TEST)
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 2 * len(N_TEST)
@@ -270,32 +149,39 @@ def test_figure_has_two_rows_per_dataset_and_a_line_per_shown_method(frames):
         present = sorted(set(utility[utility.dataset == dataset].mechanism) & shown)
         expected = {f"{m}:{KINDS[m]}" for m in present}
         top, bottom = fig.axes[col], fig.axes[len(N_TEST) + col]
-        assert dataset in top.get_title()
+        assert top.get_title().startswith(dataset)
+        # what the band is, over how many records and draws
+        assert f"band: 95 % CI, clustered by record,\n{N_TEST[dataset]} test records × 2 draws" in top.get_title()
+        assert f"band: 95 % CI, clustered by record,\n{2 * N_MEMBERS} queried records × 2 draws" in bottom.get_title()
         assert set(method_lines(top)) == expected and set(method_lines(bottom)) == expected
         for gid, line in method_lines(top).items():
             assert line.get_linestyle() == KIND_LINESTYLE[gid.split(":")[1]]
     plt.close(fig)
 
 
-def test_figure_draws_pooled_test_and_adaptive_mia_accuracies_and_dash_dots_dpcl(frames):
-    utility, mia = frames
+def test_figure_draws_record_clustered_test_and_adaptive_mia_accuracies_and_dash_dots_dpcl(frames):
+    utility, mia, decided = frames
     fig = figure(utility, mia, N_TEST)
     for col, dataset in enumerate(N_TEST):
         top, bottom = method_lines(fig.axes[col]), method_lines(fig.axes[len(N_TEST) + col])
-        for gid, line in top.items():
-            mechanism = gid.split(":")[0]
-            rows = utility[(utility.dataset == dataset) & (utility.mechanism == mechanism)]
-            expected = [round((rows[rows.eps == e].accuracy * N_TEST[dataset]).sum()) / (2 * N_TEST[dataset])
-                        for e in EPS]
-            np.testing.assert_allclose(line.get_xdata(), EPS)
-            np.testing.assert_allclose(line.get_ydata(), expected, rtol=1e-12)
-        for gid, line in bottom.items():
-            mechanism = gid.split(":")[0]
-            rows = mia[(mia.dataset == dataset) & (mia.mechanism == mechanism) & (mia.attack == "shadow_mlp")
-                       & mia.adaptive]
-            expected = [(rows[rows.eps == e].accuracy * 200).round().sum() / 400 for e in EPS]
-            np.testing.assert_allclose(line.get_ydata(), expected, rtol=1e-12)
+        for panel, lines, what in ((fig.axes[col], top, "test"), (fig.axes[len(N_TEST) + col], bottom, "attack")):
+            for gid, line in lines.items():
+                mechanism = gid.split(":")[0]
+                layouts = [decided[(dataset, mechanism, e, what)] for e in EPS]
+                np.testing.assert_allclose(line.get_xdata(), EPS)  # ε = ∞ is no point
+                np.testing.assert_allclose(line.get_ydata(), [layout.mean() for layout in layouts], rtol=1e-12)
+                edges = band_edges(panel, gid)
+                assert sorted(edges) == list(EPS)
+                for eps, layout in zip(EPS, layouts):
+                    reference = proportion(layout)
+                    assert edges[eps] == pytest.approx((reference.lo, reference.hi))
         assert top["dpcl:heuristic_dp"].get_linestyle() == "-."
         assert bottom["dpcl:heuristic_dp"].get_linestyle() == "-."
         assert all(line.get_linestyle() != "-." for gid, line in top.items() if not gid.startswith("dpcl:"))
     plt.close(fig)
+
+
+def test_figure_refuses_releases_that_decided_other_records_than_the_test_split(frames):
+    utility, mia, _ = frames
+    with pytest.raises(ValueError, match=r"digits: the releases decided \[300\] test records, its test split has 299"):
+        figure(utility, mia, {**N_TEST, "digits": 299})

@@ -35,7 +35,7 @@ from privssl.attacks.contrastive_spec import CLAIMS
 from privssl.data.images import load_pool
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
-from privssl.io import InputError
+from privssl.io import InputError, unpack_decisions, unpack_ranks
 from privssl.release.methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
 from privssl.release.training_time import EVALUATED, PrivateSets
 from privssl.reports.claims_spec import LEDGER_CLAIMS
@@ -138,6 +138,44 @@ class Flag:
         if not pd.api.types.is_bool_dtype(value.dtype):  # one other cell makes the column text
             i = int(np.flatnonzero(~value.isin([True, False]).to_numpy())[0])
             fail(path, field, f"{value.iloc[i]!r} on line {i + 2}", self.describe(bound))
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """A table column of per-record cells: decisions packed by privssl.io.pack_decisions (each
+    cell holds exactly its row's number of records, the sum of the `count` columns, and no bit past
+    the last) or, with `ranks`, an attack's score ranks packed by privssl.io.pack_ranks (the average
+    ranks 1 .. n of the row's records). `absent_where` (column, value): the cell is empty in the
+    rows where that column holds that value (a membership row has no baseline decisions);
+    `optional`: a cell may be empty anywhere (the clean head's decisions, which the training-time
+    releases' rows do not carry)."""
+
+    count: tuple[str, ...]
+    absent_where: tuple[str, str] | None = None
+    optional: bool = False
+    ranks: bool = False
+
+    def describe(self, bound: dict) -> str:
+        if self.ranks:
+            return f"the average ranks of {' + '.join(self.count)} scores, packed as base64"
+        return f"per-record decisions, {' + '.join(self.count)} bits as hex digits"
+
+    def check(self, path, field, value, bound, frame=None) -> None:
+        absent = (frame[self.absent_where[0]] == self.absent_where[1]).to_numpy() if self.absent_where else None
+        records = frame[list(self.count)].sum(axis=1).to_numpy()
+        unpack = unpack_ranks if self.ranks else unpack_decisions
+        for i, (cell, n) in enumerate(zip(value, records)):
+            if absent is not None and absent[i]:
+                if isinstance(cell, str):
+                    fail(path, field, f"{cell[:20]!r}… on line {i + 2}", f"an empty cell where "
+                         f"{self.absent_where[0]} is {self.absent_where[1]}")
+                continue
+            if self.optional and not isinstance(cell, str):
+                continue
+            try:
+                unpack(cell, int(n))
+            except (ValueError, TypeError) as err:
+                fail(path, field, f"line {i + 2}: {err}", self.describe(bound))
 
 
 @dataclass(frozen=True)
@@ -379,7 +417,11 @@ def read_table(path) -> pd.DataFrame:
         if not raw.endswith(b"\n"):
             fail(path, None, "the last line ends without a newline: the file is cut short",
                  "a complete CSV file, ending with a newline")
-        frame = pd.read_csv(io.BytesIO(raw), keep_default_na=False, na_values=[""])
+        # packed per-record cells are text whatever they hold: an all-digit hex or base64 cell
+        # ("00", "0512") would otherwise become a number
+        header = pd.read_csv(io.BytesIO(raw), nrows=0).columns
+        text = {c: str for c in header if c.endswith("decisions") or c == "ranks"}
+        frame = pd.read_csv(io.BytesIO(raw), keep_default_na=False, na_values=[""], dtype=text)
     except (OSError, EOFError, gzip.BadGzipFile, pd.errors.ParserError, pd.errors.EmptyDataError,
             UnicodeDecodeError) as err:
         fail(path, None, _reason(err), "a complete CSV file")
@@ -645,12 +687,16 @@ UTILITY = {"dataset": Text(), "mechanism": Text(METHODS), "eps": Num(0, low_open
            "delta": Num(0, 1, high_open=True), "repeat": COUNT, "noise_scale": Num(0),
            "sensitivity_norm": Text(("l1", "l2")), "sensitivity": POSITIVE,
            "guarantee_kind": Text(GUARANTEE_KINDS), "guarantee": Text(), "clean_accuracy": Num(0, 1, low_open=True),
-           "accuracy": PROBABILITY, "utility_loss": Num(None, 1), "grid": (("dataset", "mechanism"), ("eps", "repeat")),
+           "accuracy": PROBABILITY, "utility_loss": Num(None, 1), "n_test": Num(2, integer=True),
+           "decisions": Decisions(("n_test",)), "clean_decisions": Decisions(("n_test",), optional=True),
+           "grid": (("dataset", "mechanism"), ("eps", "repeat")),
            "relations": noise_free_limits}
 MIA = {**_KEY, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("mechanism", "none")), "repeat": COUNT,
-       **_METRICS, "grid": (("dataset", "mechanism", "attack", "adaptive"), ("eps", "repeat"))}
+       **_METRICS, "decisions": Decisions(("n_members", "n_nonmembers")),
+       "grid": (("dataset", "mechanism", "attack", "adaptive"), ("eps", "repeat"))}
 LIRA = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
         "guarantee_kind": Text(GUARANTEE_KINDS), "targets": Num(1, integer=True), **_METRICS,
+        "records": Num(2, integer=True), "draws": Num(1, integer=True),
         "grid": (("dataset", "method", "attack", "adaptive"), ("eps",))}
 ROC = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")), "fpr": PROBABILITY,
        "tpr": PROBABILITY, "curves": True}  # many rows per key: one ROC curve
@@ -662,7 +708,8 @@ AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("met
          "relations": audit_relations}
 # training-time branch: dpadapter_train's results, dpcl_train's accounting (read by its report)
 DPADAPTER_RESULTS = {"dataset": Text(), "pretraining": Text(("standard", "sam", "dpadapter")), "rho": Num(0),
-                     "eps": POSITIVE, "repeat": COUNT, "accuracy": PROBABILITY, "n_test": Num(1, integer=True),
+                     "eps": POSITIVE, "repeat": COUNT, "accuracy": PROBABILITY, "n_test": Num(2, integer=True),
+                     "decisions": Decisions(("n_test",)),
                      "robust_accuracy": PROBABILITY, "pretrain_accuracy": PROBABILITY,
                      "pretrain_robust_accuracy": PROBABILITY, "robust_noise": POSITIVE,
                      "robust_draws": Num(1, integer=True), "noise_multiplier": POSITIVE, "eps_spent": Num(0),
@@ -689,6 +736,8 @@ CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "
                   for name in ("n_members", "n_nonmembers", "fp_at_*")},
                **{name: Num(0, 1, nan_where=("inference", "membership"))
                   for name in ("baseline", "baseline_lo", "baseline_hi")},
+               "decisions": Decisions(("n",)), "task_decisions": Decisions(("n_test",)),
+               "baseline_decisions": Decisions(("n",), absent_where=("inference", "membership")),
                "grid": (("dataset", "target", "inference", "attack"), ("lambda", "repeat"))}
 # semileak_attack rule (thesis Ch. 3): eps only for the DP-SGD target; views and similarity only for A_DA
 SEMILEAK = {"dataset": Text(), "target": Text(TARGETS), "eps": Num(0, low_open=True, nan=True),
@@ -696,6 +745,7 @@ SEMILEAK = {"dataset": Text(), "target": Text(TARGETS), "eps": Num(0, low_open=T
             "steps": Num(1, integer=True), "defence": Text(DEFENCES), "attack": Text(ATTACKS),
             "similarity": Text(("", *SIMILARITIES), empty=True), "views": Num(1, integer=True, nan=True),
             "is_default": Flag(), "member_kind": Text(MEMBER_KINDS), **_METRICS,
+            "ranks": Decisions(("n_members", "n_nonmembers"), ranks=True), "test_decisions": Decisions(("n_test",)),
             **{f"{split}_accuracy{end}": PROBABILITY for split in ("test", "train") for end in ("", "_lo", "_hi")},
             "n_test": Num(1, integer=True), "n_train": Num(1, integer=True), "overfitting": Num(-1, 1),
             "js_entropy": Num(0, 1), "js_entropy_lo": Num(0, 1), "js_entropy_hi": Num(0, 1),

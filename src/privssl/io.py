@@ -6,6 +6,7 @@ time, so checksums of results can be compared across runs and clusters."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import logging
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import torch
 
 
@@ -79,6 +81,57 @@ def atomic_write_csv(frame, path: str | Path) -> None:
         # gzip.compress leaves the name out, and mtime=0 the time.
         data = gzip.compress(data, mtime=0)
     atomic_write_bytes(data, path)
+
+
+def pack_decisions(correct) -> str:
+    """One draw's per-record decisions (1-D bool, records in a fixed order) as a hex string of
+    their packed bits, a CSV cell: the reports pair and cluster draws by record from it."""
+    bits = np.asarray(correct)
+    if bits.ndim != 1 or bits.dtype != bool:
+        raise ValueError(f"decisions must be a 1-D bool array, got {bits.dtype} of shape {bits.shape}")
+    return np.packbits(bits).tobytes().hex()
+
+
+def unpack_decisions(text: str, records: int) -> np.ndarray:
+    """The `records` decisions of a `pack_decisions` cell; anything else is refused."""
+    if not isinstance(text, str) or len(text) != 2 * ((records + 7) // 8):
+        raise ValueError(f"a decisions cell of {records} records holds {2 * ((records + 7) // 8)} hex digits, "
+                         f"got {len(text) if isinstance(text, str) else type(text).__name__}")
+    try:
+        bits = np.unpackbits(np.frombuffer(bytes.fromhex(text), dtype=np.uint8))
+    except ValueError as err:
+        raise ValueError(f"a decisions cell must be hex digits: {err}") from None
+    if bits[records:].any():
+        raise ValueError(f"a decisions cell of {records} records has bits set past its last record")
+    return bits[:records].astype(bool)
+
+
+def pack_ranks(scores) -> str:
+    """An attack's scores on its records (members first) as a CSV cell that keeps exactly what the
+    AUC and its paired comparisons read, their order and ties: twice each score's average rank
+    (an integer), as uint16 little-endian in base64 (records <= 32767)."""
+    from scipy.stats import rankdata
+
+    values = np.asarray(scores, dtype=float)
+    if values.ndim != 1 or not 2 <= values.size <= 32767:
+        raise ValueError(f"ranks need 2 to 32767 scores in a 1-D array, got shape {values.shape}")
+    doubled = np.rint(2 * rankdata(values, method="average")).astype("<u2")
+    return base64.b64encode(doubled.tobytes()).decode("ascii")
+
+
+def unpack_ranks(text: str, records: int) -> np.ndarray:
+    """The average ranks (float, 1 .. records) of a `pack_ranks` cell of `records` scores."""
+    try:
+        raw = base64.b64decode(text, validate=True) if isinstance(text, str) else None
+    except ValueError as err:
+        raise ValueError(f"a ranks cell must be base64: {err}") from None
+    if raw is None or len(raw) != 2 * records:
+        raise ValueError(f"a ranks cell of {records} records holds {2 * records} bytes, got "
+                         f"{len(raw) if raw is not None else type(text).__name__}")
+    ranks = np.frombuffer(raw, dtype="<u2") / 2
+    if abs(ranks.sum() - records * (records + 1) / 2) > 1e-6 or ranks.min() < 1 or ranks.max() > records:
+        raise ValueError(f"a ranks cell of {records} records does not hold the average ranks 1 .. {records}")
+    return ranks
 
 
 def pick_device(requested: str = "auto") -> torch.device:

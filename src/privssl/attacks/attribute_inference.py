@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from privssl.attacks.statistics import accuracy_interval
+from privssl.io import pack_decisions
 
 _MIN_STD = 1e-6  # a constant feature would otherwise divide by zero
 
@@ -109,13 +110,14 @@ def train_attribute_attack(embeddings: torch.Tensor, attributes: torch.Tensor, n
 
 @torch.no_grad()
 def attribute_accuracy(model: nn.Module, embeddings: torch.Tensor, attributes: torch.Tensor) -> dict[str, float]:
-    """Attack accuracy on target (embedding, attribute) pairs with its Clopper–Pearson 95 % interval."""
+    """Attack accuracy on target (embedding, attribute) pairs with its Clopper–Pearson 95 % interval,
+    and each record's decision (right or wrong, packed) for the report's paired comparisons."""
     _check_embeddings(embeddings, attributes)
     _check_attribute_vector("attributes", attributes)
-    predicted = model(embeddings.float()).argmax(1)
-    correct = int((predicted == attributes).sum())
-    accuracy, lo, hi = accuracy_interval(correct, attributes.numel())
-    return {"accuracy": accuracy, "accuracy_lo": lo, "accuracy_hi": hi, "n": attributes.numel()}
+    right = model(embeddings.float()).argmax(1) == attributes
+    accuracy, lo, hi = accuracy_interval(int(right.sum()), attributes.numel())
+    return {"accuracy": accuracy, "accuracy_lo": lo, "accuracy_hi": hi, "n": attributes.numel(),
+            "decisions": pack_decisions(right.cpu().numpy())}
 
 
 def majority_baseline(aux_attributes: torch.Tensor, attributes: torch.Tensor) -> dict[str, float]:
@@ -124,5 +126,7 @@ def majority_baseline(aux_attributes: torch.Tensor, attributes: torch.Tensor) ->
     _check_attribute_vector("aux_attributes", aux_attributes)
     _check_attribute_vector("attributes", attributes)
     majority = int(np.argmax(np.bincount(aux_attributes.numpy())))  # argmax keeps the first of tied counts
-    baseline, lo, hi = accuracy_interval(int((attributes == majority).sum()), attributes.numel())
-    return {"baseline": baseline, "baseline_lo": lo, "baseline_hi": hi}
+    right = attributes == majority
+    baseline, lo, hi = accuracy_interval(int(right.sum()), attributes.numel())
+    return {"baseline": baseline, "baseline_lo": lo, "baseline_hi": hi,
+            "baseline_decisions": pack_decisions(right.cpu().numpy())}

@@ -35,6 +35,7 @@ from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, METRIC_ATTACKS, N
 from privssl.attacks.label_only import augmentation_scores, boundary_distance_scores
 from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
 from privssl.attacks.statistics import accuracy_interval, membership_metrics
+from privssl.io import pack_decisions
 from privssl.training.contrastive_targets import TargetModel
 
 
@@ -86,11 +87,11 @@ def pair_models(targets: list[TargetModel], shadows: list[TargetModel]) -> list[
 
 
 def _model_row(dataset: str, target: TargetModel, test: Split) -> dict:
-    correct = int((target.predict_labels(test.images) == test.task).sum())
-    accuracy, lo, hi = accuracy_interval(correct, len(test.task))
+    right = target.predict_labels(test.images) == test.task
+    accuracy, lo, hi = accuracy_interval(int(right.sum()), len(test.task))
     return {"dataset": dataset, "target": target.kind, "lambda": np.nan if target.lam is None else target.lam,
             "repeat": target.repeat, "task_accuracy": accuracy, "task_accuracy_lo": lo, "task_accuracy_hi": hi,
-            "n_test": len(test.task)}
+            "n_test": len(test.task), "task_decisions": pack_decisions(right.cpu().numpy())}
 
 
 def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: dict[str, Split], n_attributes: int,
@@ -113,7 +114,7 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
 
     def membership(scores: torch.Tensor, threshold: float, attack: str) -> dict:
         metrics = membership_metrics(scores.double().numpy(), is_member.numpy(), threshold, settings.fpr,
-                                     settings.bootstrap, seed)
+                                     settings.bootstrap, seed, with_decisions=True)
         return {"inference": "membership", "attack": attack, "n": metrics["n_members"] + metrics["n_nonmembers"],
                 **metrics}
 

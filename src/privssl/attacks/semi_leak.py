@@ -26,6 +26,7 @@ import torch
 
 from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
 from privssl.attacks.statistics import membership_metrics
+from privssl.io import pack_ranks
 from privssl.training.semi_supervised_spec import DA_ATTACK, MEMBER_KINDS, METRIC_ATTACKS, NN_ATTACK, SIMILARITIES
 
 _EPS = 1e-12  # guards log(0) in the JS distance
@@ -168,6 +169,10 @@ def _score_rows(case: Case, attack: str, scores: torch.Tensor, threshold: float,
         chosen = (mask | nonmember).numpy()
         metrics = membership_metrics(scores.double().numpy()[chosen], records.target_member.numpy()[chosen],
                                      threshold, fpr, bootstrap, seed)
+        # the ranks of the chosen records' scores, members first (each group in the target's
+        # record order), so that the report pairs rows of one member kind record by record
+        chosen_scores, chosen_member = scores.double().numpy()[chosen], records.target_member.numpy()[chosen]
+        metrics["ranks"] = pack_ranks(np.concatenate([chosen_scores[chosen_member], chosen_scores[~chosen_member]]))
         rows.append({**case.key, "attack": attack, **extra, "member_kind": kind, **metrics, **case.columns})
     return rows
 

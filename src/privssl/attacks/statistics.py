@@ -21,6 +21,8 @@ import numpy as np
 from scipy import stats
 from sklearn.metrics import roc_curve
 
+from privssl.io import pack_decisions
+
 _MAX_BOOT_ELEMENTS = 5_000_000  # resampled scores held in memory at once by bootstrap_auc
 
 
@@ -166,7 +168,7 @@ def tpr_at_fpr(scores, is_member, fpr_level: float) -> dict[str, float]:
     because at FPR 0.1 % on a few hundred non-members the budget is often zero false positives.
     """
     fpr_level = _check_fpr_level(fpr_level)
-    _, tp, fp = threshold_counts(scores, is_member)
+    thresholds, tp, fp = threshold_counts(scores, is_member)
     n_members, n_nonmembers = int(tp[0]), int(fp[0])
     allowed = fp / n_nonmembers <= fpr_level  # +inf is always allowed (FP = 0)
     # Highest TP first, fewest false positives among equal TP.
@@ -174,7 +176,7 @@ def tpr_at_fpr(scores, is_member, fpr_level: float) -> dict[str, float]:
     tp_best, fp_best = int(tp[allowed][best]), int(fp[allowed][best])
     lo, hi = clopper_pearson(tp_best, n_members)
     return {"tpr": tp_best / n_members, "tpr_lo": lo, "tpr_hi": hi, "false_positives": fp_best,
-            "fpr_level": fpr_level}
+            "fpr_level": fpr_level, "threshold": float(thresholds[allowed][best])}
 
 
 # --------------------------------------------------------------------------- AUC
@@ -247,22 +249,27 @@ def fpr_label(fpr_level: float) -> str:
 
 
 def membership_metrics(scores, is_member, threshold: float, fpr_levels=(0.001, 0.01), n_boot: int = 1000,
-                       seed: int = 0) -> dict[str, float]:
+                       seed: int = 0, with_decisions: bool = False) -> dict[str, float]:
     """One flat dict of every metric with its 95 % interval, ready for a results table row.
 
     accuracy is that of 'member iff score >= threshold' (the attacker's threshold, fitted on
-    shadow data), with a Clopper–Pearson interval over all decisions.
+    shadow data), with a Clopper–Pearson interval over all decisions. `with_decisions`: also
+    each record's decision, right or wrong (privssl.io.pack_decisions), so that the reports can
+    cluster the draws of one release by record and pair releases queried on the same records.
     """
     if np.isnan(threshold):
         raise ValueError("threshold must be a number (±inf allowed), got nan")
     scores, is_member = clean_inputs(scores, is_member)
     n = scores.size
-    correct = int(((scores >= threshold) == is_member).sum())
+    right = (scores >= threshold) == is_member
+    correct = int(right.sum())
     accuracy, accuracy_lo, accuracy_hi = accuracy_interval(correct, n)
     auc_value, auc_lo, auc_hi = bootstrap_auc(scores, is_member, n_boot=n_boot, seed=seed)
     metrics = {"n_members": int(is_member.sum()), "n_nonmembers": int(n - is_member.sum()),
                "accuracy": accuracy, "accuracy_lo": accuracy_lo, "accuracy_hi": accuracy_hi,
                "auc": auc_value, "auc_lo": auc_lo, "auc_hi": auc_hi}
+    if with_decisions:
+        metrics["decisions"] = pack_decisions(right)
     for level in fpr_levels:
         label = fpr_label(level)
         result = tpr_at_fpr(scores, is_member, level)
@@ -293,17 +300,3 @@ def newcombe_difference(k1: int, n1: int, k2: int, n2: int, confidence: float = 
     l2, u2 = wilson_interval(k2, n2, confidence)
     d = p1 - p2
     return d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
-
-
-def n_to_resolve(n: int, a: float, a_lo: float, a_hi: float, b: float, b_lo: float, b_hi: float) -> float:
-    """Members (= non-members) per side at which the intervals of a and b would stop overlapping if
-    the difference a − b held and every width shrank as 1/√n: the smallest m > n (w / |a − b|)², w
-    the sum of the half-widths facing each other (a − a_lo + b_hi − b when a > b; for symmetric
-    intervals the half-widths), so touching intervals (which overlap) need more than n. A bound
-    (0.5, a tolerance) is an interval of width 0. NaN when a = b: no n separates them."""
-    gap = a - b
-    if not np.isfinite(gap) or gap == 0:
-        return np.nan
-    # clipped at 0: a biased estimate (the JS distance) can lie outside its bootstrap interval
-    facing = max(a - a_lo, 0) + max(b_hi - b, 0) if gap > 0 else max(a_hi - a, 0) + max(b - b_lo, 0)
-    return float(math.floor(n * (facing / abs(gap)) ** 2) + 1)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from privssl.io import pack_decisions
 from privssl.release.methods import training_time_guarantee
 from privssl.release.protection import utility_loss
 
@@ -49,18 +50,23 @@ def release_record(method: str, eps: list[float], repeats: int, n_classes: int,
 
 def utility_rows(dataset: str, method: str, runs: list[dict], delta: float, clean_accuracy: float) -> pd.DataFrame:
     """utility.csv rows of a training-time method, one per (ε, repeat). Each run dict holds eps,
-    repeat, accuracy, noise_multiplier, sensitivity (the gradient's Δ), mechanisms, sample_rate,
-    steps and eps_spent."""
+    repeat, correct (whether the release classifies each test record right), noise_multiplier,
+    sensitivity (the gradient's Δ), mechanisms, sample_rate, steps and eps_spent."""
     rows = []
     for run in runs:
-        accuracy = torch.tensor(run["accuracy"], dtype=torch.float64)
+        correct = torch.as_tensor(run["correct"]).cpu()
+        accuracy = correct.to(torch.float64).mean()
         claim = training_time_guarantee(method, run["eps_spent"], delta, run["noise_multiplier"], run["mechanisms"],
                                         run["sensitivity_statement"])
         rows.append({"dataset": dataset, "mechanism": method, "eps": run["eps"], "delta": delta,
                      "repeat": run["repeat"], "noise_scale": run["noise_multiplier"], "sensitivity_norm": "l2",
                      "sensitivity": run["sensitivity"], "guarantee_kind": claim.kind, "guarantee": claim.statement,
-                     "clean_accuracy": clean_accuracy, "accuracy": run["accuracy"],
-                     "utility_loss": float(utility_loss(accuracy, clean_accuracy)),
+                     "clean_accuracy": clean_accuracy, "accuracy": float(accuracy),
+                     "utility_loss": float(utility_loss(accuracy, clean_accuracy)), "n_test": len(correct),
+                     "decisions": pack_decisions(correct.numpy()),
+                     # the network is the release's own, not the clean head perturbed: no record-by-record
+                     # pairing with the clean head (its utility loss takes the clean accuracy as exact)
+                     "clean_decisions": None,
                      "noise_multiplier": run["noise_multiplier"], "sample_rate": run["sample_rate"],
                      "steps": run["steps"], "eps_spent": run["eps_spent"]})
     return pd.DataFrame(rows)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from privssl.release.methods import METHODS, REGISTRY
-from privssl.reports.plotting import _datasets, _panels, plt
+from privssl.reports.plotting import _datasets, _panels, fit_width, plt
 from privssl.reports.release_table import nearest_eps
 
 FIG4_EPS = (1.0, 100.0, 10000.0)  # columns of Fig. 4: the grid's ε nearest to these
@@ -110,4 +110,5 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
             ax.scatter([], [], marker="o", color=_style(method)["color"], label=_style(method)["label"])
     handles, labels = axes[0, -1].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize=7)
+    fit_width(fig)
     return fig

@@ -1,6 +1,7 @@
 """The contrastive branch's figures (thesis Ch. 4), from metrics.csv only, pooled over repeats as
-in `contrastive_report.pool`: every point is an accuracy over all decisions of all repeats with
-its Clopper–Pearson 95 % interval as the error bar.
+in `contrastive_report.pool`: every point is the mean decision over the repeats (independent
+trainings deciding the same records) with its 95 % interval clustered by record as the error bar;
+each title gives the records behind its points, the suptitle the repeats.
 
 `privacy_figure`: per dataset (row), task accuracy, membership inference accuracy and attribute
 inference accuracy per target kind (supervised, contrastive, Talos at each λ > 0).
@@ -19,13 +20,14 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, NN_ATTACK  # noqa: E402
 from privssl.reports.contrastive_report import pool  # noqa: E402
+from privssl.reports.plotting import _span, fit_width  # noqa: E402
 
 COLOURS = {"supervised": "tab:blue", "contrastive": "tab:orange", "talos": "tab:green"}
 PANELS = ("task accuracy", "membership inference accuracy", "attribute inference accuracy")
 
 
 def _title(dataset: str, quantity: str, n, unit: str) -> str:
-    """'<dataset>: <quantity>' over the decisions behind its points: one n, or the range."""
+    """'<dataset>: <quantity>' over the records behind its points: one n, or the range."""
     n = [int(v) for v in n if pd.notna(v)]
     if not n:
         return f"{dataset}: {quantity}\n(not measured)"
@@ -83,7 +85,7 @@ def privacy_figure(metrics: pd.DataFrame) -> plt.Figure:
     """Per dataset a row of three panels: task accuracy, membership inference accuracy (NN attack,
     and as a hollow square the strongest metric-based or label-only attack, named), attribute
     inference accuracy with the majority-class baseline (grey tick and bar); per model kind,
-    pooled over repeats, 95 % Clopper–Pearson intervals as error bars."""
+    pooled over repeats, 95 % intervals clustered by record as error bars."""
     stats = pool(metrics)
     fig, axes, datasets = _grid(stats)
     for row, dataset in enumerate(datasets):
@@ -123,10 +125,10 @@ def privacy_figure(metrics: pd.DataFrame) -> plt.Figure:
         task_ax.set(ylabel="task accuracy (held-out test set)",
                     title=_title(dataset, "task accuracy", n_task, "test images"))
         mia_ax.set(ylabel="membership inference accuracy",
-                   title=_title(dataset, "membership inference", n_mia, "decisions"))
+                   title=_title(dataset, "membership inference", n_mia, "records"))
         mia_ax.margins(y=0.3)  # room for the attack names above the bars
         attr_ax.set(ylabel="attribute inference accuracy",
-                    title=_title(dataset, "attribute inference", n_attr, "decisions"))
+                    title=_title(dataset, "attribute inference", n_attr, "records"))
         if not n_attr:
             _no_data(attr_ax, "no attribute inference on this dataset")
     key = [Line2D([], [], color=COLOURS[t], marker="o", ls="none", label=text)
@@ -138,8 +140,9 @@ def privacy_figure(metrics: pd.DataFrame) -> plt.Figure:
             Line2D([], [], color="grey", marker="_", ms=14, ls="none", label="majority-class baseline"),
             Line2D([], [], color="grey", ls="-.", lw=0.8, label="random guess")]
     fig.legend(handles=key, loc="outside lower center", ncol=4, fontsize=8)
-    fig.suptitle("Supervised vs contrastive vs Talos: every point pooled over repeats; error bars: 95 % "
-                 "Clopper–Pearson intervals", fontsize=9)
+    fig.suptitle(f"Supervised vs contrastive vs Talos: every point over {_span(stats.repeats)} repeats; error bars: "
+                 f"95 % CI, clustered by record (n records per point in each title)", fontsize=9)
+    fit_width(fig)
     return fig
 
 
@@ -181,8 +184,8 @@ def _figure_legend(fig: plt.Figure) -> None:
 def talos_lambda_figure(metrics: pd.DataFrame) -> plt.Figure:
     """Per dataset a row of three panels against the adversarial factor λ (λ = 0: the contrastive
     model): task accuracy, NN membership inference accuracy, attribute inference accuracy with the
-    majority baseline; pooled over repeats, 95 % intervals as bars and bands; the supervised model
-    as a dashed horizontal line with its band."""
+    majority baseline; pooled over repeats, 95 % intervals clustered by record as bars and bands;
+    the supervised model as a dashed horizontal line with its band."""
     stats = pool(metrics)
     fig, axes, datasets = _grid(stats)
     for row, dataset in enumerate(datasets):
@@ -215,15 +218,16 @@ def talos_lambda_figure(metrics: pd.DataFrame) -> plt.Figure:
         task_ax.set(ylabel="task accuracy (held-out test set)",
                     title=_title(dataset, "task accuracy", task.n_test, "test images"))
         mia_ax.set(ylabel="NN membership inference accuracy",
-                   title=_title(dataset, "membership inference, NN attack", mia.n, "decisions"))
+                   title=_title(dataset, "membership inference, NN attack", mia.n, "records"))
         attr_ax.set(ylabel="attribute inference accuracy",
-                    title=_title(dataset, "attribute inference", attribute.n, "decisions"))
+                    title=_title(dataset, "attribute inference", attribute.n, "records"))
         positive = own.loc[own.target == "talos", "lambda"]
         for ax in (task_ax, mia_ax, attr_ax):
             ax.set_xlabel("adversarial factor λ (0: the contrastive model)")
             if not positive.empty and positive.max() / positive.min() > 20:  # a grid over decades
                 ax.set_xscale("symlog", linthresh=float(positive.min()))
     _figure_legend(fig)
-    fig.suptitle("Talos against λ: every point pooled over repeats; bars and bands: 95 % Clopper–Pearson "
-                 "intervals", fontsize=9)
+    fig.suptitle(f"Talos against λ: every point over {_span(stats.repeats)} repeats; bars and bands: 95 % CI, "
+                 f"clustered by record (n records per point in each title)", fontsize=9)
+    fit_width(fig)
     return fig

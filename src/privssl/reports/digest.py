@@ -3,8 +3,8 @@ each beside the file and column it comes from, so that a document quoting the ru
 is the default run's digest, copied by `make docs`) cannot drift from what the run wrote.
 
 It computes nothing new: values are copied from the run's files, or averaged over the draws of a
-release (said where they are), and the tables that other rules write in Markdown are included
-whole. Estimates keep their intervals and decision counts as the files give them.
+release with an interval clustered by record (said where they are), and the tables that other
+rules write in Markdown are included whole. Estimates keep their intervals and counts.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from privssl.attacks.statistics import accuracy_interval
 from privssl.release.methods import release_method
+from privssl.reports.decisions import estimate, paired
+from privssl.reports.release_table import test_accuracy
 
 PROVEN = ("pure_dp", "approx_dp")  # claims an audit bound above them would contradict
 
@@ -73,67 +74,72 @@ def clean_head(dataset: str, metrics: dict, mia: pd.DataFrame, lira: pd.DataFram
     return "\n".join(lines)
 
 
-def pooled_accuracy(accuracies, n_test: int) -> tuple[float, float, float, int]:
-    """(accuracy, lo, hi, n): every draw's answers on the n_test test images pooled, with the
-    Clopper–Pearson interval of the pooled count (each accuracy is a count over n_test)."""
-    correct = np.rint(np.asarray(accuracies, float) * n_test)
-    if not np.allclose(correct, np.asarray(accuracies, float) * n_test, atol=1e-6):
-        raise ValueError(f"accuracies {list(accuracies)} are not counts over {n_test} test images")
-    n = n_test * len(correct)
-    return (*accuracy_interval(int(correct.sum()), n), n)
+def _release_rows(rows_of: pd.DataFrame, eps: float, draws: pd.DataFrame) -> pd.DataFrame:
+    """An output-perturbation method's noise-free limit is one head (the same in every draw):
+    counted once; every other release's draws are its draws."""
+    once = release_method(rows_of.mechanism.iloc[0]).release == "output_perturbation" and math.isinf(eps)
+    return draws.head(1) if once else draws
+
+
+def _check_test_size(utility: pd.DataFrame, n_test: int) -> None:
+    sizes = sorted(set(utility.n_test.astype(int)))
+    if sizes != [n_test]:
+        raise ValueError(f"utility.csv decides {sizes} test records per row, the splits' test set has {n_test}")
 
 
 def release_accuracy(dataset: str, utility: pd.DataFrame, n_test: int) -> str:
-    """Test accuracy of every release method at every ε, pooled over its draws, with its interval,
-    and its noise-free limit (ε = ∞: an output-perturbation method's head without noise is one
-    head, counted once; DP-SGD's σ = 0 trainings are independent draws)."""
+    """Test accuracy of every release method at every ε over its draws, with its 95 % interval
+    clustered by test record (privssl.reports.release_table.test_accuracy), and its noise-free
+    limit (ε = ∞: an output-perturbation method's head without noise is one head, counted once;
+    DP-SGD's σ = 0 trainings are independent draws)."""
+    _check_test_size(utility, n_test)
     grid = sorted(utility.eps.unique())
     rows = []
     for method, rows_of in utility.groupby("mechanism", sort=False):
         kinds = "/".join(dict.fromkeys(rows_of[np.isfinite(rows_of.eps)].guarantee_kind))
         by_eps = dict(tuple(rows_of.groupby("eps")))
-        if math.inf in by_eps and release_method(method).release == "output_perturbation":
-            by_eps[math.inf] = by_eps[math.inf].head(1)
         cells = []
         for e in grid:
             if e in by_eps:
-                acc, lo, hi, n = pooled_accuracy(by_eps[e].accuracy, n_test)
-                cells.append(f"{fmt(acc)} [{fmt(lo)}, {fmt(hi)}] ({n})")
+                accuracy = test_accuracy(_release_rows(rows_of, e, by_eps[e]))
+                cells.append(f"{fmt(accuracy.value)} [{fmt(accuracy.lo)}, {fmt(accuracy.hi)}] ({accuracy.draws})")
             else:
                 cells.append("")
         rows.append([f"`{method}`", kinds, *cells])
-    clean, lo, hi, n = pooled_accuracy([utility.clean_accuracy.iloc[0]], n_test)
-    drops = accuracy_drops(utility, n_test)
-    falls = ("Accuracy falls as ε grows, beyond the intervals (disjoint 95 % intervals), at: "
+    post_hoc = utility[utility.clean_decisions.notna()]
+    clean = estimate(post_hoc.head(1), "n_test", "clean_decisions") if not post_hoc.empty else None
+    clean_text = ("" if clean is None else
+                  f"; the non-private head: {fmt(clean.value)} [{fmt(clean.lo)}, {fmt(clean.hi)}]")
+    drops = accuracy_drops(utility)
+    falls = ("Accuracy falls as ε grows, beyond the interval of the difference (paired on the test records), at: "
              + "; ".join(f"`{m}` from ε = {eps_text(a)} to {eps_text(b)} ({fmt(x)} → {fmt(z)})"
                          for m, a, b, x, z in drops)
              + " (docs/tuning.md says why it can)." if drops else
-             "No method's accuracy falls as ε grows by more than its interval (consecutive ε of each method, "
-             "disjoint 95 % intervals).")
+             "No method's accuracy falls as ε grows beyond the interval of the difference (consecutive ε of each "
+             "method, paired on the test records).")
     return "\n".join([
         f"### {dataset}", "",
-        f"Test accuracy with its Clopper–Pearson 95 % interval and (decisions): every draw's answers on the "
-        f"{n_test} test images pooled; the non-private head: {fmt(clean)} [{fmt(lo)}, {fmt(hi)}] ({n}).", "",
+        f"Test accuracy with its 95 % interval clustered by test record and (draws): every draw decides the same "
+        f"{n_test} test images, so the images are the independent units{clean_text}.", "",
         markdown_table(["method", "guarantee kind", *[f"ε = {eps_text(float(e))}" for e in grid]], rows), "",
         falls, "",
-        source(f"results/{dataset}/utility.csv", "`accuracy` (pooled over `repeat`), `guarantee_kind`, "
-               "`clean_accuracy`") + " " + source(f"results/{dataset}/splits.json", "the size of `splits.test`")])
+        source(f"results/{dataset}/utility.csv", "`decisions` (over `repeat`), `clean_decisions`, "
+               "`guarantee_kind`") + " " + source(f"results/{dataset}/splits.json", "the size of `splits.test`")])
 
 
-def accuracy_drops(utility: pd.DataFrame, n_test: int) -> list[tuple[str, float, float, float, float]]:
-    """(method, ε, next ε, accuracy, next accuracy) wherever a method's pooled test accuracy at
-    the next larger ε of its grid (its noise-free limit included) lies below the interval at ε,
-    the two 95 % intervals disjoint: a fall that the draws' variation does not explain."""
+def accuracy_drops(utility: pd.DataFrame) -> list[tuple[str, float, float, float, float]]:
+    """(method, ε, next ε, accuracy, next accuracy) wherever a method's test accuracy at the next
+    larger ε of its grid (its noise-free limit included) lies below its accuracy at ε beyond the
+    95 % interval of their difference, paired on the test records: a fall that the draws' and the
+    records' variation do not explain."""
     drops = []
     for method, rows_of in utility.groupby("mechanism", sort=False):
-        once = release_method(method).release == "output_perturbation"
-        points = []
-        for eps, draws in sorted(rows_of.groupby("eps"), key=lambda item: item[0]):
-            points.append((eps, *pooled_accuracy((draws.head(1) if once and math.isinf(eps) else draws).accuracy,
-                                                 n_test)))
-        for (eps, acc, lo, _, _), (after, acc_after, _, hi_after, _) in zip(points, points[1:]):
-            if hi_after < lo:
-                drops.append((method, float(eps), float(after), acc, acc_after))
+        points = [(eps, _release_rows(rows_of, eps, draws)) for eps, draws in
+                  sorted(rows_of.groupby("eps"), key=lambda item: item[0])]
+        for (eps, at), (after, at_after) in zip(points, points[1:]):
+            d = paired(at_after, at, "n_test")
+            if d.hi < 0:
+                drops.append((method, float(eps), float(after), test_accuracy(at).value, test_accuracy(at_after).value))
     return drops
 
 

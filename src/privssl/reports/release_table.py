@@ -1,11 +1,12 @@
 """Table 2: what each release method gives at a few target budgets ε, from the tidy CSVs only.
 
 Per dataset and method, at each target ε, the point of the method's own ε grid nearest to the
-target in log distance (DP-SGD may lack some ε of the grid): test accuracy (mean ± std over noise
-draws), mean utility loss, the paper's shadow-MLP membership-inference accuracy in its adaptive form, pooled over
-draws with its Clopper–Pearson interval, and
-AUC, and the exact claim the release supports (`guarantee_kind`, `guarantee`). The non-private
-head is one row per dataset, method `none`.
+target in log distance (DP-SGD may lack some ε of the grid): test accuracy and utility loss, the
+paper's shadow-MLP membership-inference accuracy in its adaptive form, each over every draw with
+its 95 % interval clustered by record (privssl.attacks.repeated: the draws of one release decide
+the same records, so the records are the independent units), the mean AUC, and the exact claim
+the release supports (`guarantee_kind`, `guarantee`). The non-private head is one row per
+dataset, method `none`.
 
 The figures use the same checks and the same (dataset, mechanism, ε) -> guarantee_kind join:
 mia.csv carries no kind, so it takes the kind of the utility rows of the same release.
@@ -18,16 +19,20 @@ import math
 import numpy as np
 import pandas as pd
 
-from privssl.attacks.statistics import accuracy_interval
+from privssl.attacks.repeated import Estimate, paired_ratio
 from privssl.release.methods import GUARANTEE_KINDS, METHODS, release_method
+from privssl.reports.decisions import estimate, layout
 
 PAPER_ATTACK = "shadow_mlp"
 POINT = ["dataset", "mechanism", "eps"]
-UTILITY_COLUMNS = POINT + ["repeat", "guarantee_kind", "guarantee", "clean_accuracy", "accuracy", "utility_loss"]
-MIA_COLUMNS = POINT + ["repeat", "attack", "adaptive", "accuracy", "auc", "n_members", "n_nonmembers"]
-TABLE2_COLUMNS = ["dataset", "method", "label", "eps_target", "eps", "accuracy_mean", "accuracy_std",
-                  "utility_loss_mean", "mia_accuracy", "mia_accuracy_lo", "mia_accuracy_hi", "mia_decisions",
-                  "mia_auc_mean",
+UTILITY_COLUMNS = POINT + ["repeat", "guarantee_kind", "guarantee", "clean_accuracy", "accuracy", "utility_loss",
+                           "n_test", "decisions"]
+MIA_COLUMNS = POINT + ["repeat", "attack", "adaptive", "accuracy", "auc", "n_members", "n_nonmembers", "decisions"]
+TEST_RECORDS = "n_test"  # a utility row's decisions: one per test record
+MIA_RECORDS = ("n_members", "n_nonmembers")  # an attack row's: one per member, then per non-member
+TABLE2_COLUMNS = ["dataset", "method", "label", "eps_target", "eps", "accuracy", "accuracy_lo", "accuracy_hi",
+                  "utility_loss", "utility_loss_lo", "utility_loss_hi", "test_records",
+                  "mia_accuracy", "mia_accuracy_lo", "mia_accuracy_hi", "mia_records", "mia_auc_mean",
                   "guarantee_kind", "guarantee", "n_draws"]
 KIND_NOTE = ("pure_dp: ε-DP and approx_dp: (ε, δ)-DP, both proven for every neighbouring pair; "
              "random_dp: (ε, [δ,] γ)-random DP, the sensitivity is sampled from a reference distribution; "
@@ -77,13 +82,46 @@ def paper_attack(mia: pd.DataFrame) -> pd.DataFrame:
     return mia[(mia.attack == PAPER_ATTACK) & mia.adaptive.astype(bool)]
 
 
+def test_accuracy(rows: pd.DataFrame) -> Estimate:
+    """The test accuracy of the draws of one release, its interval clustered by test record."""
+    return estimate(rows, TEST_RECORDS)
+
+
+def utility_loss(rows: pd.DataFrame) -> Estimate:
+    """Definition 6.1's utility loss 1 − accuracy / clean accuracy of the draws of one release,
+    the clean head decided on the same test records (its `clean_decisions`): the ratio's interval
+    by the delta method on the paired records (privssl.attacks.repeated.paired_ratio)."""
+    if rows.clean_decisions.nunique(dropna=False) != 1:
+        raise ValueError(f"the draws of one release carry different clean-head decisions "
+                         f"({rows.clean_decisions.nunique(dropna=False)} distinct cells): they were not measured "
+                         "against one non-private head on the same test records")
+    ratio = paired_ratio(layout(rows, TEST_RECORDS), layout(rows.iloc[:1], TEST_RECORDS, "clean_decisions"))
+    return Estimate(1 - ratio.value, 1 - ratio.hi, 1 - ratio.lo, ratio.n, ratio.draws, ratio.var_records,
+                    ratio.var_draws, ratio.df)
+
+
+def release_utility_loss(rows: pd.DataFrame) -> Estimate:
+    """The utility loss of one release's draws with its 95 % interval clustered by test record. A
+    post-hoc release is paired with the non-private head on the same test records (`utility_loss`,
+    from the rows' clean_decisions); a training-time release (DPCL, DPAdapter) trains its own
+    network and its rows carry no clean decisions, so its accuracy's interval is mapped through
+    1 − accuracy / clean accuracy, the clean accuracy taken as exact."""
+    if release_method(rows.mechanism.iloc[0]).release != "training_time":
+        return utility_loss(rows)
+    accuracy, clean = test_accuracy(rows), float(rows.clean_accuracy.iloc[0])
+    return Estimate(1 - accuracy.value / clean, 1 - accuracy.hi / clean, 1 - accuracy.lo / clean, accuracy.n,
+                    accuracy.draws, accuracy.var_records / clean ** 2, accuracy.var_draws / clean ** 2, accuracy.df)
+
+
+def mia_accuracy(rows: pd.DataFrame) -> Estimate:
+    """An attack's accuracy over the draws of one release, its interval clustered by queried record."""
+    return estimate(rows, MIA_RECORDS)
+
+
 def pooled_accuracy(rows: pd.DataFrame) -> dict:
-    """Accuracy over every decision of the rows (draws of one release) with its Clopper–Pearson
-    95 % interval and the number of decisions behind it."""
-    decisions = (rows.n_members + rows.n_nonmembers).to_numpy()
-    correct = int(round(float((rows.accuracy.to_numpy() * decisions).sum())))
-    accuracy, lo, hi = accuracy_interval(correct, int(decisions.sum()))
-    return {"accuracy": accuracy, "lo": lo, "hi": hi, "decisions": int(decisions.sum())}
+    """`mia_accuracy` as the dict the figures and tables read: accuracy, lo, hi, records, draws."""
+    e = mia_accuracy(rows)
+    return {"accuracy": e.value, "lo": e.lo, "hi": e.hi, "records": e.n, "draws": e.draws}
 
 
 def attach_kinds(mia: pd.DataFrame, utility: pd.DataFrame) -> pd.DataFrame:
@@ -109,9 +147,24 @@ def nearest_eps(grid, target: float) -> float:
 def _mia_stats(rows: pd.DataFrame, what: str) -> dict:
     if rows.empty:
         raise ValueError(f"mia.csv has no adaptive {PAPER_ATTACK} rows for {what}")
-    pooled = pooled_accuracy(rows)
-    return {"mia_accuracy": pooled["accuracy"], "mia_accuracy_lo": pooled["lo"], "mia_accuracy_hi": pooled["hi"],
-            "mia_decisions": pooled["decisions"], "mia_auc_mean": rows.auc.mean()}
+    e = mia_accuracy(rows)
+    return {"mia_accuracy": e.value, "mia_accuracy_lo": e.lo, "mia_accuracy_hi": e.hi, "mia_records": e.n,
+            "mia_auc_mean": rows.auc.mean()}
+
+
+def _utility_stats(draws: pd.DataFrame) -> dict:
+    accuracy, loss = test_accuracy(draws), release_utility_loss(draws)
+    return {"accuracy": accuracy.value, "accuracy_lo": accuracy.lo, "accuracy_hi": accuracy.hi,
+            "utility_loss": loss.value, "utility_loss_lo": loss.lo, "utility_loss_hi": loss.hi,
+            "test_records": accuracy.n}
+
+
+def _clean_stats(measured: pd.DataFrame) -> dict:
+    """The non-private head: one head, its accuracy on the test records (any release's row holds
+    its decisions), no loss."""
+    e = estimate(measured.iloc[:1], TEST_RECORDS, "clean_decisions")
+    return {"accuracy": e.value, "accuracy_lo": e.lo, "accuracy_hi": e.hi, "utility_loss": 0.0,
+            "utility_loss_lo": 0.0, "utility_loss_hi": 0.0, "test_records": e.n}
 
 
 def table2(utility: pd.DataFrame, mia: pd.DataFrame, targets=(1.0, 10.0)) -> pd.DataFrame:
@@ -127,11 +180,9 @@ def table2(utility: pd.DataFrame, mia: pd.DataFrame, targets=(1.0, 10.0)) -> pd.
     rows, utility = [], releases(utility)
     for dataset in datasets:
         measured, attacks = utility[utility.dataset == dataset], shadow[shadow.dataset == dataset]
+        with_clean = measured[measured.clean_decisions.notna()]
         rows.append({"dataset": dataset, "method": "none", "label": "non-private head",
-                     "eps_target": np.nan, "eps": np.nan,
-                     # The clean head is one head: its accuracy has no spread over draws.
-                     "accuracy_mean": measured.clean_accuracy.mean(), "accuracy_std": np.nan,
-                     "utility_loss_mean": 0.0,
+                     "eps_target": np.nan, "eps": np.nan, **_clean_stats(with_clean),
                      **_mia_stats(attacks[attacks.mechanism == "none"], f"the non-private head of {dataset}"),
                      "guarantee_kind": "none", "guarantee": "none: the head is released without noise",
                      "n_draws": 1})
@@ -143,9 +194,7 @@ def table2(utility: pd.DataFrame, mia: pd.DataFrame, targets=(1.0, 10.0)) -> pd.
                 draws = own[own.eps == eps]
                 point = kinds[(kinds.dataset == dataset) & (kinds.mechanism == method) & (kinds.eps == eps)]
                 rows.append({"dataset": dataset, "method": method, "label": release_method(method).label,
-                             "eps_target": float(target), "eps": eps,
-                             "accuracy_mean": draws.accuracy.mean(), "accuracy_std": draws.accuracy.std(),
-                             "utility_loss_mean": draws.utility_loss.mean(),
+                             "eps_target": float(target), "eps": eps, **_utility_stats(draws),
                              **_mia_stats(attacks[(attacks.mechanism == method) & (attacks.eps == eps)],
                                           f"{method} at ε = {eps:g} on {dataset}"),
                              "guarantee_kind": point.guarantee_kind.iloc[0], "guarantee": draws.guarantee.iloc[0],
@@ -153,24 +202,26 @@ def table2(utility: pd.DataFrame, mia: pd.DataFrame, targets=(1.0, 10.0)) -> pd.
     return pd.DataFrame(rows, columns=TABLE2_COLUMNS)
 
 
-def _pm(mean: float, std: float) -> str:
-    return f"{mean:.3f}" if np.isnan(std) else f"{mean:.3f} ± {std:.3f}"
+def _ci(value: float, lo: float, hi: float) -> str:
+    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """Table 2 as a Markdown table, with what the guarantee kinds mean."""
-    lines = ["| dataset | method | target ε | ε used | test accuracy | utility loss | MIA accuracy (adaptive shadow "
-             "MLP), 95 % CI [decisions] | MIA AUC | guarantee kind | guarantee | draws |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
+    """Table 2 as a Markdown table, with what the intervals and the guarantee kinds mean."""
+    lines = ["| dataset | method | target ε | ε used | test accuracy, 95 % CI | utility loss, 95 % CI | test records "
+             "| MIA accuracy (adaptive shadow MLP), 95 % CI | queried records | MIA AUC | guarantee kind | guarantee "
+             "| draws |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for r in table.itertuples(index=False):
         eps = "∞ (no noise)" if np.isnan(r.eps) else f"{r.eps:g}"
         target = "—" if np.isnan(r.eps_target) else f"{r.eps_target:g}"
         # "|d|" in an adjacency, "4|B|C" in a label: a bare | would split the cell
         guarantee, label = (str(text).replace("|", "\\|") for text in (r.guarantee, r.label))
-        lines.append(f"| {r.dataset} | {label} | {target} | {eps} | {_pm(r.accuracy_mean, r.accuracy_std)} "
-                     f"| {r.utility_loss_mean:.3f} | {r.mia_accuracy:.3f} [{r.mia_accuracy_lo:.3f}, "
-                     f"{r.mia_accuracy_hi:.3f}] ({r.mia_decisions}) "
+        lines.append(f"| {r.dataset} | {label} | {target} | {eps} | {_ci(r.accuracy, r.accuracy_lo, r.accuracy_hi)} "
+                     f"| {_ci(r.utility_loss, r.utility_loss_lo, r.utility_loss_hi)} | {r.test_records} "
+                     f"| {_ci(r.mia_accuracy, r.mia_accuracy_lo, r.mia_accuracy_hi)} | {r.mia_records} "
                      f"| {r.mia_auc_mean:.3f} | {r.guarantee_kind} | {guarantee} | {r.n_draws} |")
-    return "\n".join(lines) + "\n\nAccuracy: means ± std over noise draws; MIA accuracy: over every decision of " \
-        "every draw, with its Clopper–Pearson interval; ε used is the grid's ε nearest to the target " \
-        "(log distance). Guarantee kinds: " + KIND_NOTE + "\n"
+    return "\n".join(lines) + "\n\nEvery interval is over all draws of a release with the record as its independent " \
+        "unit (the draws decide the same records: privssl.attacks.repeated, docs/claims.md); the records columns " \
+        "count those units. Utility loss is measured against the non-private head on the same test records. " \
+        "ε used is the grid's ε nearest to the target (log distance). Guarantee kinds: " + KIND_NOTE + "\n"

@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from privssl.reports.contrastive_plots import _no_data  # noqa: E402
+from privssl.reports.plotting import fit_width  # noqa: E402
 from privssl.reports.semileak_report import (  # noqa: E402
     ATTACK_LABELS,
     BASELINES,
@@ -122,7 +123,8 @@ def attacks_figure(metrics: pd.DataFrame) -> plt.Figure:
             for r in range(len(MEMBER_KINDS)):
                 axes[len(MEMBER_KINDS) * d + r, col].axis("off")
     fig.suptitle("Membership AUC per attack at the last step, no defence\n(bars from 0.5; error bars: 95 % bootstrap "
-                 "intervals; red: A_DA at its default views and similarity)", fontsize=9)
+                 "intervals;\nred: A_DA at its default views and similarity)", fontsize=9)
+    fit_width(fig)
     return fig
 
 
@@ -166,9 +168,10 @@ def steps_figure(metrics: pd.DataFrame, early_stopping: int | None) -> plt.Figur
         for col in range(len(present), width):
             for ax in axes[3 * d:3 * d + 3, col]:
                 ax.axis("off")
-    _legend(fig)
-    fig.suptitle("Along training, no defence\n(error bars and bands: 95 % intervals; Clopper–Pearson accuracies, "
+    _legend(fig, columns=min(4, 2 * width))  # two columns of entries per column of panels
+    fig.suptitle("Along training, no defence\n(error bars and bands: 95 % intervals; Clopper–Pearson accuracies,\n"
                  "Newcombe over-fitting, bootstrap JS distance and AUC)", fontsize=9)
+    fit_width(fig)
     return fig
 
 
@@ -252,4 +255,5 @@ def ablations_figure(metrics: pd.DataFrame, early_stopping: int | None = None) -
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=7)
     fig.suptitle("A_DA ablations and defences at the last step; error bars: 95 % intervals (bootstrap AUC, "
                  "Clopper–Pearson test accuracy)", fontsize=9)
+    fit_width(fig)
     return fig

@@ -2,9 +2,10 @@
 DPCL and DPAdapter at equal ε), the DPAdapter table beside the paper's Table 1 claim, and the
 DPCL accounting table beside the paper's settings.
 
-Every accuracy is pooled over the draws of one release with its Clopper–Pearson 95 % interval
-and its number of decisions; an ordering of two methods counts as shown only where their
-intervals are disjoint.
+Every accuracy is over the draws (noise draws, repeats) of one release with its 95 % interval
+clustered by record (privssl.attacks.repeated: the draws decide the same test records); an
+ordering of two methods is read from their difference paired on the test records
+(privssl.reports.verdicts).
 """
 
 from __future__ import annotations
@@ -13,8 +14,27 @@ import pandas as pd
 
 from privssl.attacks.statistics import accuracy_interval
 from privssl.release.methods import METHODS, TRAINING_TIME_METHODS
-from privssl.reports.plotting import _datasets, _draw, _figure_legend, _panels, _pooled
-from privssl.reports.release_table import attach_kinds, paper_attack, point_kinds, pooled_accuracy
+from privssl.reports.decisions import estimate, paired
+from privssl.reports.plotting import (
+    PANEL_HEIGHT,
+    _datasets,
+    _draw,
+    _figure_legend,
+    _panels,
+    _title,
+    estimates,
+    interval_note,
+)
+from privssl.reports.release_table import (
+    attach_kinds,
+    mia_accuracy,
+    paper_attack,
+    point_kinds,
+    pooled_accuracy,
+    releases,
+    test_accuracy,
+)
+from privssl.reports.verdicts import combined, directional
 
 # The post-hoc side of the comparison: ALM, the certified head's releases and the DP-SGD head.
 POST_HOC = ("alm", "certified_gaussian", "certified_pure", "dpsgd")
@@ -24,44 +44,42 @@ PAPER_TABLE1 = {"standard": (0.5677, 0.7292), "sam": (0.5961, 0.7625), "dpadapte
 PRETRAINING_ORDER = ("standard", "sam", "dpadapter")
 
 
-def pooled_test_accuracy(rows: pd.DataFrame, n_test: int) -> dict:
-    """Accuracy over every test decision of the rows' draws, its interval and decisions."""
-    decisions = n_test * len(rows)
-    correct = int(round(float(rows.accuracy.sum() * n_test)))
-    accuracy, lo, hi = accuracy_interval(correct, decisions)
-    return {"mean": accuracy, "lo": lo, "hi": hi, "decisions": decisions}
-
-
 def figure(utility: pd.DataFrame, mia: pd.DataFrame, n_test: dict[str, int]):
-    """Per dataset: top, test accuracy vs ε (95 % band); bottom, the adaptive shadow-MLP MIA
-    accuracy vs ε (95 % band), for the post-hoc and the training-time releases."""
+    """Per dataset: top, test accuracy vs ε; bottom, the adaptive shadow-MLP MIA accuracy vs ε;
+    for the post-hoc and the training-time releases, each point over every draw of its release
+    with its 95 % interval clustered by record (release_table's test_accuracy and mia_accuracy).
+    `n_test`: each dataset's test-set size from its splits, which every release must have decided."""
     shown = set(POST_HOC) | set(TRAINING_TIME_METHODS)
-    utility, mia = utility[utility.mechanism.isin(shown)], mia[mia.mechanism.isin(shown | {"none"})]
-    kinds = point_kinds(utility)
+    utility, mia = releases(utility[utility.mechanism.isin(shown)]), mia[mia.mechanism.isin(shown | {"none"})]
+    point_kinds(utility)
     attacked, attacks = attach_kinds(paper_attack(mia), utility), paper_attack(mia)
     datasets = _datasets(utility)
-    fig, axes = _panels(2, len(datasets), 8.8)
+    fig, axes = _panels(2, len(datasets), 2 * PANEL_HEIGHT)
     for col, dataset in enumerate(datasets):
         top, bottom = axes[0, col], axes[1, col]
         rows = utility[utility.dataset == dataset]
-        stats = pd.DataFrame([{"mechanism": m, "eps": e, **pooled_test_accuracy(g, n_test[dataset])}
-                              for (m, e), g in rows.groupby(["mechanism", "eps"], sort=True)])
-        stats = stats.merge(kinds[kinds.dataset == dataset], on=["mechanism", "eps"]).assign(std=0.0)
+        decided = sorted(set(rows.n_test.astype(int)))
+        if decided != [n_test[dataset]]:
+            raise ValueError(f"{dataset}: the releases decided {decided} test records, its test split has "
+                             f"{n_test[dataset]}")
+        stats = estimates(rows, test_accuracy)
         for mechanism in sorted(stats.mechanism.unique(), key=METHODS.index):
             group = stats[stats.mechanism == mechanism]
-            _draw(top, mechanism, group.eps, group, spread="interval")
+            _draw(top, mechanism, group.eps, group)
         clean = rows.clean_accuracy.mean()
         top.axhline(clean, color="black", ls="-.", lw=1, label=f"non-private head ({clean:.3f})")
-        top.set(xscale="log", xlabel="privacy budget ε", ylabel="test accuracy",
-                title=f"{dataset} (band: 95 % CI over {n_test[dataset]} test records × draws)")
-        for mechanism, group in _pooled(attacked[attacked.dataset == dataset]).groupby("mechanism", sort=False):
-            _draw(bottom, mechanism, group.eps, group, spread="interval")
+        top.set(xscale="log", xlabel="privacy budget ε", ylabel="test accuracy")
+        _title(top, f"{dataset}: test accuracy", interval_note(stats, "test records"))
+        mia_stats = estimates(attacked[attacked.dataset == dataset], mia_accuracy)
+        for mechanism, group in mia_stats.groupby("mechanism", sort=False):
+            _draw(bottom, mechanism, group.eps, group)
         unprotected = pooled_accuracy(attacks[(attacks.dataset == dataset) & (attacks.mechanism == "none")])
         bottom.axhline(unprotected["accuracy"], color="black", ls="-.", lw=1,
                        label=f"unprotected {unprotected['accuracy']:.3f} [{unprotected['lo']:.3f}, "
                              f"{unprotected['hi']:.3f}]")
         bottom.axhline(0.5, color="grey", ls="-.", lw=0.8, label="random guess")
-        bottom.set(xscale="log", xlabel="privacy budget ε", ylabel="MIA accuracy (adaptive shadow MLP, 95 % CI)")
+        bottom.set(xscale="log", xlabel="privacy budget ε", ylabel="MIA accuracy (adaptive shadow MLP)")
+        _title(bottom, f"{dataset}: membership inference", interval_note(mia_stats, "queried records"))
         for ax in (top, bottom):
             ax.legend(fontsize=7)
     _figure_legend(fig, sorted(set(utility.mechanism), key=METHODS.index))
@@ -69,85 +87,93 @@ def figure(utility: pd.DataFrame, mia: pd.DataFrame, n_test: dict[str, int]):
 
 
 def dpadapter_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Per (dataset, pre-training, ρ, ε): downstream accuracy pooled over repeats with its
-    interval, the downstream and pre-trained robust accuracy with theirs (test decisions × noise
-    draws, counted as independent: the draws share the test records, so the interval is a little
-    narrow), and the pre-trained accuracy."""
+    """Per (dataset, pre-training, ρ, ε): downstream accuracy over the repeats with its interval
+    clustered by test record (the repeats are independent trainings deciding the same test
+    records), the downstream and pre-trained robust accuracy with a Clopper–Pearson interval over
+    the test records (a mean over the noise draws of each record, the records as the unit), and the
+    pre-trained accuracy."""
     rows = []
     for (dataset, kind, rho, eps), group in results.groupby(["dataset", "pretraining", "rho", "eps"], sort=True):
-        pooled = pooled_test_accuracy(group, int(group.n_test.iloc[0]))
+        accuracy = estimate(group, "n_test")
         n_test, draws = int(group.n_test.iloc[0]), int(group.robust_draws.iloc[0])
-        robust = pooled_test_accuracy(pd.DataFrame({"accuracy": group.robust_accuracy}), n_test * draws)
-        pretrain_robust = pooled_test_accuracy(
-            pd.DataFrame({"accuracy": [group.pretrain_robust_accuracy.iloc[0]]}), n_test * draws)
-        rows.append({"dataset": dataset, "pretraining": kind, "rho": rho, "eps": eps, "accuracy": pooled["mean"],
-                     "accuracy_lo": pooled["lo"], "accuracy_hi": pooled["hi"], "decisions": pooled["decisions"],
-                     "robust_accuracy": group.robust_accuracy.mean(), "robust_lo": robust["lo"], "robust_hi": robust["hi"],
+        robust_lo, robust_hi = _record_interval(group.robust_accuracy.mean(), n_test)
+        pretrain_lo, pretrain_hi = _record_interval(group.pretrain_robust_accuracy.iloc[0], n_test)
+        rows.append({"dataset": dataset, "pretraining": kind, "rho": rho, "eps": eps, "accuracy": accuracy.value,
+                     "accuracy_lo": accuracy.lo, "accuracy_hi": accuracy.hi, "records": accuracy.n,
+                     "robust_accuracy": group.robust_accuracy.mean(), "robust_lo": robust_lo, "robust_hi": robust_hi,
                      "robust_noise": group.robust_noise.iloc[0], "robust_draws": draws,
                      "pretrain_accuracy": group.pretrain_accuracy.iloc[0],
                      "pretrain_robust_accuracy": group.pretrain_robust_accuracy.iloc[0],
-                     "pretrain_robust_lo": pretrain_robust["lo"],
-                     "pretrain_robust_hi": pretrain_robust["hi"],
+                     "pretrain_robust_lo": pretrain_lo, "pretrain_robust_hi": pretrain_hi,
                      "noise_multiplier": group.noise_multiplier.iloc[0], "repeats": len(group)})
     table = pd.DataFrame(rows)
     table["order"] = table.pretraining.map(PRETRAINING_ORDER.index)
     return table.sort_values(["dataset", "eps", "order", "rho"]).drop(columns="order").reset_index(drop=True)
 
 
-def _compare(a: pd.Series, b: pd.Series) -> str:
-    """'>' or '<' where the intervals are disjoint, else '≈' (not a finding)."""
-    if a.accuracy_lo > b.accuracy_hi:
-        return ">"
-    if a.accuracy_hi < b.accuracy_lo:
-        return "<"
-    return "≈"
+def _record_interval(mean: float, records: int) -> tuple[float, float]:
+    """Clopper–Pearson over the records for a mean of per-record rates: every noise draw of a
+    record counted as one decision of that record (the records are the independent units)."""
+    return accuracy_interval(int(round(mean * records)), records)[1:]
 
 
-def dpadapter_comparisons(table: pd.DataFrame):
-    """(dataset, ε, ρ, DPAdapter row, vanilla SAM row, standard row) of `dpadapter_table`, per
-    dataset, ε and radius: the three pre-trainings the paper's Table 1 orders."""
-    for (dataset, eps), group in table.groupby(["dataset", "eps"], sort=True):
-        standard = group[group.pretraining == "standard"].iloc[0]
-        for rho in sorted(group[group.pretraining == "dpadapter"].rho):
-            adapter = group[(group.pretraining == "dpadapter") & (group.rho == rho)].iloc[0]
-            sam = group[(group.pretraining == "sam") & (group.rho == rho)].iloc[0]
-            yield dataset, eps, rho, adapter, sam, standard
+def dpadapter_comparisons(results: pd.DataFrame):
+    """(dataset, ε, ρ, {pre-training: its repeats' rows}) per dataset, ε and radius: the three
+    pre-trainings the paper's Table 1 orders (standard pre-training has no radius: its rows at
+    every ρ)."""
+    for (dataset, eps), group in results.groupby(["dataset", "eps"], sort=True):
+        standard = group[group.pretraining == "standard"]
+        for rho in sorted(group[group.pretraining == "dpadapter"].rho.unique()):
+            yield dataset, eps, rho, {"dpadapter": group[(group.pretraining == "dpadapter") & (group.rho == rho)],
+                                      "sam": group[(group.pretraining == "sam") & (group.rho == rho)],
+                                      "standard": standard}
 
 
-def dpadapter_verdicts(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (dataset, ε, ρ): DPAdapter vs vanilla SAM and vanilla SAM vs standard pre-training,
-    and whether the paper's order DPAdapter ≥ SAM ≥ standard is shown, contradicted or unresolved."""
+def dpadapter_verdicts(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, ε, ρ): DPAdapter − vanilla SAM and vanilla SAM − standard downstream accuracy,
+    paired on the test records, each with its 95 % interval and verdict (privssl.reports.verdicts:
+    reproduced when the interval lies above 0), and the paper's order DPAdapter ≥ SAM ≥ standard
+    as both together."""
     rows = []
-    for dataset, eps, rho, adapter, sam, standard in dpadapter_comparisons(table):
-        first, second = _compare(adapter, sam), _compare(sam, standard)
-        verdict = ("contradicted" if "<" in (first, second) else
-                   "shown" if (first, second) == (">", ">") else "not resolved (intervals overlap)")
-        rows.append({"dataset": dataset, "eps": eps, "rho": rho, "dpadapter_vs_sam": first,
-                     "sam_vs_standard": second, "claim": verdict})
+    for dataset, eps, rho, sides in dpadapter_comparisons(results):
+        row = {"dataset": dataset, "eps": eps, "rho": rho}
+        parts = []
+        for name, high, low in (("dpadapter_vs_sam", "dpadapter", "sam"), ("sam_vs_standard", "sam", "standard")):
+            d = paired(sides[high], sides[low], "n_test")
+            verdict, _ = directional(d)
+            parts.append(verdict)
+            row |= {name: d.value, f"{name}_lo": d.lo, f"{name}_hi": d.hi, f"{name}_verdict": verdict}
+        rows.append(row | {"claim": combined(parts)})
     return pd.DataFrame(rows)
 
 
 def dpadapter_markdown(table: pd.DataFrame, verdicts: pd.DataFrame) -> str:
-    lines = ["| dataset | ε | pre-training | ρ | downstream accuracy, 95 % CI (decisions) | robust accuracy "
+    lines = ["| dataset | ε | pre-training | ρ | downstream accuracy, 95 % CI (test records × repeats) | robust accuracy "
              "(downstream), 95 % CI | pre-trained accuracy | pre-trained robust accuracy, 95 % CI | σ |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in table.itertuples(index=False):
         lines.append(f"| {r.dataset} | {r.eps:g} | {r.pretraining} | {r.rho:g} | {r.accuracy:.3f} "
-                     f"[{r.accuracy_lo:.3f}, {r.accuracy_hi:.3f}] ({r.decisions}) | {r.robust_accuracy:.3f} "
+                     f"[{r.accuracy_lo:.3f}, {r.accuracy_hi:.3f}] ({r.records} × {r.repeats}) | {r.robust_accuracy:.3f} "
                      f"[{r.robust_lo:.3f}, {r.robust_hi:.3f}] | {r.pretrain_accuracy:.3f} "
                      f"| {r.pretrain_robust_accuracy:.3f} [{r.pretrain_robust_lo:.3f}, {r.pretrain_robust_hi:.3f}] "
                      f"| {r.noise_multiplier:.4g} |")
     noise = ", ".join(f"{v:g}" for v in sorted(table.robust_noise.unique()))
     draws = ", ".join(f"{v:g}" for v in sorted(table.robust_draws.unique()))
-    lines += ["", f"Robust accuracy: mean test accuracy under i.i.d. Gaussian noise of std {noise} on every weight, "
-              f"over {draws} noise draws; its interval counts test records × draws as independent decisions.",
+    lines += ["", f"Downstream accuracy: over the repeats (independent trainings), its interval clustered by test record "
+              f"(privssl.attacks.repeated). Robust accuracy: mean test accuracy under i.i.d. Gaussian noise of std "
+              f"{noise} on every weight, over {draws} noise draws; its interval counts the test records only.",
               "", "The paper's claim (DPAdapter, Table 1, DP-SGD rows, average over CIFAR-10, SVHN and STL-10 at its two "
               "budgets): DPAdapter ≥ vanilla SAM ≥ standard pre-training — "
               + "; ".join(f"{kind} {a:.4f} / {b:.4f}" for kind, (a, b) in PAPER_TABLE1.items()) + ".", "",
-              "| dataset | ε | ρ | DPAdapter vs SAM | SAM vs standard | the claim here |", "|---|---:|---:|:-:|:-:|---|"]
+              "| dataset | ε | ρ | DPAdapter − SAM, 95 % CI | SAM − standard, 95 % CI | the claim here |",
+              "|---|---:|---:|---:|---:|---|"]
     for r in verdicts.itertuples(index=False):
-        lines.append(f"| {r.dataset} | {r.eps:g} | {r.rho:g} | {r.dpadapter_vs_sam} | {r.sam_vs_standard} | {r.claim} |")
-    lines += ["", "'>' and '<': the 95 % intervals are disjoint; '≈': they overlap, which is not a finding."]
+        lines.append(f"| {r.dataset} | {r.eps:g} | {r.rho:g} "
+                     f"| {r.dpadapter_vs_sam:+.3f} [{r.dpadapter_vs_sam_lo:+.3f}, {r.dpadapter_vs_sam_hi:+.3f}] "
+                     f"({r.dpadapter_vs_sam_verdict}) | {r.sam_vs_standard:+.3f} [{r.sam_vs_standard_lo:+.3f}, "
+                     f"{r.sam_vs_standard_hi:+.3f}] ({r.sam_vs_standard_verdict}) | {r.claim} |")
+    lines += ["", "Differences paired on the test records (the same records decide every pre-training); a part is "
+              "reproduced when its interval lies above 0, contradicted when below, otherwise unresolved."]
     return "\n".join(lines) + "\n"
 
 

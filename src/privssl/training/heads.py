@@ -206,6 +206,11 @@ def predict_proba(params: dict[str, torch.Tensor], features: torch.Tensor,
 
 
 @torch.no_grad()
+def correct(params: dict[str, torch.Tensor], features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """(B, n) bool: whether each stacked head classifies each record right."""
+    return predict_proba(params, features).argmax(-1) == labels
+
+
 def accuracy(params: dict[str, torch.Tensor], features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Accuracy (B,) of each stacked head."""
-    return (predict_proba(params, features).argmax(-1) == labels).to(DTYPE).mean(-1)
+    return correct(params, features, labels).to(DTYPE).mean(-1)

@@ -22,14 +22,37 @@ stop at the checkpoints and draw the views this branch needs. The losses above a
 each and follow USB's FixMatch, FlexMatch (with threshold warm-up) and UDA (no training-signal
 annealing, USB's default).
 
-DP-SGD (the defence of Table 3.4 with a real budget): FixMatch's losses, each labelled and each
-unlabelled record one clipped per-example gradient (unlabelled ones scaled by λ_u / μ before
-clipping, as the batch means weigh them), Poisson sampling of each set at q_l = B / n_l and
-q_u = μB / n_u, Gaussian noise σC on the sum, divided by B. One record's add/remove changes the sum
-by at most C and the record is sampled with probability ≤ q = max(q_l, q_u), so the release is the
-Poisson-subsampled Gaussian at (q, σ, N steps), accounted by privssl.accounting.dpsgd. The
-pseudo-label of u is computed from u alone, so no record's gradient depends on another's; FlexMatch's
-class thresholds do (they count every unlabelled record), so it has no DP-SGD variant here.
+DP-SGD (the defence of Table 3.4 with a real budget), `train_private`: FixMatch's losses, each
+labelled and each unlabelled record one clipped per-example gradient (unlabelled ones scaled by
+λ_u / μ before clipping, as the batch means weigh them), Poisson sampling of each set at
+q_l = B / n_l and q_u = μB / n_u, Gaussian noise σC on the sum, divided by B. The claim: (ε, δ)-DP
+of the sequence of weights over the steps (so of their EMA, post-processing, which is released)
+for add/remove of one training image, labelled or unlabelled, with ε the accountant's
+(privssl.accounting.dpsgd) for the Poisson-subsampled Gaussian at (q = max(q_l, q_u), σ, N steps)
+and δ the configured one; proven, given the accountant. It rests on three facts:
+
+- sensitivity C: a record enters the sum through its own clipped gradient only, so its addition
+  or removal changes the sum by at most C, and it is sampled with probability at most q;
+- no record's gradient depends on another's: the pseudo-label of u is computed from u alone
+  (FlexMatch's class thresholds count every unlabelled record, so it has no DP-SGD variant), the
+  network has no batch statistics, and every random choice about a record (whether a step samples
+  it, its weak crop and flip, its strong view's crop, flip and RandAugment operations) is a
+  function of (a step seed drawn from the run's generator, the record's identity), never of its
+  position in the batch (`private_batch`; privssl.training.augment.weak_keyed, strong_keyed: the
+  identity must not change with the other records, e.g. a pool index). `train`'s positional
+  augmentation would
+  break this: a record's presence shifts the draws of every record after it in the batch and, with
+  images_per_draw > 1, which records share RandAugment's operations, so it changes the joint
+  distribution of the other records' views;
+- |d| is public: the sizes n_l and n_u of the labelled and unlabelled sets are treated as known
+  under add/remove adjacency. The sampling rates q_l and q_u read them, and so do σ (calibrated
+  to ε at those rates) and the accountant's ε; a neighbour with one image more or fewer would be
+  trained at B / (n ± 1), a difference the claim ignores, as DP-SGD's usual accounting (Opacus)
+  does. The number of steps is the config's, read from no data.
+
+The history rows (labelled loss, mask rate, clipped fraction) are computed on the private batches
+without noise: they are covered by no claim (the workflow keeps them under
+diagnostics/not_private/).
 """
 
 from __future__ import annotations
@@ -45,7 +68,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from privssl.io import atomic_torch_save
-from privssl.training.augment import AugmentSpec, strong, weak
+from privssl.training.augment import AugmentSpec, keyed_hash, strong, strong_keyed, weak, weak_keyed
 from privssl.training.per_example import clip_and_sum, gaussian_noise_like, per_example_loss_grads
 from privssl.training.semi_supervised_spec import ALGORITHMS, SUPERVISED
 
@@ -78,6 +101,28 @@ class TrainingSet:
     labels: torch.Tensor
     unlabelled: torch.Tensor  # (n_u, C, H, W); empty for the supervised reference
     n_classes: int
+    # each record's identity, which DP-SGD keys its augmentation to (`train` does not read them):
+    # fixed for the record whatever else is in the set, e.g. its index in the dataset's pool; None:
+    # its position in its set, an identity only if no record before it is ever removed
+    labelled_ids: torch.Tensor | None = None
+    unlabelled_ids: torch.Tensor | None = None
+
+    def record_ids(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(labelled ids, unlabelled ids), each distinct within its set, one per record."""
+        out = []
+        for name, images, ids in (("labelled", self.labelled, self.labelled_ids),
+                                  ("unlabelled", self.unlabelled, self.unlabelled_ids)):
+            if ids is None:
+                ids = torch.arange(len(images))
+            if ids.ndim != 1 or len(ids) != len(images):
+                raise ValueError(f"{name} record ids of shape {tuple(ids.shape)} are not allowed for "
+                                 f"{len(images)} images; allowed: one id per image")
+            values, counts = torch.unique(ids, return_counts=True)
+            if len(counts) and int(counts.max()) > 1:
+                raise ValueError(f"{name} record id {int(values[counts.argmax()])} is given to "
+                                 f"{int(counts.max())} records; allowed: distinct ids")
+            out.append(ids.to(torch.int64))
+        return out[0], out[1]
 
 
 class _Cycle:
@@ -161,7 +206,7 @@ class _Run:
     ema: nn.Module
     optimiser: torch.optim.Optimizer
     generator: torch.Generator
-    labelled: _Cycle
+    labelled: _Cycle | None  # None for DP-SGD, which samples by keyed Poisson draws
     unlabelled: _Cycle | None
     selected: torch.Tensor | None  # FlexMatch's latest confident prediction per unlabelled record
     step: int = 0
@@ -171,7 +216,8 @@ class _Run:
     def state(self, fingerprint: str) -> dict:
         return {"fingerprint": fingerprint, "step": self.step, "model": _cpu_state(self.model),
                 "ema": _cpu_state(self.ema), "optimiser": self.optimiser.state_dict(),
-                "generator": self.generator.get_state(), "labelled": self.labelled.state(),
+                "generator": self.generator.get_state(),
+                "labelled": None if self.labelled is None else self.labelled.state(),
                 "unlabelled": None if self.unlabelled is None else self.unlabelled.state(),
                 "selected": self.selected, "kept": self.kept, "history": self.history}
 
@@ -181,7 +227,8 @@ class _Run:
         self.ema.load_state_dict(saved["ema"])
         self.optimiser.load_state_dict(saved["optimiser"])
         self.generator.set_state(saved["generator"])
-        self.labelled.load(saved["labelled"])
+        if self.labelled is not None:
+            self.labelled.load(saved["labelled"])
         if self.unlabelled is not None:
             self.unlabelled.load(saved["unlabelled"])
         self.selected = saved["selected"]
@@ -189,7 +236,9 @@ class _Run:
 
 
 def _start(network: nn.Module, data: TrainingSet, spec: TrainSpec, seed: int, device: torch.device,
-           flexmatch: bool) -> _Run:
+           flexmatch: bool, cycles: bool = True) -> _Run:
+    """A fresh run; without `cycles` (DP-SGD) no permutation of the sets is drawn, so what the
+    generator gives later does not depend on the sets' sizes."""
     model = network.to(device)
     ema = copy.deepcopy(model)
     for p in ema.parameters():
@@ -198,8 +247,8 @@ def _start(network: nn.Module, data: TrainingSet, spec: TrainSpec, seed: int, de
                                 weight_decay=spec.weight_decay)
     generator = torch.Generator().manual_seed(seed)
     n_u = len(data.unlabelled)
-    return _Run(model, ema, optimiser, generator, _Cycle(len(data.labels), generator),
-                _Cycle(n_u, generator) if n_u else None,
+    return _Run(model, ema, optimiser, generator, _Cycle(len(data.labels), generator) if cycles else None,
+                _Cycle(n_u, generator) if n_u and cycles else None,
                 torch.full((n_u,), -1, dtype=torch.long) if flexmatch else None)
 
 
@@ -292,16 +341,62 @@ class PrivateSpec:
     clip_norm: float
 
 
-def sampling_rate(spec: TrainSpec, n_labelled: int, n_unlabelled: int) -> float:
-    """q = max(B / n_l, μB / n_u): the largest probability that a step samples a given record."""
+def poisson_rates(spec: TrainSpec, n_labelled: int, n_unlabelled: int) -> tuple[float, float]:
+    """(q_l, q_u) = (B / n_l, μB / n_u), the Poisson sampling rates of DP-SGD's two sets; they read
+    the sets' sizes, which the claim treats as public."""
     if min(n_labelled, n_unlabelled) < 1:
         raise ValueError(f"DP-SGD FixMatch needs labelled and unlabelled images, got {n_labelled} and {n_unlabelled}")
-    rates = [spec.batch_size / n_labelled, spec.batch_size * spec.unlabelled_ratio / n_unlabelled]
+    rates = (spec.batch_size / n_labelled, spec.batch_size * spec.unlabelled_ratio / n_unlabelled)
     if max(rates) > 1:
         raise ValueError(f"expected batches B = {spec.batch_size}, μB = {spec.batch_size * spec.unlabelled_ratio} "
                          f"exceed the sets ({n_labelled} labelled, {n_unlabelled} unlabelled): allowed: B <= n_l "
                          "and μB <= n_u (Poisson sampling rates <= 1)")
-    return max(rates)
+    return rates
+
+
+def sampling_rate(spec: TrainSpec, n_labelled: int, n_unlabelled: int) -> float:
+    """q = max(B / n_l, μB / n_u): the largest probability that a step samples a given record."""
+    return max(poisson_rates(spec, n_labelled, n_unlabelled))
+
+
+# the salts of DP-SGD's keyed draws, one per (set, use): a record's sampling and its views are
+# independent draws, and a labelled and an unlabelled record of one id share nothing
+_LABELLED_SAMPLE, _UNLABELLED_SAMPLE, _LABELLED_WEAK, _UNLABELLED_WEAK, _UNLABELLED_STRONG = range(5)
+
+
+@dataclass(frozen=True)
+class PrivateBatch:
+    """One step's Poisson batches of DP-SGD and their views, in the order of the sets."""
+
+    sampled_labelled: torch.Tensor  # bool, one per labelled record
+    sampled_unlabelled: torch.Tensor  # bool, one per unlabelled record
+    labelled: torch.Tensor  # the weak views of the sampled labelled records
+    labels: torch.Tensor
+    weak: torch.Tensor  # the weak views of the sampled unlabelled records ...
+    strong: torch.Tensor  # ... and their strong views
+
+
+def _poisson_keyed(ids: torch.Tensor, rate: float, step_seed: int, salt: int) -> torch.Tensor:
+    """Whether each record is in this step's batch, from hash(step seed, salt, id) < ⌊rate · 2³²⌋:
+    independently per record at a rate ≤ `rate` (lower by < 2⁻³², which the accountant's ε at
+    `rate` covers), and a function of the record alone given the step seed."""
+    return keyed_hash(step_seed, salt, 0, ids) < math.floor(rate * 2**32)
+
+
+def private_batch(data: TrainingSet, spec: TrainSpec, rates: tuple[float, float], augment: AugmentSpec,
+                  step_seed: int) -> PrivateBatch:
+    """The Poisson batches of one DP-SGD step at `rates` (q_l, q_u: `poisson_rates`) and their
+    views, every random choice about a record a function of (step seed, its id): given the step
+    seed and the rates, whether another record is in the set changes nothing about it
+    (privssl.training.augment, "keyed to the record")."""
+    ids_l, ids_u = data.record_ids()
+    in_l = _poisson_keyed(ids_l, rates[0], step_seed, _LABELLED_SAMPLE)
+    in_u = _poisson_keyed(ids_u, rates[1], step_seed, _UNLABELLED_SAMPLE)
+    u = data.unlabelled[in_u]
+    return PrivateBatch(in_l, in_u, weak_keyed(data.labelled[in_l], ids_l[in_l], augment, step_seed, _LABELLED_WEAK),
+                        data.labels[in_l], weak_keyed(u, ids_u[in_u], augment, step_seed, _UNLABELLED_WEAK),
+                        strong_keyed(u, ids_u[in_u], augment, step_seed, _UNLABELLED_STRONG,
+                                     spec.batch_size * spec.unlabelled_ratio))
 
 
 def train_private(network: nn.Module, data: TrainingSet, spec: TrainSpec, private: PrivateSpec, augment: AugmentSpec,
@@ -309,11 +404,13 @@ def train_private(network: nn.Module, data: TrainingSet, spec: TrainSpec, privat
                   log: Callable[[str], None] = print) -> tuple[dict[int, dict], list[dict]]:
     """FixMatch by DP-SGD (module docstring) for spec.steps steps at noise multiplier σ; returns
     the EMA states and history as `train`. The model runs in eval mode: per-example gradients
-    need a network without batch statistics (GroupNorm in the private WRN)."""
-    sampling_rate(spec, len(data.labels), len(data.unlabelled))  # refuses empty sets and rates > 1
-    q_l = spec.batch_size / len(data.labels)
-    q_u = spec.batch_size * spec.unlabelled_ratio / len(data.unlabelled)
-    run = _start(network, data, spec, seed, device, False)
+    need a network without batch statistics (GroupNorm in the private WRN). Each step draws one
+    seed from the run's generator, which `private_batch` keys every record's sampling and views
+    to; the generator then gives the noise. Neither reads the data or its size: at the same rates,
+    removing a record that no step samples leaves the training bit for bit as it was."""
+    rates = poisson_rates(spec, len(data.labels), len(data.unlabelled))  # refuses empty sets and rates > 1
+    data.record_ids()  # refuses ids that are not one per record, distinct, before any step
+    run = _start(network, data, spec, seed, device, False, cycles=False)
     _resume(run, checkpoint, fingerprint, log)
     run.model.eval()
     scale_u = spec.unlabelled_weight / spec.unlabelled_ratio
@@ -321,14 +418,11 @@ def train_private(network: nn.Module, data: TrainingSet, spec: TrainSpec, privat
     while run.step < spec.steps:
         for group in run.optimiser.param_groups:
             group["lr"] = cosine_lr(spec.lr, run.step, spec.steps)
-        in_l = torch.rand(len(data.labels), generator=run.generator) < q_l
-        in_u = torch.rand(len(data.unlabelled), generator=run.generator) < q_u
-        x = weak(data.labelled[in_l], augment, run.generator).to(device)
-        y = data.labels[in_l].to(device)
-        u = data.unlabelled[in_u]
-        u_weak, u_strong = weak(u, augment, run.generator).to(device), strong(u, augment, run.generator).to(device)
+        batch = private_batch(data, spec, rates, augment, int(torch.randint(0, 2**62, (1,), generator=run.generator)))
+        x, y = batch.labelled.to(device), batch.labels.to(device)
+        u_weak, u_strong = batch.weak.to(device), batch.strong.to(device)
         with torch.no_grad():
-            confidence, pseudo = torch.softmax(run.model(u_weak).double(), -1).max(-1) if len(u) else (
+            confidence, pseudo = torch.softmax(run.model(u_weak).double(), -1).max(-1) if len(u_weak) else (
                 torch.zeros(0, device=device), torch.zeros(0, dtype=torch.long, device=device))
         mask = confidence >= spec.thresholds["fixmatch"]
         grads, norms = {}, []
