@@ -225,6 +225,8 @@ def record(chosen: list[Module], rows: list[dict], total_wall: float, idle: str,
                              f"{row['module']} within {command}: {row['mutants']} mutants, score {row['score']:.1%} "
                              f"({row['killed']} killed, {row['equivalent']} equivalent, {row['survived']} survived)"
                              f"{tree}"])
+        if len(rows) == 1:  # the module's row is the whole run
+            return
         writer.writerow([day, command, head, "", f"{total_wall:.0f}", "", cores, idle, "",
                          f"mutation testing of {len(rows)} modules ({', '.join(r['module'] for r in rows)}); "
                          f"{sum(r['mutants'] for r in rows)} mutants; one mutant process at a time{tree}"])

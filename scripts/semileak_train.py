@@ -102,9 +102,10 @@ def main() -> None:
             private = PrivateSpec(calibration.noise_multiplier, dp["clip_norm"])
             net = seeded_network(args.seed, network["architecture"], in_channels, data.n_classes, network["width"],
                                  private=True)
+            # the clip norm is in `private`: a checkpoint trained under another C is not resumed
             kept, rows = train_private(net, data, spec, private, augment, args.seed, device,
-                                       checkpoints / f"eps{calibration.eps:g}.pt", fingerprint((calibration, ids)),
-                                       log.info)
+                                       checkpoints / f"eps{calibration.eps:g}.pt",
+                                       fingerprint((calibration, private, ids)), log.info)
             models.append({"eps": calibration.eps, "noise_multiplier": calibration.noise_multiplier,
                            "eps_spent": calibration.eps_at_sigma, "delta": args.delta, "sample_rate": rate,
                            "accountant": args.accountant, "clip_norm": dp["clip_norm"], "states": canonical(kept)})

@@ -2,6 +2,7 @@
 the kind its sensitivity source supports."""
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -201,8 +202,13 @@ def test_a_group_delta_of_exactly_one_is_no_claim():
     assert substitution_claim("dpsgd", 0.0, 0.4999) == (0.0, pytest.approx(0.9998))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: substitution_claim caps e^ε at e^700 to avoid overflow, so for ε > 700 "
-                                       "and 0 < δ < e^-700 it claims (2ε, (1 + e^700) δ) although (1 + e^ε) δ ≥ 1")
 def test_a_huge_eps_with_a_tiny_delta_is_no_claim():
     # (1 + e^800) · 5e-305 ≈ e^99: no claim at any δ < 1; the capped formula gives (1600, 0.507)
     assert substitution_claim("dpsgd", 800.0, 5e-305) == (math.inf, 5e-305)
+
+
+def test_a_pure_method_under_addition_or_removal_claims_twice_its_eps_at_delta_0(monkeypatch):
+    """Group privacy over the two steps of a substitution: (2ε, (1 + e^ε) · 0) = (2ε, 0). No
+    registered method is pure under addition/removal, so one is registered here."""
+    monkeypatch.setitem(REGISTRY, "pure_add_remove", replace(REGISTRY["dpsgd"], dp_kind="pure_dp"))
+    assert substitution_claim("pure_add_remove", 3.0, 1e-5) == (6.0, 0.0)

@@ -350,8 +350,6 @@ def test_a_method_and_eps_without_any_score_has_no_regret_and_an_unscored_point_
         tuning.least_regret_point([{"point": 0, "method": "noise_free", "eps": math.inf, "accuracy": 1.0}])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: max(0.0, nan) is 0.0, so a NaN regret never reaches `worst` and "
-                                       "least_regret_point's refusal of an unscored point cannot fire")
 def test_a_point_unscored_at_some_eps_is_refused():
     rows = [{"point": 0, "method": "certified_pure", "eps": 1.0, "accuracy": math.nan},
             {"point": 1, "method": "certified_pure", "eps": 1.0, "accuracy": 0.5},

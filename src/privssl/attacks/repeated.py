@@ -113,8 +113,8 @@ def _components(matrix: np.ndarray) -> tuple[float, float, float]:
 
 def _satterthwaite(total: float, terms: list[float], fallback: float) -> float:
     """Σ parts² / Σ (part² / df), the df of a sum of independent variance estimates."""
-    denominator = sum(terms)
-    return total ** 2 / denominator if total > 0 and denominator > 0 else fallback
+    denominator = sum(terms)  # > 0 only if some part is, and then the total is too
+    return total ** 2 / denominator if denominator > 0 else fallback
 
 
 def _t_ratio(df: float, confidence: float) -> float:
@@ -138,7 +138,7 @@ def proportion(decisions, confidence: float = 0.95) -> Estimate:
         lo, hi = clopper_pearson(k, records, confidence)
         return Estimate(p, lo, hi, records, 1, var_records, 0.0, df)
     variance = var_records + var_draws
-    if p in (0.0, 1.0) or variance <= 0:
+    if variance <= 0:  # every record decided alike in every draw (a mean of 0 or 1 among them)
         effective = float(records)
     else:
         effective = min(p * (1 - p) / variance, float(matrix.size))
@@ -190,9 +190,9 @@ def paired_ratio(a, b, confidence: float = 0.95) -> Estimate:
     if b_mean == 0:
         raise ValueError("the ratio's denominator layout has no positive decision")
     ratio = decision_matrix(a).mean() / b_mean
-    linear = paired_difference(a, b, confidence, weight=ratio)
+    linear = paired_difference(a, b, confidence, weight=ratio)  # its value is 0 at r by construction
     scale = 1 / b_mean
-    half = (linear.hi - linear.value) * scale
+    half = (linear.hi - linear.lo) / 2 * scale
     return Estimate(float(ratio), float(ratio - half), float(ratio + half), linear.n, linear.draws,
                     linear.var_records * scale ** 2, linear.var_draws * scale ** 2, linear.df)
 

@@ -207,5 +207,8 @@ def substitution_claim(name: str, eps: float, delta: float) -> tuple[float, floa
     own_delta = 0.0 if method.dp_kind == "pure_dp" else delta  # the accountant's δ too (heuristic_dp)
     if method.adjacency == SUBSTITUTION:
         return eps, own_delta
-    group_delta = (1 + math.exp(min(eps, 700.0))) * own_delta
-    return (2 * eps, group_delta) if group_delta < 1 else (math.inf, own_delta)
+    if own_delta == 0:
+        return 2 * eps, 0.0
+    # (1 + e^ε) δ in logs: e^ε overflows a float beyond ε ≈ 709, where a tiny δ can still keep it below 1
+    log_group = math.log(own_delta) + eps + math.log1p(math.exp(-eps))
+    return (2 * eps, math.exp(log_group)) if log_group < 0 else (math.inf, own_delta)

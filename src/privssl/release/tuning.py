@@ -167,10 +167,11 @@ def least_regret_point(rows: list[dict]) -> int:
     others (the mean over the grid would favour the large ε, where every point is near its
     noise-free limit); the first such point on ties."""
     finite = [(row, regret) for row, regret in zip(rows, regrets(rows)) if math.isfinite(row["eps"])]
+    # before the max: max(0.0, nan) is 0.0, which would hide an unscored (method, ε)
+    if not finite or any(math.isnan(regret) for _, regret in finite):
+        raise ValueError("every point must be scored at every ε to compare their regrets")
     worst: dict[int, float] = {}
     for row, regret in finite:
         worst[row["point"]] = max(worst.get(row["point"], 0.0), regret)
-    if not worst or any(math.isnan(v) for v in worst.values()):
-        raise ValueError("every point must be scored at every ε to compare their regrets")
     least = min(worst.values())
     return min(p for p, v in worst.items() if v == least)
