@@ -290,3 +290,23 @@ def test_a_restarted_training_reuses_every_finished_model(tmp_path):
     atomic_torch_save({"models": first}, tmp_path / "first.pt")
     atomic_torch_save({"models": second}, tmp_path / "second.pt")
     assert (tmp_path / "first.pt").read_bytes() == (tmp_path / "second.pt").read_bytes()
+
+
+def test_talos_reads_a_resnet18_representation(tmp_path):
+    """Talos's classifier C takes the encoder's representation: 512 wide for ResNet-18, whatever
+    `width` (the convnet's) says; it read `width` and failed on every ResNet-18 run."""
+    from privssl.training.contrastive_targets import train_targets
+    from privssl.training.simclr import Augmentation, SimCLRSpec
+
+    generator = torch.Generator().manual_seed(0)
+    images, task = torch.rand(12, 3, 8, 8, generator=generator), torch.arange(12) % 2
+    attribute = torch.arange(12) % 3
+    torch.manual_seed(0)
+    public = {"encoder": "resnet18", "width": 8, "state": build_encoder("resnet18", 3, 8, 8).state_dict()}
+    simclr = SimCLRSpec(encoder="resnet18", width=8, augmentation=Augmentation(0.5, 0.3, 0.1, False))
+    spec = TargetSpec(TrainingSpec(1, 12, 1e-3), TrainingSpec(1, 12, 1e-3), TrainingSpec(1, None, 0.01),
+                      (1.0,), 8, 0.01)
+    models, history = train_targets(images, task, attribute, 2, 3, public, simclr, spec, 1, 7, CPU,
+                                    tmp_path / "checkpoints", lambda _: None)
+    assert [(m["kind"], m["lambda"]) for m in models] == [("supervised", None), ("talos", 1.0)]
+    assert models[1]["layer"]["weight"].shape[1] == 512 and len(history) == 1

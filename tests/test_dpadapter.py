@@ -191,3 +191,19 @@ def test_every_kind_trains_on_the_same_update_batches():
     for other in models[1:]:
         for a, b in zip(models[0].parameters(), other.parameters()):
             assert torch.equal(a, b)
+
+
+def test_pretraining_runs_on_the_encoders_device(monkeypatch):
+    """The classifier and the public images go where the encoder is (on a GPU machine, the GPU; a
+    classification layer left on the CPU failed there). The meta device stands in for the GPU on
+    the CPU: mixing it with CPU tensors fails as CUDA does."""
+    seen = {}
+
+    def record(model, loss_fn, x, y, spec, generator):
+        seen.update(parameters={p.device.type for p in model.parameters()}, x=x.device.type, y=y.device.type)
+        return []
+
+    monkeypatch.setattr(dpadapter, "train_sam", record)
+    images, labels = torch.rand(8, 1, 8, 8), torch.arange(8) % 2
+    pretrain_classifier("dpadapter", 0.5, SPEC, images, labels, 2, encoder().to("meta"), seed=0)
+    assert seen == {"parameters": {"meta"}, "x": "meta", "y": "meta"}

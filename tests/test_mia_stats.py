@@ -8,18 +8,23 @@ from scipy import stats
 from sklearn.metrics import roc_auc_score
 
 from privssl.attacks.statistics import (
+    _auc_from_ranks,
     accuracy_interval,
     auc,
     bootstrap_auc,
+    check_members,
     clopper_pearson,
     clopper_pearson_upper,
     finite_scores,
     fpr_label,
     membership_metrics,
+    newcombe_difference,
     roc,
     threshold_counts,
     tpr_at_fpr,
+    wilson_interval,
 )
+from privssl.io import unpack_decisions
 
 
 @pytest.mark.parametrize("k, n", [(0, 10), (3, 10), (10, 10), (1, 1), (0, 1), (57, 200)])
@@ -136,6 +141,13 @@ def test_fpr_label():
     assert [fpr_label(x) for x in (0.001, 0.01, 0.1, 0.07, 0.5)] == ["0.1pct", "1pct", "10pct", "7pct", "50pct"]
 
 
+def test_fpr_label_keeps_tiny_levels_apart():
+    """Labels keep a level's significant digits however small it is (the schema allows any level
+    in (0, 1)): 1.5e-12 is 1.5e-10 %, and 1e-13 and 2e-13 get two labels, not one '0pct' whose
+    columns would overwrite each other in membership_metrics."""
+    assert [fpr_label(x) for x in (1.5e-12, 1e-13, 2e-13)] == ["1.5e-10pct", "1e-11pct", "2e-11pct"]
+
+
 def test_membership_metrics_flat_dict():
     scores, member = hand_made()
     scores[0] = np.nan  # a member with a NaN score ranks lowest
@@ -239,3 +251,133 @@ def test_clopper_pearson_simulated_coverage_agrees_with_the_exact_sum(p, n):
     se = np.sqrt(exact * (1 - exact) / draws)
     assert abs(simulated - exact) <= 4 * se
     assert simulated >= 0.95 - 4 * np.sqrt(0.95 * 0.05 / draws)
+
+
+# ----------------------------------------------------------------------------------------------
+# Behaviour the tests above leave open (mutation testing of privssl.attacks.statistics).
+
+
+def test_finite_scores_moves_non_finite_scores_to_the_adjacent_floats():
+    """NaN/−inf go to the float just below the smallest finite score, +inf to the one just above
+    the largest (not to ±1e308), integers come back as floats; +inf beside the largest float stays
+    finite (it ties with it); with no finite score at all, NaN/−inf become −1 and +inf 1."""
+    cleaned = finite_scores([np.nan, -np.inf, 0.5, 2.0, np.inf])
+    assert cleaned.tolist() == [np.nextafter(0.5, -1), np.nextafter(0.5, -1), 0.5, 2.0, np.nextafter(2.0, 3)]
+    integers = finite_scores([3, 1, 2])
+    assert integers.dtype == np.float64 and integers.tolist() == [3.0, 1.0, 2.0]
+    largest = np.finfo(float).max
+    with np.errstate(over="ignore"):  # the float above the largest is +inf: numpy warns of the overflow
+        assert finite_scores([1.0, largest, np.inf]).tolist() == [1.0, largest, largest]
+    assert finite_scores([np.nan, -np.inf, np.inf]).tolist() == [-1.0, -1.0, 1.0]
+
+
+def test_check_members_accepts_zero_one_labels_and_names_bad_values():
+    labels = check_members(np.array([0, 1, 1, 0]), 4)
+    assert labels.dtype == bool and labels.tolist() == [False, True, True, False]
+    scores = np.array([0.3, 0.9, 0.1, 0.2, 0.8])
+    assert auc(scores, [1, 1, 0, 0, 0]) == pytest.approx(roc_auc_score([1, 1, 0, 0, 0], scores))
+    with pytest.raises(ValueError, match=r"is_member must be bool \(or 0/1\), got values \[0 1 2\]"):
+        check_members([0, 2, 1], 3)
+    # at most five of the distinct values are shown
+    with pytest.raises(ValueError, match=r"is_member must be bool \(or 0/1\), got values \[0 1 2 3 4\]$"):
+        check_members(np.arange(7), 7)
+
+
+def test_count_errors_name_the_counts_and_the_rule():
+    with pytest.raises(ValueError, match=r"^k and n must be whole numbers, got k=1.5, n=5$"):
+        clopper_pearson(1.5, 5)
+    with pytest.raises(ValueError, match=r"^need 0 <= k <= n and n >= 1, got k=6, n=5$"):
+        clopper_pearson(6, 5)
+
+
+def test_accuracy_interval_uses_the_requested_confidence():
+    acc, lo, hi = accuracy_interval(70, 100, confidence=0.9)
+    assert acc == 0.7
+    assert (lo, hi) == (pytest.approx(stats.beta.ppf(0.05, 70, 31)), pytest.approx(stats.beta.ppf(0.95, 71, 30)))
+
+
+def test_roc_keeps_collinear_points():
+    """Members 3, 2 and non-members 1, 0: the ROC passes (0, ½) and (½, 1), which lie on the
+    segments (0, 0)–(0, 1) and (0, 1)–(1, 1) and which sklearn would drop by default."""
+    fpr, tpr, thresholds = roc([3.0, 2.0, 1.0, 0.0], [True, True, False, False])
+    assert fpr.tolist() == [0.0, 0.0, 0.0, 0.5, 1.0] and tpr.tolist() == [0.0, 0.5, 1.0, 1.0, 1.0]
+    assert thresholds[1:].tolist() == [3.0, 2.0, 1.0, 0.0]
+
+
+def test_auc_from_ranks_of_a_batch_is_the_auc_of_each_row():
+    rng = np.random.default_rng(4)
+    rows = np.round(rng.normal(size=(3, 9)), 1)  # 4 members first, then 5 non-members; ties
+    labels = np.r_[np.ones(4), np.zeros(5)]
+    got = _auc_from_ranks(stats.rankdata(rows, axis=1), 4, 5)
+    np.testing.assert_allclose(got, [roc_auc_score(labels, row) for row in rows], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_boot", [1, 200])
+def test_bootstrap_auc_interval_is_the_percentile_interval_of_stratified_resamples(n_boot):
+    """The documented procedure done by hand: members and non-members (sorted) resampled with
+    replacement from the two streams of SeedSequence(seed), each resample's AUC by the pairwise
+    definition P(member > non-member) + ½ P(tie), the interval their (α/2, 1 − α/2) quantiles.
+    n_boot = 1 is allowed: the interval is then the one resample's AUC."""
+    scores, member = tied_scores(70, 5)
+    members, nonmembers = scores[member], np.sort(scores[~member])
+    member_rng, nonmember_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(7).spawn(2))
+    resampled_members = members[member_rng.integers(0, members.size, (n_boot, members.size))]
+    resampled_nonmembers = nonmembers[nonmember_rng.integers(0, nonmembers.size, (n_boot, nonmembers.size))]
+    pairs = resampled_members[:, :, None] - resampled_nonmembers[:, None, :]
+    aucs = (pairs > 0).mean((1, 2)) + 0.5 * (pairs == 0).mean((1, 2))
+    point, lo, hi = bootstrap_auc(scores, member, n_boot=n_boot, seed=7, confidence=0.9)
+    assert point == pytest.approx(roc_auc_score(member, scores), abs=1e-12)
+    assert (lo, hi) == (pytest.approx(np.quantile(aucs, 0.05), abs=1e-12),
+                        pytest.approx(np.quantile(aucs, 0.95), abs=1e-12))
+
+
+def test_membership_metrics_decisions_and_nan_threshold():
+    scores, member = hand_made()
+    scores[0] = np.nan
+    metrics = membership_metrics(scores, member, threshold=9.5, fpr_levels=(0.1,), n_boot=10, with_decisions=True)
+    right = np.ones(20, bool)
+    right[0] = False  # the NaN member ranks lowest and is called a non-member; every other call is right
+    assert unpack_decisions(metrics["decisions"], 20).tolist() == right.tolist()
+    with pytest.raises(ValueError, match=r"^threshold must be a number \(±inf allowed\), got nan$"):
+        membership_metrics(scores, member, threshold=np.nan)
+
+
+@pytest.mark.parametrize("k, n", [(0, 10), (3, 10), (10, 10), (57, 200), (1, 1)])
+@pytest.mark.parametrize("confidence", [None, 0.9])
+def test_wilson_interval_matches_scipy(k, n, confidence):
+    """Wilson's score interval (default 95 %) against scipy's binomtest(...).proportion_ci."""
+    got = wilson_interval(k, n) if confidence is None else wilson_interval(k, n, confidence)
+    expected = stats.binomtest(k, n).proportion_ci(confidence_level=confidence or 0.95, method="wilson")
+    assert got == (pytest.approx(expected.low, abs=1e-12), pytest.approx(expected.high, abs=1e-12))
+
+
+@pytest.mark.parametrize("k1, n1, k2, n2, lo, hi", [
+    (56, 70, 48, 80, 0.0524, 0.3339), (9, 10, 3, 10, 0.1705, 0.8090), (6, 7, 2, 7, 0.0582, 0.8062),
+    (5, 56, 0, 29, -0.0381, 0.1926), (0, 10, 0, 20, -0.1611, 0.2775), (0, 10, 0, 10, -0.2775, 0.2775),
+    (10, 10, 0, 20, 0.6791, 1.0), (10, 10, 0, 10, 0.6075, 1.0),
+])
+def test_newcombe_difference_reproduces_newcombes_table(k1, n1, k2, n2, lo, hi):
+    """Newcombe (1998), Table II, method 10 (95 %), to the table's four decimals."""
+    d, got_lo, got_hi = newcombe_difference(k1, n1, k2, n2)
+    assert d == pytest.approx(k1 / n1 - k2 / n2)
+    assert (got_lo, got_hi) == (pytest.approx(lo, abs=5e-5), pytest.approx(hi, abs=5e-5))
+
+
+def test_newcombe_difference_at_another_confidence_is_built_from_scipys_wilson_intervals():
+    k1, n1, k2, n2 = 56, 70, 48, 80
+    p1, p2 = k1 / n1, k2 / n2
+    (l1, u1), (l2, u2) = (stats.binomtest(k, n).proportion_ci(confidence_level=0.8, method="wilson")
+                          for k, n in ((k1, n1), (k2, n2)))
+    d, lo, hi = newcombe_difference(k1, n1, k2, n2, confidence=0.8)
+    assert (lo, hi) == (pytest.approx(d - np.hypot(p1 - l1, u2 - p2), abs=1e-12),
+                        pytest.approx(d + np.hypot(u1 - p1, p2 - l2), abs=1e-12))
+
+
+def test_the_bootstrap_defaults_are_1000_resamples_from_seed_0():
+    """A direct call without n_boot or seed gets the documented 1000 resamples from seed 0."""
+    rng = np.random.default_rng(5)
+    scores, member = rng.normal(size=60), np.arange(60) % 2
+    assert bootstrap_auc(scores, member) == bootstrap_auc(scores, member, n_boot=1000, seed=0)
+    default = membership_metrics(scores, member, threshold=0.0)
+    assert default == membership_metrics(scores, member, threshold=0.0, n_boot=1000, seed=0)
+    assert default != membership_metrics(scores, member, threshold=0.0, n_boot=1000, seed=1)

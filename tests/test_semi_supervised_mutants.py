@@ -772,6 +772,7 @@ def test_training_moves_the_network_to_the_device_and_saves_its_fingerprint(tmp_
         assert torch.load(checkpoint, weights_only=False)["fingerprint"] == "", name
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("algorithm", ["fixmatch", "flexmatch", "uda", "supervised", "fixmatch_dpsgd"])
 def test_training_on_a_gpu_moves_every_input_there_and_keeps_cpu_states(algorithm):
@@ -793,7 +794,10 @@ def test_training_on_a_gpu_moves_every_input_there_and_keeps_cpu_states(algorith
         else:
             runs[device.type] = train(algorithm, identity_network().to(device), data, train_spec, PLAIN, 0, device,
                                       log=quiet)
+    # the non-private trainings run under bf16 autocast on CUDA (privssl.training.precision): 8-bit
+    # mantissas give differences of 1e-4 after 4 steps; the private one is float32 on both devices
+    rtol, atol = (1e-4, 1e-5) if algorithm == "fixmatch_dpsgd" else (2e-2, 2e-3)
     for step, state in runs["cuda"][0].items():
         for name, value in state.items():
             assert value.device.type == "cpu"
-            assert torch.allclose(value, runs["cpu"][0][step][name], rtol=1e-4, atol=1e-5), (step, name)
+            assert torch.allclose(value, runs["cpu"][0][step][name], rtol=rtol, atol=atol), (step, name)

@@ -134,11 +134,24 @@ def unpack_ranks(text: str, records: int) -> np.ndarray:
     return ranks
 
 
+DEVICES = ("auto", "cpu", "cuda")
+
+
 def pick_device(requested: str = "auto") -> torch.device:
-    """CUDA when present (or asked for), else CPU."""
-    if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(requested)
+    """CUDA when present (or asked for), else CPU. On CUDA, cuDNN is made deterministic: a rerun on
+    the same GPU, driver and library versions repeats its results (docs/benchmarks.md says what
+    is not reproducible across devices); its autotuner would pick kernels by timing."""
+    if requested not in DEVICES:
+        raise InputError(f"device {requested!r} is not allowed; allowed: {', '.join(DEVICES)}")
+    cuda = torch.cuda.is_available()
+    if requested == "cuda" and not cuda:
+        raise InputError("device 'cuda' was asked for, but torch sees no CUDA device "
+                         f"(torch {torch.__version__}, built for CUDA {torch.version.cuda}): use device auto or cpu")
+    if requested == "cpu" or not cuda:
+        return torch.device("cpu")
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    return torch.device("cuda")
 
 
 class InputError(ValueError):

@@ -244,8 +244,9 @@ def _row_counts(values: np.ndarray, n: int) -> np.ndarray:
 
 def fpr_label(fpr_level: float) -> str:
     """Key fragment for an FPR level: 0.001 -> '0.1pct', 0.01 -> '1pct', 0.1 -> '10pct'."""
-    percent = round(_check_fpr_level(fpr_level) * 100, 10)  # 0.07 * 100 = 7.000000000000001
-    return f"{percent:g}pct"
+    # 10 significant digits: 0.07 * 100 = 7.000000000000001 is '7', and levels as small as 1e-13
+    # keep their own keys (rounding to 10 decimals made every level below 5e-13 '0pct')
+    return f"{_check_fpr_level(fpr_level) * 100:.10g}pct"
 
 
 def membership_metrics(scores, is_member, threshold: float, fpr_levels=(0.001, 0.01), n_boot: int = 1000,

@@ -2,8 +2,8 @@
 
 CIFAR-10/100, STL-10 and Fashion-MNIST are read through torchvision, whose classes download into
 the data root and check their archives' MD5 sums; `digits` is scikit-learn's bundled copy
-(offline). Fashion-MNIST's files missing from <data root>/FashionMNIST/raw are first laid out from
-Debian's dataset-fashion-mnist package where it is installed (DEBIAN_FASHION_MNIST), decompressed
+(offline) and `synthetic_cifar` is generated (privssl.data.synthetic). Fashion-MNIST's files
+missing from <data root>/FashionMNIST/raw are first laid out from Debian's dataset-fashion-mnist package where it is installed (DEBIAN_FASHION_MNIST), decompressed
 and checked against the MD5 sums of the original files; torchvision downloads only what is still
 missing then.
 """
@@ -117,4 +117,9 @@ def load_pool(dataset: str, root: str | Path, download: bool = False) -> ImagePo
         bunch = load_digits()
         images = torch.from_numpy(bunch.images / 16.0).float().unsqueeze(1)  # 0..16 -> [0, 1]
         return ImagePool(images, torch.from_numpy(bunch.target).long(), 10)
+    if dataset == "synthetic_cifar":
+        from privssl.data.synthetic import synthetic_images
+
+        images, labels = synthetic_images(DATASETS[dataset].labelled, DATASETS[dataset].n_classes)
+        return ImagePool(torch.from_numpy(images), torch.from_numpy(labels).long(), DATASETS[dataset].n_classes)
     return _torchvision_pool(dataset, Path(root), download)

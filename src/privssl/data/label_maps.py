@@ -8,6 +8,7 @@ the task:
 - digits: `parity` (even / odd) or `low_high` (0–4 / 5–9);
 - cifar10, stl10: `animal_vehicle`;
 - fashion_mnist: `garment_accessory` (garments / footwear and bags);
+- synthetic_cifar: `low_high` (classes 0–4 / 5–9);
 - cifar100: `superclass`, the 20 superclasses read from the dataset's own coarse labels.
 
 Free of torch on purpose: the Snakefile imports it to check the config before any job.
@@ -39,6 +40,7 @@ LABEL_MAPS = {
     "cifar10": {"animal_vehicle": LabelMap(("animal", "vehicle"), tuple(int(c in _CIFAR10_VEHICLES)
                                                                           for c in range(10)))},
     "stl10": {"animal_vehicle": LabelMap(("animal", "vehicle"), tuple(int(c in _STL10_VEHICLES) for c in range(10)))},
+    "synthetic_cifar": {"low_high": LabelMap(("0-4", "5-9"), tuple(int(c >= 5) for c in range(10)))},
     "cifar100": {"superclass": LabelMap(tuple(f"superclass_{k}" for k in range(20)), None)},
     "fashion_mnist": {"garment_accessory": LabelMap(("garment", "accessory"),
                                                     tuple(int(c in _FASHION_ACCESSORIES) for c in range(10)))},

@@ -39,6 +39,9 @@ DATASETS = {
     "cifar100": DatasetInfo(60000, 0, 100, 3, 32),
     "stl10": DatasetInfo(13000, 100000, 10, 3, 96),
     "fashion_mnist": DatasetInfo(70000, 0, 10, 1, 28),
+    # CIFAR-shaped images generated on the spot (privssl.data.synthetic): the ResNet-18 and WRN-28-2
+    # paths on a machine without network (configs/gpu-smoke.yaml); not a benchmark of privacy
+    "synthetic_cifar": DatasetInfo(12000, 0, 10, 3, 32),
 }
 # Debian's dataset-fashion-mnist package puts Zalando's four .gz files here; the data loader lays
 # them out for torchvision, and the config check accepts them in place of data_root's copies.

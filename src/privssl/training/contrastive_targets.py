@@ -128,7 +128,7 @@ def _supervised_cached(path: Path, fingerprint: str, train: Callable[[], tuple[n
                        log: Callable[[str], None]) -> tuple[dict, dict]:
     """A finished supervised model is kept in the checkpoint folder, so a restarted job skips it."""
     if path.exists():
-        saved = torch.load(path, weights_only=True)
+        saved = torch.load(path, map_location="cpu", weights_only=True)
         if saved["fingerprint"] == fingerprint:
             log(f"supervised model from {path}")
             return saved["encoder"], saved["layer"]
@@ -161,9 +161,11 @@ def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Ten
                                      run_seed, device), log)
         models.append({"kind": "supervised", "lambda": None, "repeat": repeat, "encoder": encoder_state,
                        "layer": _layer_record(layer)})
+        # C reads the encoder's representation: `width` wide for the convnet, 512 for ResNet-18
+        representation = build_encoder(public["encoder"], images.shape[1], images.shape[-1], public["width"]).out_dim
         for lam in spec.lambdas:
             adversary = TalosAdversary(TalosSpec(lam, spec.adversary_hidden, spec.adversary_lr), attribute,
-                                       n_attribute, public["width"], run_seed + 1, device)
+                                       n_attribute, representation, run_seed + 1, device)
             model, epochs = pretrain(tune, images, run_seed, device, checkpoints / f"r{repeat}_lambda{lam:g}.pt",
                                      log, init_encoder=public["state"], adversary=adversary)
             features = encode(model.encoder, images, device)

@@ -61,10 +61,11 @@ def pretrain_classifier(kind: str, rho: float, spec: SAMSpec, images: torch.Tens
     epochs on CPU); `seed` fixes the classification layer's initialisation and the batches, so
     the kinds differ only in their perturbation."""
     torch.manual_seed(seed)
-    model = Classifier(copy.deepcopy(encoder), n_classes)
+    device = next(encoder.parameters()).device  # the layer is initialised on the CPU, as on a CPU run
+    model = Classifier(copy.deepcopy(encoder), n_classes).to(device)
     generator = torch.Generator().manual_seed(seed)
-    history = train_sam(model, F.cross_entropy, unit_float(images), labels.long(), pretraining_spec(kind, rho, spec),
-                        generator)
+    history = train_sam(model, F.cross_entropy, unit_float(images.to(device)), labels.long().to(device),
+                        pretraining_spec(kind, rho, spec), generator)
     return model, history
 
 

@@ -70,6 +70,7 @@ from torch import nn
 from privssl.io import atomic_torch_save
 from privssl.training.augment import AugmentSpec, keyed_hash, strong, strong_keyed, weak, weak_keyed
 from privssl.training.per_example import clip_and_sum, gaussian_noise_like, per_example_loss_grads
+from privssl.training.precision import autocast, channels_last
 from privssl.training.semi_supervised_spec import ALGORITHMS, SUPERVISED
 
 
@@ -254,7 +255,9 @@ def _start(network: nn.Module, data: TrainingSet, spec: TrainSpec, seed: int, de
 
 def _resume(run: _Run, checkpoint: Path | None, fingerprint: str, log: Callable[[str], None]) -> None:
     if checkpoint is not None and checkpoint.exists():
-        saved = torch.load(checkpoint, weights_only=False)  # our own file: optimiser and generator states
+        # our own file: optimiser and generator states; read onto the CPU (a GPU checkpoint opens on any
+        # machine; its fingerprint names the device kind), load_state_dict moves them to the network
+        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
         if saved["fingerprint"] == fingerprint:
             run.load(saved)
             log(f"resumed from {checkpoint} at step {run.step}")
@@ -281,6 +284,7 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
     if semi and not len(data.unlabelled):
         raise ValueError(f"{algorithm} needs unlabelled images; the training set has none")
     run = _start(network, data, spec, seed, device, algorithm == "flexmatch")
+    run.model = channels_last(run.model, device)
     _resume(run, checkpoint, fingerprint, log)
     sums = {"loss_labelled": 0.0, "loss_unlabelled": 0.0, "mask_rate": 0.0}
     run.model.train()
@@ -294,10 +298,12 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
             idx_u = run.unlabelled.take(spec.batch_size * spec.unlabelled_ratio)
             u = data.unlabelled[idx_u]
             u_weak, u_strong = weak(u, augment, run.generator).to(device), strong(u, augment, run.generator).to(device)
-            logits = run.model(torch.cat([x, u_weak, u_strong]))  # one forward: BatchNorm sees the whole batch
-            logits_l, logits_w, logits_s = logits.split([len(x), len(u), len(u)])
+            with autocast(device):  # bf16 on CUDA (this target has no privacy claim; train_private has no autocast)
+                logits = run.model(channels_last(torch.cat([x, u_weak, u_strong]), device)).float()
+            logits_l, logits_w, logits_s = logits.split([len(x), len(u), len(u)])  # one forward: BatchNorm sees all
         else:
-            logits_l = run.model(x)
+            with autocast(device):
+                logits_l = run.model(channels_last(x, device)).float()
         loss_l = F.cross_entropy(logits_l, y)
         loss = loss_l
         if semi:

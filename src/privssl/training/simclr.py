@@ -23,6 +23,7 @@ from torch import nn
 
 from privssl.io import atomic_torch_save
 from privssl.training.encoders import build_encoder, projection_head, unit_float
+from privssl.training.precision import autocast, channels_last
 from privssl.training.talos import TalosAdversary
 
 NEGATIVES = ("cross_view", "all")
@@ -137,7 +138,7 @@ def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.de
     adversary its epoch's adversary_loss and adversary_accuracy).
     """
     torch.manual_seed(seed)
-    model = SimCLR(spec, images.shape[1], images.shape[-1]).to(device)
+    model = channels_last(SimCLR(spec, images.shape[1], images.shape[-1]).to(device), device)
     if init_encoder is not None:
         model.encoder.load_state_dict(init_encoder)
     optimiser = torch.optim.Adam(model.parameters(), lr=spec.lr)
@@ -179,9 +180,12 @@ def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.de
             if len(idx) < 2:  # a contrastive batch needs a negative
                 continue
             batch = unit_float(images[idx].to(device))
-            views = [spec.augmentation(batch, generator) for _ in range(2)]
-            h1, h2 = (model.encoder(v) for v in views)
-            loss, acc = nt_xent(model.projector(h1), model.projector(h2), spec.temperature, spec.negatives)
+            views = [channels_last(spec.augmentation(batch, generator), device) for _ in range(2)]
+            with autocast(device):  # bf16 on CUDA: public data, no privacy claim rests on it
+                h1, h2 = (model.encoder(v) for v in views)
+                z1, z2 = model.projector(h1), model.projector(h2)
+            h1, h2 = h1.float(), h2.float()
+            loss, acc = nt_xent(z1.float(), z2.float(), spec.temperature, spec.negatives)
             objective = loss
             if adversary is not None:  # L_Contrastive + L_C through the reversal: the encoder gets −λ∇L_C
                 objective = loss + adversary.loss(torch.cat([h1, h2]), idx.to(device), reverse=True)[0]
