@@ -139,7 +139,7 @@ DEVICES = ("auto", "cpu", "cuda")
 
 def pick_device(requested: str = "auto") -> torch.device:
     """CUDA when present (or asked for), else CPU. On CUDA, cuDNN is made deterministic: a rerun on
-    the same GPU, driver and library versions repeats its results (docs/benchmarks.md says what
+    the same GPU, driver and library versions repeats its results (docs/resuming.md says what
     is not reproducible across devices); its autotuner would pick kernels by timing."""
     if requested not in DEVICES:
         raise InputError(f"device {requested!r} is not allowed; allowed: {', '.join(DEVICES)}")
