@@ -104,6 +104,7 @@ def test_unreachable_epsilon_is_reported():
     ({"n": 10, "batch_size": 11, "steps": 1, "noise_multipliers": (1.0,)}, "batch_size"),
     ({"n": 10, "batch_size": 5, "steps": 1, "noise_multipliers": (1.0, -1.0)}, "noise_multipliers"),
     ({"n": 10, "batch_size": 5, "steps": 1, "noise_multipliers": (math.nan,)}, "noise_multipliers"),
+    ({"n": 10, "batch_size": 5, "steps": 1, "noise_multipliers": (2.0, 0.0)}, "noise_multipliers"),
     ({"n": 10, "batch_size": 5, "steps": 1, "noise_multipliers": ()}, "noise_multipliers"),
     ({"n": 10, "batch_size": 5, "steps": -1, "noise_multipliers": (1.0,)}, "steps"),
     ({"n": 0, "batch_size": 0, "steps": 1, "noise_multipliers": (1.0,)}, "n"),
@@ -111,6 +112,17 @@ def test_unreachable_epsilon_is_reported():
 def test_phase_validation_names_the_field(fields, name):
     with pytest.raises(ValueError, match=rf"\b{name} ="):
         Phase(**fields)
+
+
+def test_a_phase_keeps_its_noise_multipliers_as_a_tuple_of_floats_and_may_hold_one_record():
+    """A list or NumPy values are stored as a tuple of floats, so that phases hash (`epsilon` caches
+    on them); n = 1 (one record, a batch of it) is a valid set, accounted as a full batch."""
+    phase = Phase(n=1, batch_size=1, steps=50, noise_multipliers=[2, np.float64(4.0)])
+    assert phase.noise_multipliers == (2.0, 4.0) and {type(s) for s in phase.noise_multipliers} == {float}
+    assert isinstance(phase.noise_multipliers, tuple) and hash(phase) == hash(Phase(1, 1, 50, (2.0, 4.0)))
+    orders = np.array(RDP_ORDERS)
+    closed_form, _ = compute_epsilon(orders, 50 * orders * (1 / 4 + 1 / 16) / 2, DELTA)
+    assert epsilon([phase], DELTA) == pytest.approx(closed_form, rel=1e-12)
 
 
 @pytest.mark.parametrize("delta", [0.0, 1.0, math.nan])
@@ -511,3 +523,33 @@ def test_an_eps_out_of_reach_at_the_largest_scale_is_refused_naming_the_phases()
                                                  r"reports ε = \S+ \(δ = 1e-05; phases' \(n, batch, steps\): "
                                                  r"\[\(100, 100, 10000\)\]\)$"):
         calibrate(1e-6, DELTA, phases, max_multiplier=10.0)
+
+
+def test_an_eps_equal_to_the_accountants_own_at_the_largest_scale_is_reached_there():
+    """ε(s) ≤ eps includes equality: where eps is dp_accounting's ε at max_multiplier × ratios,
+    that scale qualifies, so `reachable` says so and `calibrate` returns it (with the target, δ and
+    the multipliers it reaches) instead of raising; one part in 1e9 less is out of reach."""
+    top = 2.0
+    assert math.exp(math.log(top)) == top  # the search's largest scale is exactly `top`
+    eps = float(direct_epsilon(schedule_events(_scaled(SCHEDULE, top))))
+    assert epsilon(_scaled(SCHEDULE, top), DELTA) == eps  # the same accountant, the same float
+    assert reachable(eps, DELTA, SCHEDULE, max_multiplier=top)
+    assert not reachable(eps * (1 - 1e-9), DELTA, SCHEDULE, max_multiplier=top)
+    found = calibrate(eps, DELTA, SCHEDULE, max_multiplier=top)
+    assert (found.eps, found.delta, found.scale, found.eps_at) == (eps, DELTA, top, eps)
+    assert found.noise_multipliers == [(8.0, 16.0), (24.0,)]
+
+
+def test_poisson_events_share_each_steps_batch_by_default_and_skip_phases_without_steps():
+    """By default the mechanisms of a step are one Poisson-sampled Gaussian at 2σ_eff (σ_eff of
+    (1.2, 1.6) is 1.2 · 1.6 / 2 = 0.96); a phase of 0 steps adds nothing, wherever it stands."""
+    from privssl.accounting.dpcl import poisson_events
+
+    phases = [Phase(600, 60, 0, (0.5,)), Phase(600, 60, 40, (1.2, 1.6)), Phase(600, 20, 0, (0.3, 0.4)),
+              Phase(600, 20, 90, (1.1,))]
+    shared = [(e.count, e.event.sampling_probability, e.event.event.noise_multiplier) for e in poisson_events(phases)]
+    assert [(count, q) for count, q, _ in shared] == [(40, pytest.approx(0.1, rel=1e-15)),
+                                                      (90, pytest.approx(1 / 30, rel=1e-15))]
+    assert [s for _, _, s in shared] == pytest.approx([1.92, 2.2], rel=1e-12)
+    separate = [(e.count, e.event.event.noise_multiplier) for e in poisson_events(phases, separate=True)]
+    assert separate == [(40, 2.4), (40, 3.2), (90, 2.2)]

@@ -163,11 +163,12 @@ def test_unreachable_eps_is_reported_naming_it():
         noise_multiplier(1e-4, DELTA, 0.25, 8, "rdp")
     # a search that outlasts its time limit (PRV at a large ε) is killed and reported, not waited for
     # (and the larger ε of the grid, which need a smaller σ still, are not searched)
-    reached, unreachable = calibrate_grid([3000.0, 1000.0], DELTA, 1 / 3, 90, "prv", time_limit=0.5)
+    reached, unreachable = calibrate_grid([3000.0, 1000.0, 5000.0], DELTA, 1 / 3, 90, "prv", time_limit=0.5)
     assert reached == []
-    assert [u.eps for u in unreachable] == [3000.0, 1000.0]
+    assert [(u.eps, u.delta) for u in unreachable] == [(3000.0, DELTA), (1000.0, DELTA), (5000.0, DELTA)]
     assert "did not finish in 0.5 s" in unreachable[1].reason
-    assert unreachable[0].reason.startswith("not searched: the search for the smaller ε = 1000 already timed out")
+    for skipped in (unreachable[0], unreachable[2]):
+        assert skipped.reason.startswith("not searched: the search for the smaller ε = 1000 already timed out")
 
 
 @pytest.mark.parametrize("field, value", [("clip_norm", 0.0), ("clip_norm", float("inf")), ("batch_size", 0),

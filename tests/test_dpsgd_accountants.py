@@ -193,3 +193,62 @@ def test_the_search_child_sends_its_result_or_the_error_it_met():
     _search_child(send, (None, DELTA, 0.5, 4, "rdp"))
     status, message = receive.recv()
     assert status == "error" and message.startswith("TypeError: ") and send.closed
+
+
+def test_calibrate_grid_defaults_to_pld_and_records_an_unreachable_eps_with_its_delta():
+    """PLD, the default accountant, reaches ε = 1e-4 at q = 1/4 over 8 steps; RDP cannot (its
+    conversion keeps ε above ~log(1/δ)/(α_max − 1)), and the grid records that ε at its δ."""
+    reached, unreachable = calibrate_grid([1e-4], DELTA, 0.25, 8, time_limit=None)
+    assert unreachable == [] and [(c.eps, c.delta, c.accountant) for c in reached] == [(1e-4, DELTA, "pld")]
+    assert (1 - 1e-3) * 1e-4 <= reached[0].eps_at_sigma <= 1e-4
+    assert noise_multiplier(1e-4, DELTA, 0.25, 8, time_limit=None) == reached[0]  # its default is PLD too
+    reached, unreachable = calibrate_grid([1e-4], DELTA, 0.25, 8, "rdp", time_limit=None)
+    assert reached == [] and [(u.eps, u.delta) for u in unreachable] == [(1e-4, DELTA)]
+    assert unreachable[0].reason.startswith("the σ search failed (ValueError: the privacy budget is too low")
+
+
+@pytest.mark.parametrize("args, message", [
+    ((0.0, DELTA, 0.25, 8), r"^ε = 0 is unreachable: ε must be finite and > 0$"),
+    ((1.0, 0.0, 0.25, 8), r"^δ must lie in \(0, 1\), got 0\.0$"),
+    ((1.0, 1.0, 0.25, 8), r"^δ must lie in \(0, 1\), got 1\.0$"),
+    ((1.0, 1.5, 0.25, 8), r"^δ must lie in \(0, 1\), got 1\.5$"),
+    ((1.0, DELTA, 0.0, 8), r"^need 0 < q <= 1 and steps >= 1, got q = 0\.0, steps = 8$"),
+    ((1.0, DELTA, 1.5, 8), r"^need 0 < q <= 1 and steps >= 1, got q = 1\.5, steps = 8$"),
+    ((1.0, DELTA, 0.25, 0), r"^need 0 < q <= 1 and steps >= 1, got q = 0\.25, steps = 0$"),
+])
+def test_noise_multiplier_refuses_a_bad_target_or_run_naming_the_value(args, message):
+    with pytest.raises(ValueError, match=message):
+        noise_multiplier(*args, "rdp", time_limit=None)
+
+
+def test_a_one_step_full_batch_is_calibrated_and_pld_or_rdp_ignore_the_time_limit():
+    """q = 1 over one step is a valid run (the Gaussian mechanism itself). Only a PRV search runs
+    under `time_limit`: PLD and RDP searches run in this process, so a limit of 0 s stops neither."""
+    for accountant in ("rdp", "pld"):
+        cal = noise_multiplier(1.0, DELTA, 1.0, 1, accountant, time_limit=0.0)
+        assert (cal.sample_rate, cal.steps, cal.accountant) == (1.0, 1, accountant)
+        assert (1 - 1e-3) * 1.0 <= accountant_epsilon(cal.noise_multiplier, 1.0, 1, DELTA, accountant) <= 1.0
+    exact = exact_gaussian_epsilon(cal.noise_multiplier, 1)  # PLD without subsampling is exact within 1e-3
+    assert exact * (1 - 1e-9) <= cal.eps_at_sigma <= exact * (1 + 1e-3)
+
+
+def test_a_prv_search_that_fails_in_its_child_is_reported_with_the_childs_error_and_time():
+    """PRV's ε stays near 0.01 at σ = 1e6 (q = 1/4, 8 steps): ε = 1e-9 fails in the forked child,
+    which sends its error; the parent reports it and the seconds the search took."""
+    with pytest.raises(UnreachableEpsilon, match=r"^ε = 1e-09 is unreachable: the σ search failed \(ValueError: the "
+                                                 r"privacy budget is too low: .* prv accountant .*\) after \d+\.\d s$"):
+        noise_multiplier(1e-9, DELTA, 0.25, 8, "prv", time_limit=120)
+
+
+def test_a_prv_search_child_that_dies_is_reported_naming_the_eps(monkeypatch):
+    """A child that exits without sending (here: at once, exit code 3) closes the pipe: the
+    parent reports the ε it was searching for and that the search process died."""
+    import os
+
+    import privssl.accounting.dpsgd as dpsgd
+
+    monkeypatch.setattr(dpsgd, "_search", lambda *args: os._exit(3))
+    with pytest.raises(UnreachableEpsilon, match=r"^ε = 2 is unreachable: the σ search process died \(exit code "
+                                                 r"(3|None)\)$") as err:
+        noise_multiplier(2.0, DELTA, 0.25, 8, "prv", time_limit=120)
+    assert err.value.eps == 2.0

@@ -100,6 +100,19 @@ def test_bound_scales_every_mechanism_with_the_multiplier():
         assert bound_value(ratios, m) == pytest.approx(unsampled_rdp_epsilon(ratios, m), rel=1e-9)
 
 
+@pytest.mark.parametrize("phases, multiplier", [(SAMPLED, 3.0), ([Phase(100, 100, 50, (2.0,))], 7.0)])
+def test_an_eps_equal_to_the_bound_is_reachable_and_one_ulp_below_is_not(phases, multiplier):
+    """True where "ε ≤ eps is certain" includes eps equal to the bound. The bound is the docstring's
+    formula, min_α α·c + log(1 − 1/α) − (log δ + log α)/(α − 1), evaluated in the same floating-point
+    operations (c's sums by fsum, log(1 − 1/α) as log1p: equal to the last bit) and checked against
+    dp_accounting's conversion; so the threshold is pinned to the ulp: inclusive."""
+    c = math.fsum(p.steps * math.fsum(1 / (2 * (multiplier * r) ** 2) for r in p.noise_multipliers) for p in phases)
+    bound = min(a * c + math.log1p(-1 / a) - (math.log(DELTA) + math.log(a)) / (a - 1) for a in RDP_ORDERS)
+    assert bound == pytest.approx(unsampled_rdp_epsilon(phases, multiplier), rel=1e-9)
+    assert reachable_by_bound(bound, DELTA, phases, multiplier)
+    assert not reachable_by_bound(math.nextafter(bound, 0.0), DELTA, phases, multiplier)
+
+
 # --------------------------------------------------------------------------- the config check
 
 
