@@ -20,6 +20,7 @@ from privssl.io import InputError, atomic_torch_save, atomic_write_csv, pick_dev
 from privssl.training.augment import AugmentSpec
 from privssl.training.encoders import unit_float
 from privssl.training.semi_supervised import PrivateSpec, TrainingSet, TrainSpec, sampling_rate, train, train_private
+from privssl.training.precision import arithmetic
 from privssl.training.semi_supervised_spec import DPSGD_TARGET, SUPERVISED, TARGETS
 from privssl.training.simclr import state_digest
 from privssl.training.wide_resnet import seeded_network
@@ -76,7 +77,7 @@ def main() -> None:
 
     def fingerprint(extra) -> str:
         # as SimCLR's checkpoint: the intra-op thread count too, which splits float sums differently
-        return repr((args.target, spec, augment, network, args.seed, extra, device.type, torch.get_num_threads(),
+        return repr((args.target, spec, augment, network, args.seed, extra, arithmetic(device), torch.get_num_threads(),
                      digest))
 
     def canonical(states: dict) -> dict:

@@ -7,7 +7,7 @@ import torch
 
 from privssl.io import InputError, pick_device
 from privssl.training.encoders import build_encoder, encode
-from privssl.training.precision import autocast, channels_last
+from privssl.training.precision import arithmetic, autocast, channels_last
 
 @pytest.fixture
 def cudnn_flags():
@@ -81,3 +81,10 @@ def test_mixed_precision_on_cuda_is_bf16_in_channels_last():
     assert layer.weight.is_contiguous(memory_format=torch.channels_last)
     with autocast(gpu):
         assert layer(x).dtype == torch.bfloat16
+
+
+def test_a_checkpoint_fingerprint_tells_mixed_precision_apart_and_leaves_cpu_ones_valid():
+    """CPU fingerprints keep the device kind they always had (existing checkpoints stay valid);
+    a CUDA one names the mixed precision, so a GPU checkpoint written without it is not resumed."""
+    assert arithmetic(torch.device("cpu")) == "cpu"
+    assert arithmetic(torch.device("cuda")) not in ("cpu", "cuda")

@@ -29,3 +29,9 @@ def channels_last(x, device: torch.device):
     if isinstance(x, torch.nn.Module):
         return x.to(memory_format=torch.channels_last)
     return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
+
+
+def arithmetic(device: torch.device) -> str:
+    """What a checkpoint's fingerprint records of the device: its kind, and on CUDA the mixed
+    precision above, so that a GPU checkpoint written before or without it is not resumed."""
+    return "cuda bf16 channels_last" if device.type == "cuda" else device.type

@@ -23,7 +23,7 @@ from torch import nn
 
 from privssl.io import atomic_torch_save
 from privssl.training.encoders import build_encoder, projection_head, unit_float
-from privssl.training.precision import autocast, channels_last
+from privssl.training.precision import arithmetic, autocast, channels_last
 from privssl.training.talos import TalosAdversary
 
 NEGATIVES = ("cross_view", "all")
@@ -149,7 +149,7 @@ def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.de
     # resumed from a GPU epoch is neither), and the intra-op thread count, which splits float sums
     # differently (config `torch_threads`).
     data = hashlib.sha256(images.cpu().contiguous().numpy()).hexdigest()
-    fingerprint = repr((replace(spec, epochs=0), seed, str(images.dtype), tuple(images.shape), data, device.type,
+    fingerprint = repr((replace(spec, epochs=0), seed, str(images.dtype), tuple(images.shape), data, arithmetic(device),
                         torch.get_num_threads(), state_digest(init_encoder),
                         adversary.fingerprint() if adversary else None))
     if checkpoint.exists():
