@@ -19,7 +19,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	snakemake --cores $(CORES) --rerun-incomplete
+	snakemake --cores $(CORES) --rerun-incomplete --show-failed-logs
 
 dry-run: $(STAMP)
 	snakemake -n

@@ -7,6 +7,7 @@ rule shadow:
     output:
         f"{RESULTS}/{{dataset}}/attack/attacker.pt",
     params:
+        library=library("train_attack.py"),
         head=spec_option("head", "head"),
         attack=as_json({k: v for k, v in config["attack"].items() if k not in ("train_pairs", "lira")}),
         pairs=config["attack"]["train_pairs"],
@@ -16,6 +17,7 @@ rule shadow:
         f"{RESULTS}/{{dataset}}/logs/shadow.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/shadow.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("shadow")
     resources:
         mem_mb=job_memory("shadow"),
@@ -40,6 +42,7 @@ rule attack:
     output:
         expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{target}}.csv", target=AUDITED),
     params:
+        library=library("attack.py"),
         expect=lambda w: expect(release_records(w.dataset, MECHANISMS)),
         targets=" ".join(AUDITED),
         seed=stage_seed("attack"),
@@ -52,6 +55,7 @@ rule attack:
         f"{RESULTS}/{{dataset}}/logs/attack.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/attack.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("attack")
     resources:
         mem_mb=job_memory("attack"),
@@ -77,6 +81,7 @@ rule mia_table:
     output:
         f"{RESULTS}/{{dataset}}/mia.csv",
     params:
+        library=library("merge_csv.py"),
         expect=lambda w: expect(
             grid(
                 "mia",
@@ -88,6 +93,7 @@ rule mia_table:
     log:
         f"{RESULTS}/{{dataset}}/logs/mia_table.log",
     localrule: True
+    priority: CORE_PRIORITY
     conda:
         ENV
     shell:

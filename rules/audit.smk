@@ -13,6 +13,7 @@ rule lira_heads:
     output:
         f"{RESULTS}/{{dataset}}/attack/lira/heads_{{head_kind}}.pt",
     params:
+        library=library("lira_heads.py"),
         pool=" ".join(LIRA["pool"]),
         head=spec_option("head", "head"),
         certified=spec_option("certified", "certified"),
@@ -52,6 +53,7 @@ rule lira:
         roc=f"{RESULTS}/{{dataset}}/attack/lira/roc_{{target}}.csv.gz",
         audit=f"{RESULTS}/{{dataset}}/audit/hypothesis_test_{{target}}.csv",
     params:
+        library=library("lira.py"),
         release=release_args,
         expect=lambda w: expect(
             grid("utility", "protect/{target}.csv", [w.dataset], [w.target] if w.target != "none" else []),
@@ -98,6 +100,7 @@ rule audit_one_run:
     output:
         f"{RESULTS}/{{dataset}}/audit/one_run.csv",
     params:
+        library=library("audit_one_run.py"),
         methods=" ".join(AUDITED),
         protect_dir=lambda w: f"{RESULTS}/{w.dataset}/protect",
         pool=" ".join(LIRA["pool"]),
@@ -144,6 +147,7 @@ rule membership_tables:
         roc=f"{RESULTS}/{{dataset}}/roc.csv.gz",
         audit=f"{RESULTS}/{{dataset}}/audit.csv",
     params:
+        library=library("merge_csv.py"),
         lira=lambda w: expect(grid("lira", "attack/lira/{target}.csv", [w.dataset], AUDITED)),
         roc=lambda w: expect(grid("lira", "attack/lira/roc_{target}.csv.gz", [w.dataset], AUDITED)),
         audit=lambda w: expect(
@@ -175,6 +179,7 @@ rule audit_figures:
         fig5_png=report(f"{RESULTS}/figures/fig5_audit.png", caption="../report/fig5.rst", category="Figures"),
         fig5_pdf=f"{RESULTS}/figures/fig5_audit.pdf",
     params:
+        library=library("plot_audit.py"),
         expect=expect(
             grid("lira", "lira.csv", DATASETS),
             grid("lira", "roc.csv.gz", DATASETS),

@@ -1,7 +1,10 @@
 import json
 import shlex
 
+from pathlib import Path
+
 from privssl import grids
+from privssl.code_graph import library_code
 from privssl.release.methods import PROTECT_METHODS, output_perturbation_methods, release_method
 from privssl.release.tuning_spec import tuned_sections
 
@@ -16,6 +19,11 @@ TUNED = tuned_sections(MECHANISMS)  # the config sections whose settings the rul
 ENV = "../envs/privssl.yaml"
 GRAPH_ENV = "../envs/graph.yaml"
 RESULTS = "results"
+# The seed paper's own chain (pre-training, features, tuning, fine-tuning, sensitivity, releases,
+# attack, and what Fig. 1-2 and Table 1 read) runs before the other branches whenever both are
+# ready: its figures appear early in a run, and an error in the core shows early. Snakemake's
+# `priority` only orders ready jobs; it changes no output.
+CORE_PRIORITY = 10
 GRAPH = f"{RESULTS}/{{dataset}}"
 LIRA = config["attack"]["lira"]
 ONE_RUN = config["audit"]["one_run"]
@@ -65,6 +73,13 @@ def script(name):
     return os.path.relpath(os.path.join(workflow.basedir, "scripts", name))
 
 
+def library(name):
+    """The digests of the library code a rule's script can run (privssl.code_graph), as a param:
+    an edit of that code reruns the rule through Snakemake's `params` trigger, and an edit of code
+    the script cannot reach, or of comments and docstrings, reruns nothing (docs/resuming.md)."""
+    return library_code(Path(workflow.basedir, "scripts", name), Path(SRC))
+
+
 def resource(name):
     """Path of a file of resources/ (reference values quoted from the papers), relative like `script`."""
     return os.path.relpath(os.path.join(workflow.basedir, "resources", name))
@@ -110,6 +125,26 @@ def stage_seed(stage):
         + ["semileak_data", "semileak_target", "semileak_shadow", "semileak_attack"]
     )
     return config["seed"] * 100 + stages.index(stage)
+
+
+def tuning_config(section):
+    """As JSON, the config sections a section's tuning reads: its own, with `tuning`, and the
+    release grid (`protect`) where its score is taken after noise; so a change of the certified
+    grid does not retune (and retrain) the released head."""
+    keys = {"head": ["head"], "certified": ["certified", "protect"], "dpsgd": ["dpsgd", "protect"]}[section]
+    return as_json({key: config[key] for key in keys} | {"tuning": config.get("tuning", {})})
+
+
+def tune_inputs(wildcards):
+    """The script of the section, the features, and for DP-SGD the head's choice (its heads train
+    with the chosen architecture)."""
+    inputs = {
+        "script": script(f"tune_{wildcards.section}.py"),
+        "features": f"{RESULTS}/{wildcards.dataset}/finetune/features.pt",
+    }
+    if wildcards.section == "dpsgd":
+        inputs["head_spec"] = f"{RESULTS}/{wildcards.dataset}/tuning/head.json"
+    return inputs
 
 
 def tuned(section):

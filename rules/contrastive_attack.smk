@@ -11,6 +11,7 @@ rule contrastive_attack:
     output:
         f"{RESULTS}/{{dataset}}/contrastive/metrics.csv",
     params:
+        library=library("contrastive_attack.py"),
         attacks=contrastive_section("attacks"),
         fpr=" ".join(map(str, LIRA["fpr"])),
         bootstrap=LIRA["bootstrap"],

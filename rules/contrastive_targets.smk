@@ -13,6 +13,7 @@ rule contrastive_train:
         models=f"{RESULTS}/{{dataset}}/contrastive/{{role}}_models.pt",
         history=f"{RESULTS}/{{dataset}}/contrastive/{{role}}_history.csv",
     params:
+        library=library("contrastive_train.py"),
         simclr=as_json(config.get("simclr", {})),
         contrastive=contrastive_section("repeats", "fine_tune", "supervised", "classifier", "talos"),
         seed=lambda w: stage_seed(f"contrastive_{w.role}"),

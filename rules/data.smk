@@ -7,6 +7,7 @@ rule data:
     output:
         f"{RESULTS}/{{dataset}}/splits.json",
     params:
+        library=library("prepare_data.py"),
         sizes=lambda w: as_json(config["datasets"][w.dataset]["splits"]),
         seed=stage_seed("splits"),
         root=config["data_root"],
@@ -15,6 +16,7 @@ rule data:
         f"{RESULTS}/{{dataset}}/logs/data.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/data.tsv"
+    priority: CORE_PRIORITY
     threads: 1
     resources:
         mem_mb=job_memory("data"),
@@ -37,6 +39,7 @@ rule contrastive_data:
     output:
         f"{RESULTS}/{{dataset}}/contrastive/splits.json",
     params:
+        library=library("contrastive_data.py"),
         task=lambda w: config["contrastive"]["datasets"][w.dataset]["task"],
         part=lambda w: config["contrastive"]["datasets"][w.dataset]["part"],
         aux=lambda w: config["contrastive"]["datasets"][w.dataset]["aux"],

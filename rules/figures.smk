@@ -13,10 +13,12 @@ rule figures:
         fig3_png=report(f"{RESULTS}/figures/fig3_frontier.png", caption="../report/fig3.rst", category="Figures"),
         fig3_pdf=f"{RESULTS}/figures/fig3_frontier.pdf",
     params:
+        library=library("plot_figures.py"),
         expect=expect(grid("utility", "utility.csv", DATASETS), grid("mia", "mia.csv", DATASETS)),
     log:
         f"{RESULTS}/logs/figures.log",
     localrule: True
+    priority: CORE_PRIORITY
     conda:
         ENV
     shell:
@@ -33,6 +35,7 @@ rule table1:
         csv=report(f"{RESULTS}/tables/table1.csv", caption="../report/table1.rst", category="Tables"),
         md=f"{RESULTS}/tables/table1.md",
     params:
+        library=library("make_table1.py"),
         datasets=" ".join(DATASETS),
         expect=expect(
             {f"{RESULTS}/{d}/sensitivity.json": grids.sensitivity_record(config, d, "finetune") for d in DATASETS}
@@ -40,6 +43,7 @@ rule table1:
     log:
         f"{RESULTS}/logs/table1.log",
     localrule: True
+    priority: CORE_PRIORITY
     conda:
         ENV
     shell:
@@ -57,6 +61,7 @@ rule table2:
         csv=report(f"{RESULTS}/tables/table2.csv", caption="../report/table2.rst", category="Tables"),
         md=f"{RESULTS}/tables/table2.md",
     params:
+        library=library("make_table2.py"),
         expect=expect(grid("utility", "utility.csv", DATASETS), grid("mia", "mia.csv", DATASETS)),
     log:
         f"{RESULTS}/logs/table2.log",
@@ -85,6 +90,7 @@ rule claims:
         csv=report(f"{RESULTS}/tables/claims.csv", caption="../report/claims.rst", category="Tables"),
         md=f"{RESULTS}/tables/claims.md",
     params:
+        library=library("claims_ledger.py"),
         contrastive=lambda w, input: f"--contrastive {' '.join(input.contrastive)}" if input.contrastive else "",
         semileak=lambda w, input: (
             f"--semileak {' '.join(input.semileak)} --early-stopping {config['semileak']['defences']['early_stopping']}"
@@ -140,6 +146,7 @@ rule contrastive_report:
         ),
         md=f"{RESULTS}/tables/contrastive.md",
     params:
+        library=library("contrastive_report.py"),
         expect=expect(grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE)),
     log:
         f"{RESULTS}/logs/contrastive_report.log",
@@ -168,6 +175,7 @@ rule digest:
     output:
         f"{RESULTS}/digest.md",
     params:
+        library=library("results_digest.py"),
         datasets=" ".join(DATASETS),
         graphs=" ".join(GRAPHS),
         tables=" ".join(f"--table {s} {shlex.quote(title)} {path}" for s, title, path in digest_tables()),

@@ -9,6 +9,7 @@ rule encode:
     output:
         f"{RESULTS}/{{dataset}}/finetune/features.pt",
     params:
+        library=library("encode.py"),
         root=config["data_root"],
         device=config["device"],
         threads_option=threads_option("encode"),
@@ -16,6 +17,7 @@ rule encode:
         f"{RESULTS}/{{dataset}}/logs/encode.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/encode.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("encode")
     resources:
         mem_mb=job_memory("encode"),
@@ -38,6 +40,7 @@ rule finetune:
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
         metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
     params:
+        library=library("finetune.py"),
         head=spec_option("head", "head"),
         device=config["device"],
         threads_option=threads_option("finetune"),
@@ -45,6 +48,7 @@ rule finetune:
         f"{RESULTS}/{{dataset}}/logs/finetune.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/finetune.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("finetune")
     resources:
         mem_mb=job_memory("finetune"),
@@ -69,6 +73,7 @@ rule certified_head:
         sensitivity=f"{RESULTS}/{{dataset}}/certified/sensitivity.json",
         metrics=f"{RESULTS}/{{dataset}}/certified/metrics.json",
     params:
+        library=library("certified_head.py"),
         certified=spec_option("certified", "certified"),
         device=config["device"],
         threads_option=threads_option("certified_head"),
@@ -76,6 +81,7 @@ rule certified_head:
         f"{RESULTS}/{{dataset}}/logs/certified_head.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/certified_head.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("certified_head")
     resources:
         mem_mb=job_memory("certified_head"),

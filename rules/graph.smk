@@ -14,6 +14,7 @@ rule graph_data:
         graph=f"{GRAPH}/graph.pt",
         splits=f"{GRAPH}/splits.json",
     params:
+        library=library("prepare_graph.py"),
         root=config.get("graph_data_root"),
         download="--download" if config.get("graph_download") else "",
         generator=lambda w: (
@@ -51,6 +52,7 @@ rule graph_pretrain:
         history=f"{GRAPH}/pretrain/history.csv",
         embeddings=f"{GRAPH}/pretrain/embeddings.pt",
     params:
+        library=library("graph_pretrain.py"),
         dgi=as_json(config.get("dgi", {})),
         seed=stage_seed("pretrain"),
         device=config["device"],
@@ -82,6 +84,8 @@ rule graph_encode:
         embeddings=f"{GRAPH}/pretrain/embeddings.pt",
     output:
         f"{GRAPH}/finetune/features.pt",
+    params:
+        library=library("graph_encode.py"),
     log:
         f"{GRAPH}/logs/graph_encode.log",
     benchmark:
@@ -107,6 +111,7 @@ rule link_target:
     output:
         f"{GRAPH}/link/target.pt",
     params:
+        library=library("link_target.py"),
         gcn=as_json(config.get("link_stealing", {}).get("gcn", {})),
         runs=config.get("link_stealing", {}).get("runs", 1),
         seed=stage_seed("link_target"),
@@ -139,6 +144,7 @@ rule link_steal:
     output:
         f"{GRAPH}/link/attacks.csv",
     params:
+        library=library("link_steal.py"),
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
         threads_option=threads_option("link_steal"),
     log:
@@ -170,6 +176,7 @@ rule link_transfer:
     output:
         f"{GRAPH}/link/transfer_{{shadow}}.csv",
     params:
+        library=library("link_transfer.py"),
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
         threads_option=threads_option("link_transfer"),
     log:
@@ -201,6 +208,7 @@ rule link_table:
         png=report(f"{RESULTS}/figures/link_stealing.png", caption="../report/link_stealing.rst", category="Figures"),
         pdf=f"{RESULTS}/figures/link_stealing.pdf",
     params:
+        library=library("link_table.py"),
         expect=expect(
             grid("link_attacks", "link/attacks.csv", GRAPHS),
             {f"{RESULTS}/{t}/link/transfer_{s}.csv": grids.link_transfer(config, t, s) for t, s in transfer_pairs()},
@@ -230,6 +238,7 @@ rule link_protect:
     output:
         expand(f"{RESULTS}/{{{{dataset}}}}/link/protected_{{target}}.csv", target=AUDITED),
     params:
+        library=library("link_protect.py"),
         expect=lambda w: expect(release_records(w.dataset, MECHANISMS)),
         targets=" ".join(AUDITED),
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
@@ -261,6 +270,7 @@ rule link_protection_table:
     output:
         f"{GRAPH}/link_protection.csv",
     params:
+        library=library("merge_csv.py"),
         expect=lambda w: expect(
             grid("link_protection", "link/protected_{target}.csv", [w.dataset], ["none"] + MECHANISMS)
         ),
@@ -286,6 +296,7 @@ rule graph_figures:
         ),
         pdf=f"{RESULTS}/figures/graph_protection.pdf",
     params:
+        library=library("plot_graph_protection.py"),
         expect=expect(
             grid("utility", "utility.csv", GRAPHS),
             grid("mia", "mia.csv", GRAPHS),

@@ -10,6 +10,7 @@ rule pretrain:
         encoder=f"{RESULTS}/{{dataset}}/pretrain/encoder.pt",
         history=f"{RESULTS}/{{dataset}}/pretrain/history.csv",
     params:
+        library=library("pretrain.py"),
         simclr=as_json(config.get("simclr", {})),  # absent in a graph-only config
         seed=stage_seed("pretrain"),
         root=config["data_root"],
@@ -20,6 +21,7 @@ rule pretrain:
         f"{RESULTS}/{{dataset}}/logs/pretrain.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/pretrain.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("pretrain")
     resources:
         mem_mb=job_memory("pretrain"),

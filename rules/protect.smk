@@ -14,6 +14,7 @@ if OUTPUT_PERTURBATION:
             csv=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{mechanism}}.csv", mechanism=OUTPUT_PERTURBATION),
             heads=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{mechanism}}.pt", mechanism=OUTPUT_PERTURBATION),
         params:
+            library=library("protect.py"),
             mechanisms=" ".join(OUTPUT_PERTURBATION),
             # per method, in the order of `mechanisms` (two methods may share a head)
             heads=lambda w: " ".join(released_head(m)[0].format(dataset=w.dataset) for m in OUTPUT_PERTURBATION),
@@ -30,6 +31,7 @@ if OUTPUT_PERTURBATION:
             f"{RESULTS}/{{dataset}}/logs/protect.log",
         benchmark:
             f"{RESULTS}/{{dataset}}/benchmarks/protect.tsv"
+        priority: CORE_PRIORITY
         threads: torch_threads("protect")
         resources:
             mem_mb=job_memory("protect"),
@@ -55,6 +57,7 @@ rule protect_dpsgd:
         csv=f"{RESULTS}/{{dataset}}/protect/dpsgd.csv",
         heads=f"{RESULTS}/{{dataset}}/protect/dpsgd.pt",
     params:
+        library=library("protect_dpsgd.py"),
         head=spec_option("head-spec", "head"),
         dpsgd=spec_option("dpsgd", "dpsgd"),
         graph=lambda w: "--graph" if w.dataset in GRAPHS else "",
@@ -67,6 +70,7 @@ rule protect_dpsgd:
         f"{RESULTS}/{{dataset}}/logs/protect_dpsgd.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/protect_dpsgd.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("protect_dpsgd")
     resources:
         mem_mb=job_memory("protect_dpsgd"),
@@ -91,6 +95,7 @@ rule utility_table:
     output:
         f"{RESULTS}/{{dataset}}/utility.csv",
     params:
+        library=library("merge_csv.py"),
         expect=lambda w: expect(
             grid(
                 "utility",
@@ -102,6 +107,7 @@ rule utility_table:
     log:
         f"{RESULTS}/{{dataset}}/logs/utility_table.log",
     localrule: True
+    priority: CORE_PRIORITY
     conda:
         ENV
     shell:

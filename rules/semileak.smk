@@ -13,6 +13,7 @@ rule semileak_data:
     output:
         f"{RESULTS}/{{dataset}}/semileak/splits.json",
     params:
+        library=library("semileak_data.py"),
         part=lambda w: config["semileak"]["datasets"][w.dataset]["part"],
         labels=lambda w: config["semileak"]["datasets"][w.dataset]["labels"],
         seed=stage_seed("semileak_data"),
@@ -48,6 +49,7 @@ rule semileak_train:
         # means over the training batches (DP-SGD's before the noise): covered by no claim
         history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/{{role}}/{{target}}_history.csv",
     params:
+        library=library("semileak_train.py"),
         semileak=lambda w: semileak_section(
             "network", "augmentation", "train", *(["defences"] if w.target == "fixmatch_dpsgd" else [])
         ),
@@ -98,6 +100,7 @@ rule semileak_attack:
         # the training histories merged: not private, as they are
         history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/history.csv",
     params:
+        library=library("semileak_attack.py"),
         semileak=semileak_section("augmentation", "attack", "defences"),
         expect=lambda w: expect(
             {
@@ -166,6 +169,7 @@ rule semileak_report:
         ),
         md=f"{RESULTS}/tables/semileak.md",
     params:
+        library=library("semileak_report.py"),
         early=config.get("semileak", {}).get("defences", {}).get("early_stopping"),
         views=config.get("semileak", {}).get("attack", {}).get("views"),
         similarity=config.get("semileak", {}).get("attack", {}).get("similarity"),

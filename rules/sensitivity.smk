@@ -8,6 +8,7 @@ rule sensitivity:
     output:
         f"{RESULTS}/{{dataset}}/sensitivity.json",
     params:
+        library=library("sensitivity.py"),
         head=spec_option("head", "head"),
         sampling=config["sensitivity"]["sampling"],
         m=config["sensitivity"]["m"],
@@ -25,6 +26,7 @@ rule sensitivity:
         f"{RESULTS}/{{dataset}}/logs/sensitivity.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/sensitivity.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("sensitivity")
     resources:
         mem_mb=job_memory("sensitivity"),

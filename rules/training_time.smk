@@ -20,6 +20,7 @@ rule dpcl_train:
         history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/dpcl_history.csv",
         accounting=f"{RESULTS}/{{dataset}}/dpcl/accounting.csv",
     params:
+        library=library("dpcl_train.py"),
         dpcl=as_json(config.get("dpcl", {})),
         simclr=as_json(config.get("simclr", {})),
         clean=clean_accuracy,
@@ -32,6 +33,7 @@ rule dpcl_train:
         f"{RESULTS}/{{dataset}}/logs/dpcl_train.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/dpcl_train.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("dpcl_train")
     resources:
         mem_mb=job_memory("dpcl_train"),
@@ -64,6 +66,7 @@ rule dpadapter_train:
         results=f"{RESULTS}/{{dataset}}/dpadapter/results.csv",
         history=f"{RESULTS}/{{dataset}}/dpadapter/history.csv",
     params:
+        library=library("dpadapter_train.py"),
         dpadapter=as_json(config.get("dpadapter", {})),
         clean=clean_accuracy,
         delta=config["protect"]["delta"],
@@ -75,6 +78,7 @@ rule dpadapter_train:
         f"{RESULTS}/{{dataset}}/logs/dpadapter_train.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/dpadapter_train.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("dpadapter_train")
     resources:
         mem_mb=job_memory("dpadapter_train"),
@@ -103,6 +107,7 @@ rule attack_training_time:
     output:
         expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{method}}.csv", method=TRAINING_TIME),
     params:
+        library=library("attack_training_time.py"),
         fpr=" ".join(map(str, config["attack"]["lira"]["fpr"])),
         bootstrap=config["attack"]["lira"]["bootstrap"],
         seed=stage_seed("attack"),  # the attack rule's: the same evaluation records
@@ -113,6 +118,7 @@ rule attack_training_time:
         f"{RESULTS}/{{dataset}}/logs/attack_training_time.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/attack_training_time.tsv"
+    priority: CORE_PRIORITY
     threads: torch_threads("attack_training_time")
     resources:
         mem_mb=job_memory("attack_training_time"),
@@ -145,6 +151,7 @@ rule training_time_report:
         dpadapter=[f"{RESULTS}/tables/dpadapter.{ext}" for ext in ("csv", "md")] if DPADAPTER_METHODS else [],
         accounting=[f"{RESULTS}/tables/dpcl_accounting.{ext}" for ext in ("csv", "md")] if DPCL_METHODS else [],
     params:
+        library=library("training_time_report.py"),
         delta=config["protect"]["delta"],
         expect=expect(
             grid("utility", "utility.csv", DATASETS),

@@ -1,26 +1,28 @@
 rule tune:
-    """Every release method's training chosen on public data: the reference split's folds score a
-    grid of the head's, the certified head's and DP-SGD's settings (privssl.release.tuning);
-    the release rules read the choice."""
+    """Each release method's training chosen on public data, one job per tuned section: the
+    reference split's folds score a grid of the head's, the certified head's or DP-SGD's settings
+    (privssl.release.tuning); the release rules read the choice. Each section is its own script,
+    so an edit of one section's code reruns that section's choice and what reads it."""
+    wildcard_constraints:
+        section=one_of(TUNED),
     input:
-        script=script("tune.py"),
-        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+        unpack(tune_inputs),
     output:
-        expand(f"{RESULTS}/{{{{dataset}}}}/tuning/{{section}}.{{ext}}", section=TUNED, ext=["csv", "json"]),
+        table=f"{RESULTS}/{{dataset}}/tuning/{{section}}.csv",
+        choice=f"{RESULTS}/{{dataset}}/tuning/{{section}}.json",
     params:
-        config=as_json(
-            {key: config[key] for key in ("head", "certified", "dpsgd", "protect")}
-            | {"tuning": config.get("tuning", {})}
-        ),
-        sections=" ".join(TUNED),
+        library=lambda w: library(f"tune_{w.section}.py"),
+        config=lambda w: tuning_config(w.section),
+        head_spec=lambda w, input: f"--head-spec @{input.head_spec}" if w.section == "dpsgd" else "",
         out_dir=lambda w: f"{RESULTS}/{w.dataset}/tuning",
         seed=stage_seed("tune"),
         threads_option=threads_option("tune"),
     log:
-        f"{RESULTS}/{{dataset}}/logs/tune.log",
+        f"{RESULTS}/{{dataset}}/logs/tune_{{section}}.log",
     benchmark:
-        f"{RESULTS}/{{dataset}}/benchmarks/tune.tsv"
+        f"{RESULTS}/{{dataset}}/benchmarks/tune_{{section}}.tsv"
     threads: torch_threads("tune")
+    priority: CORE_PRIORITY
     resources:
         mem_mb=job_memory("tune"),
         runtime=job_runtime("tune"),
@@ -28,5 +30,4 @@ rule tune:
         ENV
     shell:
         "python {input.script} --dataset {wildcards.dataset} --features {input.features} --config {params.config}"
-        " --sections {params.sections} --seed {params.seed} --out-dir {params.out_dir}"
-        " {params.threads_option} 2> {log}"
+        " {params.head_spec} --seed {params.seed} --out-dir {params.out_dir} {params.threads_option} 2> {log}"

@@ -20,7 +20,7 @@ from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics
 from privssl.cli import expect_argument, json_object, target_arguments, targets_and_outputs
-from privssl.io import atomic_write_csv, script_logger
+from privssl.io import Progress, atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
 from privssl.release.methods import release_method
 from privssl.release.protection import head_inputs, released_heads
@@ -74,13 +74,18 @@ def main() -> None:
     # every release file checked before any work
     loaded = [None if protected is None else load_release(protected, target, expected_of(args.expect, protected))
               for target, (protected, _) in zip(args.targets, targets)]
+    # a few targets of unequal cost: the unit is one released head attacked by one attacker (the
+    # clean head by one, a release by the non-adaptive and the adaptive one)
+    total = sum(len(released_heads(head, protected).flat) * (1 if protected is None else 2) for protected in loaded)
+    progress = Progress(log.info, "released heads attacked", total)
     for protected, (_, out) in zip(loaded, targets):
-        atomic_write_csv(attack_target(protected, feats, head, attacker, args, log), out)
+        atomic_write_csv(attack_target(protected, feats, head, attacker, args, log, progress), out)
 
 
-def attack_target(protected: dict | None, feats: dict, head: dict, attacker: dict, args, log) -> pd.DataFrame:
+def attack_target(protected: dict | None, feats: dict, head: dict, attacker: dict, args, log,
+                  progress: Progress) -> pd.DataFrame:
     """Every attack, non-adaptive and adaptive, on the clean head (`protected` None) or on every
-    release of a protect rule's file."""
+    release of a protect rule's file; `progress` advances per head and attacker."""
     members, nonmembers, is_member = balanced_evaluation(len(feats["finetune_labels"]), len(feats["nonmember_labels"]),
                                                          args.seed)
     x = torch.cat([feats["finetune"][members], feats["nonmember"][nonmembers]])
@@ -108,6 +113,7 @@ def attack_target(protected: dict | None, feats: dict, head: dict, attacker: dic
                              **membership_metrics(scores.numpy(), is_member, attacks.thresholds[attack],
                                                   tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed,
                                                   with_decisions=True)})
+            progress.advance()
     frame = pd.DataFrame(rows)
     log.info("%s: shadow_mlp accuracy by (adaptive, eps) %s", releases.method,
              frame[frame.attack == "shadow_mlp"].groupby(["adaptive", "eps"], dropna=False).accuracy.mean()

@@ -17,10 +17,12 @@ from privssl.artefacts import TRAINING_RELEASE, expected_of, load_private_sets, 
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics
 from privssl.cli import expect_argument
-from privssl.io import atomic_write_csv, script_logger
+from privssl.io import Progress, atomic_write_csv, script_logger
 
 
-def attack_release(release: dict, sets, attacker: dict, args) -> pd.DataFrame:
+def attack_release(release: dict, sets, attacker: dict, args, progress: Progress) -> pd.DataFrame:
+    """Every attack, non-adaptive and adaptive, on every network of a release file; `progress`
+    advances per network and attacker."""
     members, nonmembers, is_member = balanced_evaluation(len(sets.labels["finetune"]), len(sets.labels["nonmember"]),
                                                          args.seed)
     y = torch.cat([sets.labels["finetune"][members], sets.labels["nonmember"][nonmembers]])
@@ -40,6 +42,7 @@ def attack_release(release: dict, sets, attacker: dict, args) -> pd.DataFrame:
                              **membership_metrics(scores.numpy(), is_member, attacks.thresholds[attack],
                                                   tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed,
                                                   with_decisions=True)})
+            progress.advance()
     return pd.DataFrame(rows)
 
 
@@ -71,8 +74,12 @@ def main() -> None:
              "|test|": len(sets.labels["test"]), "K": len(sets.labels["shadow_pairs"])}
     releases = [load_tensor_file(path, TRAINING_RELEASE, sizes, expected_of(args.expect, path))
                 for path in args.releases]  # all checked first
+    # a few files of unequal size: the unit is one released network (ε, repeat) attacked by one
+    # attacker, non-adaptive or adaptive
+    progress = Progress(log.info, "released networks attacked",
+                        sum(2 * release["finetune"].shape[:2].numel() for release in releases))
     for release, out in zip(releases, args.out):
-        frame = attack_release(release, sets, attacker, args)
+        frame = attack_release(release, sets, attacker, args, progress)
         log.info("%s: shadow_mlp accuracy by (adaptive, eps) %s", release["method"],
                  frame[frame.attack == "shadow_mlp"].groupby(["adaptive", "eps"]).accuracy.mean().round(4).to_dict())
         atomic_write_csv(frame, out)

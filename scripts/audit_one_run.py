@@ -24,7 +24,7 @@ from privssl.audit.canaries import CANARY_KINDS, canary_design
 from privssl.audit.one_run_spec import check_guesses, guesses_per_side, one_run_audit_name
 from privssl.cli import expect_argument, json_object
 from privssl.data.splits import LABELLED_SPLITS
-from privssl.io import atomic_write_csv, script_logger
+from privssl.io import Progress, atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
 from privssl.release.methods import METHODS, release_method, substitution_claim
 from privssl.release.protection import head_inputs
@@ -90,6 +90,8 @@ def main() -> None:
                for k, kind in enumerate(args.kinds)}
 
     rows = []
+    # a few methods of unequal cost (DP-SGD's trainings dominate): the unit is one canary kind's release
+    progress = Progress(log.info, "canary releases (method × kind)", len(args.methods) * len(designs))
     for method in args.methods:
         release = releases.get(method)
         shapes = release["shapes"] if release else parameter_shapes(HeadSpec.from_config(args.head_spec), x.shape[1],
@@ -116,6 +118,7 @@ def main() -> None:
                              "n": made, "canaries": args.canaries, "correct": correct})
             log.info("%s, %s canaries: right guesses per eps %s of %d", method, kind,
                      [r["correct"] for r in rows[-len(eps_grid):]], 2 * per_side)
+            progress.advance()
     atomic_write_csv(pd.DataFrame(rows), args.out)
 
 

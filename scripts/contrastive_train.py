@@ -3,7 +3,7 @@
 shadows) on that role's training set: per repeat the supervised model and the Talos models at
 every λ (λ = 0: the contrastive model), each a base encoder and a classification layer. Each
 contrastive training checkpoints every epoch and each finished supervised model is kept, under
---checkpoints, so a restarted job resumes."""
+--checkpoints, so a restarted job resumes; the folder is deleted once the outputs are written."""
 
 import argparse
 from pathlib import Path
@@ -15,6 +15,7 @@ from privssl.artefacts import ENCODER, load_contrastive_splits, load_tensor_file
 from privssl.cli import device_argument, json_object
 from privssl.data.images import load_pool
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.training import checkpoints
 from privssl.training.contrastive_targets import TargetSpec, train_targets
 from privssl.training.simclr import SimCLRSpec
 
@@ -28,7 +29,8 @@ def main() -> None:
     parser.add_argument("--simclr", type=json_object, required=True, help="the `simclr` config section (JSON)")
     parser.add_argument("--contrastive", type=json_object, required=True, help="the `contrastive` section's repeats, fine_tune, supervised, classifier, talos (JSON)")
     parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--checkpoints", required=True, help="folder of per-model checkpoints (kept between runs)")
+    parser.add_argument("--checkpoints", required=True,
+                        help="folder of per-model checkpoints, kept until the job's outputs are written")
     parser.add_argument("--models", required=True, help="output: the models (.pt)")
     parser.add_argument("--history", required=True, help="output: per-epoch history of the contrastive trainings")
     parser.add_argument("--threads", type=int, default=None)
@@ -48,11 +50,12 @@ def main() -> None:
     task, attribute = torch.tensor(splits["task"][train]), torch.tensor(splits["attribute"][train])
     models, history = train_targets(images, task, attribute, splits["n_task"], splits["n_attribute"], public,
                                     SimCLRSpec.from_config(args.simclr), spec, args.contrastive["repeats"], args.seed,
-                                    device, Path(args.checkpoints), log.info)
+                                    device, Path(args.checkpoints), log.info, checkpoints.script_code(__file__))
     atomic_write_csv(pd.DataFrame(history), args.history)
     atomic_torch_save({"role": args.role, "dataset": splits["dataset"], "encoder": public["encoder"],
                        "width": public["width"], "in_channels": public["in_channels"],
                        "image_size": public["image_size"], "n_task": splits["n_task"], "models": models}, args.models)
+    checkpoints.discard(args.checkpoints)  # done: a later run (--forcerun) trains from scratch
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from privssl.accounting.dpcl import calibrate, epsilon
 from privssl.accounting.dpcl_spec import fine_tune_phases
 from privssl.artefacts import load_encoder, load_private_sets
 from privssl.cli import device_argument, json_object, positive_float
-from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
+from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.training_time import EVALUATED, draw_seed, release_record, utility_rows
 from privssl.training.dpadapter import downstream_model, pretrain_classifier
 from privssl.training.encoders import split_for_training, unit_float
@@ -96,7 +96,7 @@ def main() -> None:
         start = time.monotonic()
         # one initialisation and batch order for every kind: they differ only in the perturbation
         pretrained, rows = pretrain_classifier(kind, rho, sam_spec, public_images, public_labels,
-                                               n_classes, public, draw_seed(args.seed, 0))
+                                               n_classes, public, draw_seed(args.seed, 0), log.info)
         pretrained.to(device)
         history += [{"dataset": args.dataset, "pretraining": kind, "rho": rho, **row} for row in rows]
         test_images, test_labels = sets.images["test"], sets.labels["test"]
@@ -106,6 +106,8 @@ def main() -> None:
         log.info("%s ρ = %g pre-trained in %.1f s: accuracy %.4f, robust accuracy %.4f", kind, rho,
                  time.monotonic() - start, pre_accuracy, pre_robust)
         released = kind == METHOD and rho == section["release_radius"]
+        fine_tunings = Progress(log.info, f"{kind} ρ = {rho:g} fine-tunings (ε × repeat)",
+                                len(section["eps"]) * section["repeats"])
         for e, eps in enumerate(section["eps"]):
             for repeat in range(section["repeats"]):
                 for r, role in enumerate(ROLES if released else ROLES[:1]):
@@ -143,6 +145,7 @@ def main() -> None:
                                                               f"(2C, per-example C = {fine_tune.clip_norm:g})",
                                      "mechanisms": "the fine-tuning gradient", "sample_rate": fine_tune.batch_size / n,
                                      "steps": fine_tune.steps(n), "eps_spent": spent[e, role]})
+                fine_tunings.advance()
             log.info("%s ρ = %g ε = %g: downstream accuracy %s", kind, rho, eps,
                      [round(row["accuracy"], 4) for row in results[-section["repeats"]:]])
     atomic_torch_save(release_record(METHOD, list(section["eps"]), section["repeats"], n_classes, probs),

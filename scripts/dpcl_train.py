@@ -27,7 +27,7 @@ from privssl.accounting.dpcl_spec import (
 )
 from privssl.artefacts import load_encoder, load_private_sets
 from privssl.cli import device_argument, json_object, positive_float
-from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
 from privssl.release.training_time import EVALUATED, draw_seed, release_record, utility_rows
 from privssl.training.dpcl import DPCLSpec, knn_accuracy, train_dpcl
@@ -89,6 +89,8 @@ def main() -> None:
     # ---- σ of every (variant, ε, role) before any training: an unreachable ε fails here
     targets = section["eps"] if section["eps"] is not None else [None]
     sigma, spent = {}, {}
+    # a few seconds per search, most of a minute in all
+    calibrations = Progress(log.info, "σ calibrations", len(variants) * len(targets) * len(ROLES))
     for variant in variants:
         for e, eps in enumerate(targets):
             for role in ROLES:
@@ -100,8 +102,11 @@ def main() -> None:
                 spent[variant, e, role] = epsilon(dpcl_phases(section, variant, n, sigma[variant, e, role]), args.delta)
                 log.info("%s ε target %s %s (n = %d): σ = %.4g, accountant ε = %.4g", variant, eps, role, n,
                          sigma[variant, e, role], spent[variant, e, role])
+                calibrations.advance()
 
     history, accounting = [], []
+    trainings = Progress(log.info, "trainings (variant × ε × repeat × role)",
+                         len(variants) * len(targets) * section["repeats"] * len(ROLES))
     for v, variant in enumerate(variants):
         spec = DPCLSpec(objective=section["objective"], variant=variant, temperature=section["temperature"],
                         barlow_lambda=section["barlow_lambda"],
@@ -142,6 +147,7 @@ def main() -> None:
                         probs[name].append(predict_proba(release, sets.images[name], unit_float))
                     log.info("%s ε %s repeat %d %s: σ = %.4g, %.1f s", variant, eps, repeat, role, noise,
                              time.monotonic() - start)
+                    trainings.advance()
                     if role == "shadow":
                         continue
                     history += [{"dataset": args.dataset, "method": method, "objective": section["objective"],

@@ -11,6 +11,7 @@ the ROC curve, and the audit row (threshold chosen on half of the candidates, Cl
 bound on the other half)."""
 
 import argparse
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,7 @@ from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.statistics import roc
 from privssl.audit.bounds import epsilon_lower_bound_split, hypothesis_test_ceiling
 from privssl.cli import expect_argument, json_object
-from privssl.io import atomic_write_csv, script_logger
+from privssl.io import Progress, atomic_write_csv, script_logger
 from privssl.release.methods import METHODS, release_method, substitution_claim
 from privssl.release.protection import head_inputs
 from privssl.training.heads import HeadSpec, head_logits, unflatten
@@ -55,8 +56,10 @@ def corners(fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
-def releases_of(method: str, heads: dict, release: dict | None, feats: dict, args) -> tuple[torch.Tensor, list]:
-    """(E, B, P) released shadow+target heads and the ε grid; `none`: the clean heads, ε NaN."""
+def releases_of(method: str, heads: dict, release: dict | None, feats: dict, args,
+                log: Callable[[str], None]) -> tuple[torch.Tensor, list]:
+    """(E, B, P) released shadow+target heads and the ε grid; `none`: the clean heads, ε NaN. `log`
+    gets the progress of the DP-SGD trainings, most of a dpsgd job's time."""
     if method == "none":
         return heads["flat"][None], [float("nan")]
     eps = release["eps"].tolist()
@@ -64,7 +67,7 @@ def releases_of(method: str, heads: dict, release: dict | None, feats: dict, arg
     if release_method(method).release == "dpsgd":
         x, y = candidate_pool(feats, heads["pool"])
         flat = dpsgd_releases(x, y, heads["sets"], int(feats["n_classes"]), HeadSpec.from_config(args.head_spec),
-                              release["specs"], scales, args.seed)
+                              release["specs"], scales, args.seed, log)
         return flat, eps
     return perturb(heads["flat"], method, scales, args.seed), eps
 
@@ -109,7 +112,7 @@ def main() -> None:
         utility = load_csv_file(args.utility, UTILITY, expected_of(args.expect, args.utility))
         kinds = dict(zip(utility.eps, utility.guarantee_kind))
     x, y = candidate_pool(feats, heads["pool"])
-    released, eps_grid = releases_of(args.method, heads, release, feats, args)
+    released, eps_grid = releases_of(args.method, heads, release, feats, args, log.info)
     n_shadows = heads["shadows"]
     inside = membership(heads["sets"], heads["pool_size"])  # (B, N)
     shadow_in, target_in = inside[:n_shadows], inside[n_shadows:]
@@ -128,6 +131,8 @@ def main() -> None:
     each_rate = 1 - (1 - args.confidence) / 2  # FPR and FNR each, so that both hold jointly at c (union bound)
     variants = [True] if args.method == "none" else [True, False]
     rows, roc_rows, audit_rows = [], [], []
+    # a few ε only: an attack's bootstrapped metrics are the unit
+    progress = Progress(log.info, "attacks (ε × adaptive × attack)", len(eps_grid) * len(variants) * len(args.attacks))
     for e, eps in enumerate(eps_grid):
         logits = logits_of(released[e])
         targets = logits[n_shadows:]
@@ -162,6 +167,7 @@ def main() -> None:
                                    "eps_ceiling": hypothesis_test_ceiling(bound["n_nonmembers"], bound["n_members"],
                                                                           claim[1], each_rate),
                                    "n": bound["n_members"] + bound["n_nonmembers"]})
+                progress.advance()
         log.info("%s eps %g: AUC per attack (adaptive) %s", args.method, eps,
                  {r["attack"]: round(r["auc"], 4) for r in rows[-len(args.attacks) * len(variants):] if r["adaptive"]})
     atomic_write_csv(pd.DataFrame(rows), args.out_csv)

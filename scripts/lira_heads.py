@@ -53,7 +53,7 @@ def main() -> None:
     certified_spec = CertifiedSpec.from_config(args.certified) if args.head_kind == "certified" else None
     sets = draw_training_sets(len(y), set_size, args.shadows + args.targets, args.seed)
     start = time.perf_counter()
-    flat = train_clean_heads(args.head_kind, x, y, sets, n_classes, head_spec, certified_spec)
+    flat = train_clean_heads(args.head_kind, x, y, sets, n_classes, head_spec, certified_spec, log.info)
     log.info("%d %s heads on %d of %d pool records in %.1f s", len(sets), args.head_kind, set_size, len(y),
              time.perf_counter() - start)
     if args.head_kind == "certified":

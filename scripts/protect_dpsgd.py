@@ -21,8 +21,8 @@ import torch
 from privssl.accounting.dpsgd import SEARCH_SECONDS, calibrate_grid
 from privssl.artefacts import HEAD, features, load_tensor_file
 from privssl.cli import device_argument, json_object, positive_float
-from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
-from privssl.release.dpsgd import DPSGDSpec, sampling_plan, train_dpsgd_head
+from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
+from privssl.release.dpsgd import DPSGDRun, DPSGDSpec, sampling_plan, train_dpsgd_head
 from privssl.release.methods import NOISE_FREE, dpsgd_guarantee
 from privssl.release.protection import utility_loss
 from privssl.release.tuning_spec import TUNABLE
@@ -127,10 +127,17 @@ def main() -> None:
     # ---- one private training per (ε, draw), each with its ε's settings; then the noise-free limit
     x, y = x.to(device=device, dtype=DTYPE), y.to(device)
     start = time.perf_counter()
-    runs = [[train_dpsgd_head(x, y, n_classes, head_spec, spec, cal.noise_multiplier, args.delta,
-                              draw_seed(args.seed, r)) for r in range(spec.repeats)] for cal, spec in reached]
-    limit = [train_dpsgd_head(x, y, n_classes, head_spec, noise_free, 0.0, args.delta, draw_seed(args.seed, r))
-             for r in range(noise_free.repeats)]
+    # tens of trainings of similar cost, seconds each: the progress counts them
+    progress = Progress(log.info, "DP-SGD trainings", sum(spec.repeats for _, spec in reached) + noise_free.repeats)
+
+    def train(spec: DPSGDSpec, noise_multiplier: float, repeat: int) -> DPSGDRun:
+        run = train_dpsgd_head(x, y, n_classes, head_spec, spec, noise_multiplier, args.delta,
+                               draw_seed(args.seed, repeat))
+        progress.advance()
+        return run
+
+    runs = [[train(spec, cal.noise_multiplier, r) for r in range(spec.repeats)] for cal, spec in reached]
+    limit = [train(noise_free, 0.0, r) for r in range(noise_free.repeats)]
     seconds = time.perf_counter() - start
     log.info("%d trainings in %.1f s", sum(map(len, runs)) + len(limit), seconds)
     for (cal, _), row in zip(reached, runs):

@@ -9,6 +9,7 @@ trainings' histories are merged into one file, as they are: not private (statist
 training batches without noise), kept under diagnostics/not_private/."""
 
 import argparse
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,7 @@ from privssl.attacks.semi_leak import Case, Observed, Records, entropy_js_distan
 from privssl.attacks.statistics import accuracy_interval
 from privssl.cli import device_argument, expect_argument, json_object
 from privssl.data.images import load_pool
-from privssl.io import InputError, atomic_write_csv, pack_decisions, pick_device, script_logger
+from privssl.io import InputError, Progress, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.training.augment import AugmentSpec, strong, weak
 from privssl.training.encoders import unit_float
 from privssl.training.semi_supervised import posteriors
@@ -37,20 +38,24 @@ def view_bank(images: torch.Tensor, views: int, augment: AugmentSpec, seed: int)
 
 
 def view_posteriors(nets: dict, needed: dict, images: torch.Tensor, augment: AugmentSpec, seed: int,
-                    device: torch.device, chunk: int = 512) -> dict:
+                    device: torch.device, log: Callable[[str], None], chunk: int = 512) -> dict:
     """The posteriors (n, K, C) of the weak and of the strong views of `images` for every net, K =
     needed[key] (the first K of the views drawn). The views are drawn once per chunk of images
     (seeded by the chunk, so every net is queried with the same views and a chunk size changes
     nothing but memory) and never held for all images at once: 100 views of 30,000 CIFAR images
-    would take 37 GB."""
+    would take 37 GB. `log` gets the progress, per chunk and net (a few chunks only)."""
     most = max(needed.values())
     out = {key: ([], []) for key in nets}
-    for start in range(0, len(images), chunk):
+    starts = range(0, len(images), chunk)
+    progress = Progress(log, f"views of {len(images)} records through {len(nets)} models, (chunk, model) pairs",
+                        len(starts) * len(nets))
+    for start in starts:
         weak_views, strong_views = view_bank(images[start:start + chunk], most, augment, seed * 1_000_003 + start)
         for key, net in nets.items():
             # float32: A_DA's distances need no more, and CIFAR-100's views take half the memory
             out[key][0].append(posteriors(net, weak_views[:, :needed[key]], device).float())
             out[key][1].append(posteriors(net, strong_views[:, :needed[key]], device).float())
+            progress.advance()
     return {key: (torch.cat(w), torch.cat(s)) for key, (w, s) in out.items()}
 
 
@@ -136,7 +141,8 @@ def main() -> None:
     needed = {key: max(k for k, _ in settings) for key, _, _, settings in plan}
     observed = {}
     for role, index in (("target", target_index), ("shadow", shadow_index)):
-        views = view_posteriors(nets[role], needed, images[index], augment, args.seed + (role == "shadow"), device)
+        views = view_posteriors(nets[role], needed, images[index], augment, args.seed + (role == "shadow"), device,
+                                log.info)
         log.info("%s: %d models queried with up to %d weak and %d strong views of %d records", role, len(nets[role]),
                  max(needed.values()), max(needed.values()), len(index))
         for key, net in nets[role].items():
@@ -167,7 +173,7 @@ def main() -> None:
                  columns["test_accuracy"], columns["overfitting"], columns["js_entropy"],
                  " (early stopping)" if step == early else "")
     spec = AttackSpec.from_config(attack)
-    rows = run_attacks(cases, records, spec, tuple(args.fpr), args.bootstrap, args.seed, *default)
+    rows = run_attacks(cases, records, spec, tuple(args.fpr), args.bootstrap, args.seed, *default, log=log.info)
     frame = pd.DataFrame(rows)
     atomic_write_csv(frame, args.out)
     history = load_csv_files(args.histories, SEMILEAK_HISTORY, args.expect)

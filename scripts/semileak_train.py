@@ -17,10 +17,11 @@ from privssl.artefacts import load_semileak_splits
 from privssl.cli import device_argument, json_object
 from privssl.data.images import load_pool
 from privssl.io import InputError, atomic_torch_save, atomic_write_csv, pick_device, script_logger
+from privssl.training import checkpoints
 from privssl.training.augment import AugmentSpec
 from privssl.training.encoders import unit_float
-from privssl.training.semi_supervised import PrivateSpec, TrainingSet, TrainSpec, sampling_rate, train, train_private
-from privssl.training.precision import arithmetic
+from privssl.training.semi_supervised import (PrivateSpec, TrainingSet, TrainSpec, checkpoint_fingerprint,
+                                               sampling_rate, train, train_private)
 from privssl.training.semi_supervised_spec import DPSGD_TARGET, SUPERVISED, TARGETS
 from privssl.training.simclr import state_digest
 from privssl.training.wide_resnet import seeded_network
@@ -40,7 +41,8 @@ def main() -> None:
     parser.add_argument("--delta", type=float, required=True, help="δ of the DP-SGD target (protect.delta)")
     parser.add_argument("--accountant", required=True, help="DP-SGD accountant (dpsgd.accountant)")
     parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--checkpoints", required=True, help="folder of the resumable training states")
+    parser.add_argument("--checkpoints", required=True,
+                        help="folder of the resumable training states, deleted once the outputs are written")
     parser.add_argument("--models", required=True, help="output: the EMA models at every checkpoint step (.pt)")
     parser.add_argument("--history", required=True,
                         help="output: losses and mask rate per checkpoint; not private (computed on the training "
@@ -70,15 +72,15 @@ def main() -> None:
                        unlabelled)
     in_channels = images.shape[1]
     digest = state_digest({"labelled": data.labelled, "unlabelled": data.unlabelled, "labels": data.labels.float()})
-    checkpoints = Path(args.checkpoints)
-    checkpoints.mkdir(parents=True, exist_ok=True)
+    checkpoint_dir = Path(args.checkpoints)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
     log.info("device %s, %s %s: %d labelled, %d unlabelled, %s", device, args.role, args.target, len(labelled),
              len(unlabelled), spec)
 
-    def fingerprint(extra) -> str:
-        # as SimCLR's checkpoint: the intra-op thread count too, which splits float sums differently
-        return repr((args.target, spec, augment, network, args.seed, extra, arithmetic(device), torch.get_num_threads(),
-                     digest))
+    code = checkpoints.script_code(__file__)
+
+    def fingerprint(**private) -> dict[str, str]:
+        return checkpoint_fingerprint(args.target, spec, augment, network, args.seed, device, digest, code, **private)
 
     def canonical(states: dict) -> dict:
         """The states with one set of key objects: pickle stores a string once per object, so states
@@ -105,16 +107,16 @@ def main() -> None:
                                  private=True)
             # the clip norm is in `private`: a checkpoint trained under another C is not resumed
             kept, rows = train_private(net, data, spec, private, augment, args.seed, device,
-                                       checkpoints / f"eps{calibration.eps:g}.pt",
-                                       fingerprint((calibration, private, ids)), log.info)
+                                       checkpoint_dir / f"eps{calibration.eps:g}.pt",
+                                       fingerprint(calibration=calibration, private=private, ids=ids), log.info)
             models.append({"eps": calibration.eps, "noise_multiplier": calibration.noise_multiplier,
                            "eps_spent": calibration.eps_at_sigma, "delta": args.delta, "sample_rate": rate,
                            "accountant": args.accountant, "clip_norm": dp["clip_norm"], "states": canonical(kept)})
             history += [{"eps": calibration.eps, **row} for row in rows]
     else:
         net = seeded_network(args.seed, network["architecture"], in_channels, data.n_classes, network["width"])
-        kept, rows = train(args.target, net, data, spec, augment, args.seed, device, checkpoints / "run.pt",
-                           fingerprint(None), log.info)
+        kept, rows = train(args.target, net, data, spec, augment, args.seed, device, checkpoint_dir / "run.pt",
+                           fingerprint(), log.info)
         models.append({"eps": None, "states": canonical(kept)})
         history += [{"eps": float("nan"), **row} for row in rows]
     atomic_write_csv(pd.DataFrame([{"role": args.role, "target": args.target, **row, "privacy": NOT_PRIVATE}
@@ -123,6 +125,7 @@ def main() -> None:
                        "architecture": network["architecture"], "width": network["width"],
                        "in_channels": in_channels, "n_classes": data.n_classes, "steps": spec.steps,
                        "models": models}, args.models)
+    checkpoints.discard(checkpoint_dir)  # done: a later run (--forcerun) trains from scratch
 
 
 if __name__ == "__main__":

@@ -56,10 +56,10 @@ def main() -> None:
         if len(pool_labels) < n:
             parser.error(f"the reference pool has {len(pool_labels)} records; population sampling needs >= |d| = {n}")
         record = population_sensitivity(spec, pool.to(device), pool_labels.to(device), feats["n_classes"], n,
-                                        args.m, args.rho, args.gamma, args.seed, args.chunk_size)
+                                        args.m, args.rho, args.gamma, args.seed, args.chunk_size, log.info)
     else:
         record = paper_sensitivity(spec, feats["finetune"].to(device), feats["finetune_labels"].to(device),
-                                   feats["n_classes"], args.m, args.seed, args.chunk_size)
+                                   feats["n_classes"], args.m, args.seed, args.chunk_size, log.info)
     record["pretrain_size"] = args.pretrain_size
     log.info("delta1 %.6g delta2 %.6g; %s", record["delta1"], record["delta2"], record["statement"])
     atomic_write_json(record, args.out)

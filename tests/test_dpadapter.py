@@ -82,7 +82,7 @@ def test_every_kind_starts_from_the_same_seeded_classification_layer_and_batches
     public = encoder()
     seen = {}
 
-    def recording_train_sam(model, loss_fn, x, y, spec, generator):
+    def recording_train_sam(model, loss_fn, x, y, spec, generator, log=None):
         seen[(spec.rho, spec.two_batch)] = (state(model), x.clone(), y.clone(), spec, generator.get_state())
         return []
 
@@ -199,7 +199,7 @@ def test_pretraining_runs_on_the_encoders_device(monkeypatch):
     the CPU: mixing it with CPU tensors fails as CUDA does."""
     seen = {}
 
-    def record(model, loss_fn, x, y, spec, generator):
+    def record(model, loss_fn, x, y, spec, generator, log=None):
         seen.update(parameters={p.device.type for p in model.parameters()}, x=x.device.type, y=y.device.type)
         return []
 

@@ -284,7 +284,7 @@ AUGMENT = AugmentSpec(1, False, 2, 10, 4)
 TRAINING = spec(lr=0.1, thresholds=THRESHOLDS | {"fixmatch": 0.6})
 
 
-def run(algorithm="fixmatch", seed=0, checkpoint=None, fingerprint="", log=quiet, data=None, train_spec=None):
+def run(algorithm="fixmatch", seed=0, checkpoint=None, fingerprint=None, log=quiet, data=None, train_spec=None):
     return train(algorithm, network(), data or training_set(), train_spec or TRAINING, AUGMENT, seed, CPU, checkpoint,
                  fingerprint, log)
 
@@ -334,10 +334,10 @@ def same_rows(a: list[dict], b: list[dict]) -> bool:
 def test_a_resumed_training_equals_the_uninterrupted_one_bitwise(uninterrupted, tmp_path):
     checkpoint = tmp_path / "run.pt"
     with pytest.raises(Interrupted):  # the job dies after the checkpoint of step 20 is saved
-        run(checkpoint=checkpoint, fingerprint="a", log=stop_after(20))
+        run(checkpoint=checkpoint, fingerprint={"run": "a"}, log=stop_after(20))
     assert sorted(torch.load(checkpoint, weights_only=False)["kept"]) == [10, 20]
     messages = []
-    kept, history = run(checkpoint=checkpoint, fingerprint="a", log=messages.append)
+    kept, history = run(checkpoint=checkpoint, fingerprint={"run": "a"}, log=messages.append)
     assert any(m.startswith(f"resumed from {checkpoint} at step 20") for m in messages)
     assert_same_states(kept, uninterrupted[0])
     assert same_rows(history, uninterrupted[1])
@@ -346,12 +346,13 @@ def test_a_resumed_training_equals_the_uninterrupted_one_bitwise(uninterrupted, 
 def test_a_checkpoint_of_another_fingerprint_is_not_resumed(uninterrupted, tmp_path):
     checkpoint = tmp_path / "run.pt"
     with pytest.raises(Interrupted):  # another run (seed 1) leaves its checkpoint at step 20
-        run(seed=1, checkpoint=checkpoint, fingerprint="a", log=stop_after(20))
+        run(seed=1, checkpoint=checkpoint, fingerprint={"run": "a"}, log=stop_after(20))
     saved = torch.load(checkpoint, weights_only=False)
     assert not torch.equal(saved["kept"][10]["classifier.weight"], uninterrupted[0][10]["classifier.weight"])
     messages = []
-    kept, history = run(checkpoint=checkpoint, fingerprint="b", log=messages.append)
+    kept, history = run(checkpoint=checkpoint, fingerprint={"run": "b"}, log=messages.append)
     assert not any("resumed" in m for m in messages)
+    assert f"ignoring {checkpoint}: it was written under another run; starting afresh" in messages
     assert_same_states(kept, uninterrupted[0])  # trained from scratch
     assert same_rows(history, uninterrupted[1])
 

@@ -632,6 +632,61 @@ def test_editing_the_contrastive_attack_settings_does_not_retrain_the_models(tin
                                   "all": 1}
 
 
+def dry_run_after_editing(tiny_run, relative: str, old: str, new: str) -> dict[str, int]:
+    """The jobs a dry run plans after one edit of the copy's file `relative`; the file is restored."""
+    path = tiny_run.workflow / relative
+    text = path.read_text()
+    assert text.count(old) == 1, f"{old!r} is not once in {relative}"
+    path.write_text(text.replace(old, new))
+    try:
+        return planned_jobs(tiny_run.snakemake("-n"))
+    finally:
+        path.write_text(text)
+
+
+TRAINING_RULES = {"data", "pretrain", "encode", "finetune", "sensitivity", "certified_head", "shadow",
+                  "contrastive_train", "semileak_train", "dpcl_train", "dpadapter_train", "graph_data",
+                  "graph_pretrain", "graph_encode", "link_target"}
+REPORT_RULES = {"figures", "table1", "table2", "graph_figures", "audit_figures", "contrastive_report",
+                "semileak_report", "training_time_report", "link_table", "claims", "digest", "all"}
+
+
+def test_halving_the_alm_noise_reruns_the_releases_and_not_the_training(tiny_run):
+    # the noise of every output-perturbation release is one function (privssl.release.mechanisms)
+    planned = dry_run_after_editing(tiny_run, "src/privssl/release/mechanisms.py",
+                                    "return torch.log(u) - torch.log1p(-u)",
+                                    "return 0.5 * (torch.log(u) - torch.log1p(-u))")
+    assert {"protect", "attack", "lira", "audit_one_run", "figures", "claims"} <= set(planned), planned
+    assert not TRAINING_RULES & set(planned), planned
+    # the certified head's λ is chosen by its accuracy after noise: its choice is redone, the head's not
+    assert planned["tune"] == len(TINY_GRAPHS) + 1, planned
+
+
+def test_a_docstring_or_comment_edit_of_the_library_reruns_nothing(tiny_run):
+    assert dry_run_after_editing(tiny_run, "src/privssl/release/mechanisms.py",
+                                 "u = u.clamp(min=torch.finfo(dtype).tiny)  # rand is in [0, 1): only 0 must go",
+                                 "u = u.clamp(min=torch.finfo(dtype).tiny)  # edited: torch.rand is in [0, 1)") == {}
+    assert dry_run_after_editing(tiny_run, "src/privssl/release/mechanisms.py", '"""Unit-scale noise of `family`;',
+                                 '"""Unit-scale noise (edited docstring) of `family`;') == {}
+
+
+def test_editing_the_image_splits_reruns_everything_downstream_of_them(tiny_run):
+    planned = dry_run_after_editing(tiny_run, "src/privssl/data/splits.py",
+                                    "def make_splits(dataset: str, labels, sizes: dict[str, int], seed: int) -> "
+                                    "dict[str, list[int]]:\n",
+                                    "def make_splits(dataset: str, labels, sizes: dict[str, int], seed: int) -> "
+                                    "dict[str, list[int]]:\n    seed = int(seed)\n")
+    everything = planned_jobs(tiny_run.snakemake("-n", "--forceall"))
+    image = {rule for rule in everything if not rule.startswith(("graph_", "link_"))}
+    assert planned["data"] == 1 and image <= set(planned), sorted(image - set(planned))
+    assert "graph_pretrain" not in planned and "link_target" not in planned, planned  # graphs split themselves
+
+
+def test_editing_a_report_module_reruns_only_figures_and_tables(tiny_run):
+    planned = dry_run_after_editing(tiny_run, "src/privssl/reports/plotting.py", "SAVE_DPI = 150", "SAVE_DPI = 120")
+    assert "figures" in planned and set(planned) <= REPORT_RULES, sorted(set(planned) - REPORT_RULES)
+
+
 def test_editing_the_plot_script_reruns_only_the_figures(tiny_run):
     # Kept last of the tests on `tiny_run`; it ends with the workflow complete again anyway.
     # Snakemake 9 re-runs a job only when an input's content changed (a bare `touch` keeps its

@@ -250,12 +250,12 @@ def test_the_tune_script_refuses_a_grid_point_before_any_training(tmp_path):
               "dpsgd": {}, "protect": {"mechanisms": ["alm", "certified_pure"], "eps": [1.0], "delta": 1e-5,
                                        "repeats": 2},
               "tuning": {"certified": {"l2": [0.01, 1e-12]}}}  # λ = 1e-12 would need ~6e7 solver steps
-    done = subprocess.run([sys.executable, str(root / "scripts" / "tune.py"), "--dataset", "blobs", "--features",
-                           str(tmp_path / "features.pt"), "--config", json.dumps(config), "--sections", "head",
-                           "certified", "--seed", "0", "--out-dir", str(tmp_path / "tuning")],
+    done = subprocess.run([sys.executable, str(root / "scripts" / "tune_certified.py"), "--dataset", "blobs",
+                           "--features", str(tmp_path / "features.pt"), "--config", json.dumps(config),
+                           "--seed", "0", "--out-dir", str(tmp_path / "tuning")],
                           capture_output=True, text=True, env={"PYTHONPATH": str(root / "src"), "PATH": ""})
     assert done.returncode == 2
-    assert "tune.py: error: --config: certified spec (clip_norm R = 1, l2 λ = 1e-12" in done.stderr
+    assert "tune_certified.py: error: --config: certified spec (clip_norm R = 1, l2 λ = 1e-12" in done.stderr
     assert not (tmp_path / "tuning").exists()
 
 

@@ -16,8 +16,9 @@ the top of this list down (a layers contract of import-linter in pyproject.toml,
 - `training`: encoders, SimCLR, heads, Talos, SAM, DPCL, DPAdapter, private SGD;
 - `accounting` (RDP and the DP-SGD and DPCL accountants), `data` (image data sets, splits, label
   maps) and `graphs` (the graph track, self-contained), which import none of each other;
-- `io` (atomic, byte-reproducible writes) and `cli` (argument types), which import nothing of
-  privssl.
+- `io` (atomic, byte-reproducible writes), `cli` (argument types) and `code_graph` (the library
+  code each script can run, which reruns rules and voids checkpoints when it changes), which
+  import nothing of privssl.
 """
 
 __version__ = "0.1.0"

@@ -630,6 +630,14 @@ def features(*splits: str) -> dict:
 
 
 FEATURES = features(*LABELLED_SPLITS)  # every split; the graph track's NODE_SPLITS are the same names
+
+
+def load_tuning_features(path) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    """What rule `tune` scores on: the reference split's features (float64, the heads' dtype) and
+    labels, the class count, and |d|, the training size of each fold."""
+    feats = load_tensor_file(path, features("finetune", "reference"))
+    return (feats["reference"].to(torch.float64), feats["reference_labels"], int(feats["n_classes"]),
+            len(feats["finetune_labels"]))
 # finetune/metrics.json: the released head's accuracy on d and on the test split
 HEAD_METRICS = {"train_accuracy": PROBABILITY, "test_accuracy": PROBABILITY, "finetune_size": Num(1, integer=True)}
 HEAD = {"n_classes": Num(2, integer=True), "shapes": Shapes(), "params": Params(), "clip_norm": OPTIONAL_CLIP}

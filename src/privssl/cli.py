@@ -61,3 +61,16 @@ def targets_and_outputs(parser: argparse.ArgumentParser, args) -> list[tuple[str
                      f"({len(methods)}); got {len(args.out)} and {len(args.protected)}")
     protected = dict(zip(methods, args.protected))
     return [(protected.get(target), out) for target, out in zip(args.targets, args.out)]
+
+
+def tuning_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments every section's tuning script (scripts/tune_*.py) takes."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--features", required=True, help="features file of the encode rule (its reference split)")
+    parser.add_argument("--config", type=json_object, required=True,
+                        help="JSON object with the config sections the tuned section reads, and `tuning`")
+    parser.add_argument("--seed", type=int, required=True, help="draws the folds (the same for every section)")
+    parser.add_argument("--out-dir", required=True, help="writes <section>.csv and <section>.json here")
+    parser.add_argument("--threads", type=int, default=None)
+    return parser

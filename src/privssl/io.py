@@ -14,9 +14,10 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import torch
@@ -181,3 +182,47 @@ def script_logger(name: str) -> logging.Logger:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     return logging.getLogger(name)
+
+
+class Progress:
+    """How far a long loop is, for a person reading the job's log: `done/total (percent),
+    elapsed, about T left`, one line each time a tenth of the work is done or `every_s` seconds
+    have passed since the last line, and at the end; no carriage-return bars (the log is a file).
+    The time left assumes the remaining units take as long as the finished ones did on average."""
+
+    def __init__(self, log: Callable[[str], None], what: str, total: int, every_s: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.log, self.what, self.total, self.every_s, self.clock = log, what, max(int(total), 1), every_s, clock
+        self.done, self.start = 0, clock()
+        self.last_time, self.last_tenth = self.start, 0
+
+    def advance(self, units: int = 1) -> None:
+        self.done = min(self.done + units, self.total)
+        now = self.clock()
+        tenth = 10 * self.done // self.total
+        if self.done == self.total or tenth > self.last_tenth or now - self.last_time >= self.every_s:
+            self.last_time, self.last_tenth = now, tenth
+            elapsed = now - self.start
+            left = elapsed / self.done * (self.total - self.done)
+            self.log(f"{self.what}: {self.done}/{self.total} ({100 * self.done / self.total:.0f} %), "
+                     f"{_duration(elapsed)} elapsed, about {_duration(left)} left")
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def with_progress(items: Iterable, total: int, log: Callable[[str], None] | None, what: str) -> Iterator:
+    """The items, logging a Progress line as each one's loop body finishes (nothing without `log`)."""
+    progress = Progress(log, what, total) if log is not None else None
+    for item in items:
+        yield item
+        if progress is not None:
+            progress.advance()

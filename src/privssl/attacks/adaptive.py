@@ -14,8 +14,11 @@ much of a "defence" is only the attacker's mismatch.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
+from privssl.io import Progress
 from privssl.release.certified import CertifiedSpec, fit_certified_head
 from privssl.release.dpsgd_batched import train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec
@@ -36,17 +39,26 @@ def heads_per_chunk(set_size: int, width: int) -> int:
 
 def train_clean_heads(head: str, features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor,
                       n_classes: int, head_spec: HeadSpec | None = None,
-                      certified_spec: CertifiedSpec | None = None) -> torch.Tensor:
+                      certified_spec: CertifiedSpec | None = None,
+                      log: Callable[[str], None] | None = None) -> torch.Tensor:
     """Flat heads (B, P) trained by the victim's algorithm for `head` ("finetune": A_S, batched;
-    "certified": the certified learner, one convex solve per set) on rows features[sets[b]]."""
+    "certified": the certified learner, one convex solve per set) on rows features[sets[b]];
+    `log` gets their progress (per epoch of a chunk, or per certified head)."""
     if head == "finetune":
         chunk = heads_per_chunk(sets.shape[1], max(features.shape[1], head_spec.hidden))
-        parts = [flatten(train_heads_on_sets(head_spec, features, labels, sets[i:i + chunk], n_classes))
-                 for i in range(0, sets.shape[0], chunk)]
+        starts = range(0, sets.shape[0], chunk)
+        progress = None if log is None else Progress(log, f"{len(sets)} heads in {len(starts)} chunks, epochs",
+                                                     len(starts) * head_spec.epochs).advance
+        parts = [flatten(train_heads_on_sets(head_spec, features, labels, sets[i:i + chunk], n_classes, progress))
+                 for i in starts]
         return torch.cat(parts)
     if head == "certified":
-        return torch.cat([flatten(fit_certified_head(features[s], labels[s], n_classes, certified_spec).params)
-                          for s in sets])
+        progress = Progress(log or (lambda _: None), "certified heads", len(sets))
+        heads = []
+        for s in sets:
+            heads.append(flatten(fit_certified_head(features[s], labels[s], n_classes, certified_spec).params))
+            progress.advance()
+        return torch.cat(heads)
     raise ValueError(f"no clean head of kind {head!r}; allowed: finetune, certified")
 
 
@@ -62,23 +74,29 @@ def perturb(clean: torch.Tensor, method: str, noise_scales: torch.Tensor, seed: 
 
 def dpsgd_releases(features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor, n_classes: int,
                    head_spec: HeadSpec, specs: list[DPSGDSpec], noise_multipliers: torch.Tensor,
-                   seed: int) -> torch.Tensor:
+                   seed: int, log: Callable[[str], None] | None = None) -> torch.Tensor:
     """(E, B, P): a DP-SGD head per (ε, set), ε e trained with settings specs[e] (the release's,
     tuned per ε) at noise multiplier noise_multipliers[e]; the ε's of equal settings train
-    together, in chunks of heads. Chunk c of the ε-major stack draws from seed + its first index."""
+    together, in chunks of heads. Chunk c of the ε-major stack draws from seed + its first index.
+    `log` gets their progress, per chunk."""
     n_sets = sets.shape[0]
     sigma = torch.as_tensor(noise_multipliers, dtype=DTYPE)
     if len(specs) != len(sigma):
         raise ValueError(f"need one DP-SGD spec per noise multiplier, got {len(specs)} and {len(sigma)}")
     chunk = heads_per_chunk(sets.shape[1], max(features.shape[1], head_spec.hidden))
+    # every distinct setting's ε's are chunked apart: ceil(its heads / chunk) chunks each
+    n_chunks = sum(-(-specs.count(spec) * n_sets // chunk) for spec in dict.fromkeys(specs))
+    progress = Progress(log or (lambda _: None), f"{len(sigma) * n_sets} DP-SGD heads, chunks", n_chunks)
     out = [None] * len(sigma)
     for spec in dict.fromkeys(specs):  # distinct settings, in order
         levels = [e for e, s in enumerate(specs) if s == spec]
         all_sets = sets.repeat(len(levels), 1)
         level_sigma = sigma[levels].repeat_interleave(n_sets)
-        parts = [flatten(train_dpsgd_heads(features, labels, all_sets[i:i + chunk], n_classes, head_spec, spec,
-                                           level_sigma[i:i + chunk], seed + levels[0] * n_sets + i))
-                 for i in range(0, len(all_sets), chunk)]
+        parts = []
+        for i in range(0, len(all_sets), chunk):
+            parts.append(flatten(train_dpsgd_heads(features, labels, all_sets[i:i + chunk], n_classes, head_spec,
+                                                   spec, level_sigma[i:i + chunk], seed + levels[0] * n_sets + i)))
+            progress.advance()
         for j, flat in enumerate(torch.cat(parts).reshape(len(levels), n_sets, -1)):
             out[levels[j]] = flat
     return torch.stack(out)

@@ -31,11 +31,11 @@ from privssl.attacks.attribute_inference import (
     majority_baseline,
     train_attribute_attack,
 )
-from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, METRIC_ATTACKS, NN_ATTACK
+from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS, METRIC_ATTACKS, NN_ATTACK
 from privssl.attacks.label_only import augmentation_scores, boundary_distance_scores
 from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
 from privssl.attacks.statistics import accuracy_interval, membership_metrics
-from privssl.io import pack_decisions
+from privssl.io import Progress, pack_decisions
 from privssl.training.contrastive_targets import TargetModel
 
 
@@ -119,17 +119,24 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
                 **metrics}
 
     rows = []
+    # a few models, most of a minute each: one attack's row is the unit of the progress in `log`
+    progress = Progress(log, "attacks on target models", len(pairs) * (len(MEMBERSHIP_ATTACKS) + 1))
+
+    def add(row: dict) -> None:
+        rows.append(row)
+        progress.advance()
+
     for e, (target, shadow) in enumerate(pairs):
         base = _model_row(dataset, target, nonmembers)
         with torch.no_grad():
             nn_scores = torch.sigmoid(nn_models[e](nn_inputs(target_probs[e], target_labels)).squeeze(-1))
         nn_row = base | membership(nn_scores, 0.5, NN_ATTACK)
-        rows.append(nn_row)
+        add(nn_row)
         shadow_metrics, target_metrics = metric_scores(shadow_probs[e], shadow_labels), metric_scores(
             target_probs[e], target_labels)
         for attack in METRIC_ATTACKS:
             threshold = best_threshold(shadow_metrics[attack].numpy(), shadow_members)
-            rows.append(base | membership(target_metrics[attack], threshold, attack))
+            add(base | membership(target_metrics[attack], threshold, attack))
         label_only = {
             "label_only_augmentation": lambda model, images, labels: augmentation_scores(
                 model.predict_labels, images, labels, settings.translation),
@@ -138,13 +145,13 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
         }
         for attack, scores in label_only.items():
             threshold = best_threshold(scores(shadow, shadow_images, shadow_labels).numpy(), shadow_members)
-            rows.append(base | membership(scores(target, target_images, target_labels), threshold, attack))
+            add(base | membership(scores(target, target_images, target_labels), threshold, attack))
         aux = data["aux"]
         attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, n_attributes, settings.attribute,
                                           seed)
         inferred = attribute_accuracy(attacker, target.embed(members.images), members.attribute)
-        rows.append(base | {"inference": "attribute", "attack": ATTRIBUTE_ATTACK, **inferred,
-                            **majority_baseline(aux.attribute, members.attribute)})
+        add(base | {"inference": "attribute", "attack": ATTRIBUTE_ATTACK, **inferred,
+                    **majority_baseline(aux.attribute, members.attribute)})
         log(f"{dataset} {target.kind} lambda={target.lam} repeat={target.repeat}: task accuracy "
             f"{base['task_accuracy']:.3f}, NN MIA {nn_row['accuracy']:.3f}, attribute inference {inferred['accuracy']:.3f}")
     return rows

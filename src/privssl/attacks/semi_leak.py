@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
 
 from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
 from privssl.attacks.statistics import membership_metrics
-from privssl.io import pack_ranks
+from privssl.io import Progress, pack_ranks
 from privssl.training.semi_supervised_spec import DA_ATTACK, MEMBER_KINDS, METRIC_ATTACKS, NN_ATTACK, SIMILARITIES
 
 _EPS = 1e-12  # guards log(0) in the JS distance
@@ -178,10 +179,13 @@ def _score_rows(case: Case, attack: str, scores: torch.Tensor, threshold: float,
 
 
 def run_attacks(cases: list[Case], records: Records, spec: AttackSpec, fpr: tuple, bootstrap: int, seed: int,
-                default_views: int, default_similarity: str) -> list[dict]:
+                default_views: int, default_similarity: str, log: Callable[[str], None] | None = None) -> list[dict]:
     """Every attack on every case: one stacked training per MLP input size (A_NN for all cases,
-    A_DA for all cases of one (K, similarity)), thresholds and scores of the metric attacks."""
+    A_DA for all cases of one (K, similarity)), thresholds and scores of the metric attacks.
+    `log` gets their progress, per case scored by A_NN and the metric attacks or by one A_DA."""
     rows: list[dict] = []
+    progress = Progress(log or (lambda _: None), "cases scored (A_NN and metric attacks, then each A_DA setting)",
+                        len(cases) + sum(len(set(c.augmentation)) for c in cases))
     shadow_member = records.shadow_member.numpy()
     nn_models = train_attack_mlps(torch.stack([sorted_posteriors(c.shadow.clean) for c in cases]),
                                   records.shadow_member, spec, seed)
@@ -195,6 +199,7 @@ def run_attacks(cases: list[Case], records: Records, spec: AttackSpec, fpr: tupl
         for attack in METRIC_ATTACKS:
             threshold = best_threshold(shadow_metrics[attack].numpy(), shadow_member)
             rows += _score_rows(case, attack, target_metrics[attack], threshold, records, fpr, bootstrap, seed, base)
+        progress.advance()
     settings = sorted({s for c in cases for s in c.augmentation})
     for views, similarity in settings:
         chosen = [c for c in cases if (views, similarity) in c.augmentation]
@@ -208,6 +213,7 @@ def run_attacks(cases: list[Case], records: Records, spec: AttackSpec, fpr: tupl
             extra = {"similarity": similarity, "views": views,
                      "is_default": views == default_views and similarity == default_similarity}
             rows += _score_rows(case, DA_ATTACK, scores, 0.5, records, fpr, bootstrap, seed, extra)
+            progress.advance()
     for row in rows:
         row.setdefault("is_default", True)
     return rows

@@ -14,8 +14,11 @@ function of the private data, so no DP guarantee follows; rows built on it say s
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
+from privssl.io import Progress
 from privssl.release.random_dp import order_statistic_index
 from privssl.training.heads import DTYPE, HeadSpec, flatten, train_heads, train_heads_on_sets
 
@@ -42,18 +45,22 @@ def population_pairs(pool_size: int, n: int, m: int, seed: int) -> tuple[torch.T
 
 
 def population_sensitivity(spec: HeadSpec, pool_features: torch.Tensor, pool_labels: torch.Tensor, n_classes: int,
-                           n: int, m: int, rho: float, gamma: float, seed: int, chunk_size: int = 128) -> dict:
+                           n: int, m: int, rho: float, gamma: float, seed: int, chunk_size: int = 128,
+                           log: Callable[[str], None] | None = None) -> dict:
     """Rubinstein & Aldà's sampler over the public pool: the JSON-ready record of Δ̂1, Δ̂2 (each
     the k-th smallest of its m distances), the distances and the random-DP statement.
 
     The 2m heads are trained as batched computations of up to 2·chunk_size heads over the pool's
-    shared features (chunking bounds memory only)."""
+    shared features (chunking bounds memory only); `log` gets their progress, per epoch of a chunk."""
     k = order_statistic_index(m, rho, gamma)
     sets, substituted = population_pairs(pool_features.shape[0], n, m, seed)
     l1, l2 = [], []
-    for start in range(0, m, chunk_size):
+    starts = range(0, m, chunk_size)
+    progress = _progress(log, f"{2 * m} heads in {len(starts)} chunks, epochs", len(starts) * spec.epochs)
+    for start in starts:
         chunk = sets[start:start + chunk_size]
-        heads = flatten(train_heads_on_sets(spec, pool_features, pool_labels, chunk.reshape(-1, n), n_classes))
+        heads = flatten(train_heads_on_sets(spec, pool_features, pool_labels, chunk.reshape(-1, n), n_classes,
+                                            progress))
         diff = heads[0::2] - heads[1::2]
         l1.append(diff.abs().sum(1).cpu())
         l2.append(diff.norm(dim=1).cpu())
@@ -103,7 +110,8 @@ def leave_one_out_masks(n: int, removed: torch.Tensor) -> torch.Tensor:
 
 
 def pair_distances(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, n_classes: int,
-                   pairs: torch.Tensor, chunk_size: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
+                   pairs: torch.Tensor, chunk_size: int = 128,
+                   log: Callable[[str], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """1-norm and 2-norm distances (m,) between the heads of each sampled neighbour pair.
 
     The head of d∖{d_r} is trained once per distinct r (so a pair with i = j gives exactly 0),
@@ -113,20 +121,22 @@ def pair_distances(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor,
     n = features.shape[0]
     removed, slot = torch.unique(pairs, return_inverse=True)  # slot[k, 0|1]: head of pair k's i | j
     flat = []
-    for start in range(0, len(removed), 2 * chunk_size):
+    starts = range(0, len(removed), 2 * chunk_size)
+    progress = _progress(log, f"{len(removed)} heads in {len(starts)} chunks, epochs", len(starts) * spec.epochs)
+    for start in starts:
         masks = leave_one_out_masks(n, removed[start:start + 2 * chunk_size]).to(features.device)
-        flat.append(flatten(train_heads(spec, features, labels, masks, n_classes)))
+        flat.append(flatten(train_heads(spec, features, labels, masks, n_classes, progress)))
     flat = torch.cat(flat)
     diff = flat[slot[:, 0].to(flat.device)] - flat[slot[:, 1].to(flat.device)]
     return diff.abs().sum(1).cpu(), diff.norm(dim=1).cpu()
 
 
 def paper_sensitivity(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, n_classes: int,
-                      m: int, seed: int, chunk_size: int = 128) -> dict:
+                      m: int, seed: int, chunk_size: int = 128, log: Callable[[str], None] | None = None) -> dict:
     """The seed paper's Algorithm 2 inside d: the JSON-ready record of Δ1, Δ2 (the maxima) and the
     per-pair distances. The Δ depends on the private data: the record says it supports no guarantee."""
     pairs = sample_pairs(features.shape[0], m, seed)
-    l1, l2 = pair_distances(spec, features, labels, n_classes, pairs, chunk_size)
+    l1, l2 = pair_distances(spec, features, labels, n_classes, pairs, chunk_size, log)
     check_finite(l1, l2)
     return {
         "sampling": "paper",
@@ -144,3 +154,8 @@ def paper_sensitivity(spec: HeadSpec, features: torch.Tensor, labels: torch.Tens
                       "follows."),
         "head": spec.__dict__,
     }
+
+
+def _progress(log: Callable[[str], None] | None, what: str, total: int) -> Callable[[], None] | None:
+    """A per-epoch callback that logs the sampler's progress (privssl.io.Progress), or None."""
+    return None if log is None else Progress(log, what, total).advance

@@ -25,11 +25,13 @@ stated (privssl.release.methods), and the chosen values are a function of public
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 import torch
 
 from privssl.accounting.dpsgd import calibrate_grid
+from privssl.io import with_progress
 from privssl.release.certified import CertifiedSpec, certified_sensitivity, fit_certified_head
 from privssl.release.dpsgd_batched import train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
@@ -60,12 +62,13 @@ def _correct(params: dict, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
 
 
 def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dict],
-              splits: list[tuple[torch.Tensor, torch.Tensor]]) -> list[dict]:
+              splits: list[tuple[torch.Tensor, torch.Tensor]],
+              log: Callable[[str], None] | None = None) -> list[dict]:
     """Noise-free validation accuracy of A_S at every point: one batched training per point
     (its folds stacked)."""
     rows = []
     sets = torch.stack([train for train, _ in splits])
-    for index, point in enumerate(points):
+    for index, point in with_progress(enumerate(points), len(points), log, "head grid points"):
         heads = train_heads_on_sets(HeadSpec.from_config(point), x, y, sets, n_classes)
         correct = np.array([_correct({k: v[f:f + 1] for k, v in heads.items()}, x[val], y[val])[0]
                             for f, (_, val) in enumerate(splits)])
@@ -77,11 +80,12 @@ def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dic
 
 def tune_certified(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dict],
                    splits: list[tuple[torch.Tensor, torch.Tensor]], methods: list[str], eps_grid: list[float],
-                   delta: float, draws: int, seed: int) -> list[dict]:
+                   delta: float, draws: int, seed: int,
+              log: Callable[[str], None] | None = None) -> list[dict]:
     """Validation accuracy of every (λ, R) point, released by each certified method at every ε
     (`draws` noise draws per fold) and noise-free (ε = ∞)."""
     rows = []
-    for index, point in enumerate(points):
+    for index, point in with_progress(enumerate(points), len(points), log, "certified grid points"):
         spec = CertifiedSpec.from_config(point)
         n = len(splits[0][0])
         record = certified_sensitivity(n, n_classes, spec)
@@ -108,7 +112,8 @@ def tune_certified(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: lis
 
 def tune_dpsgd(x: torch.Tensor, y: torch.Tensor, n_classes: int, head_spec: HeadSpec, points: list[dict],
                splits: list[tuple[torch.Tensor, torch.Tensor]], eps_grid: list[float], delta: float,
-               seed: int, search_seconds: float | None) -> list[dict]:
+               seed: int, search_seconds: float | None,
+              log: Callable[[str], None] | None = None) -> list[dict]:
     """Validation accuracy of every DP-SGD point at every ε of the grid that its (q, steps) can
     reach (σ by the point's accountant) and at σ = 0: per point one batched training of
     (ε's + 1) × folds heads (privssl.release.dpsgd_batched, Opacus' algorithm). An unreachable
@@ -117,7 +122,7 @@ def tune_dpsgd(x: torch.Tensor, y: torch.Tensor, n_classes: int, head_spec: Head
     n = len(splits[0][0])
     sets = torch.stack([train for train, _ in splits])
     calibrated = {}  # (q, steps, accountant) -> σ per ε: points differing in lr or clip share it
-    for index, point in enumerate(points):
+    for index, point in with_progress(enumerate(points), len(points), log, "DP-SGD grid points"):
         spec = DPSGDSpec.from_config(point)
         sample_rate, steps = sampling_plan(n, spec)
         plan = (sample_rate, steps, spec.accountant)

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from privssl.io import atomic_torch_save
+from privssl.training import checkpoints
 from privssl.training.encoders import build_encoder, encode, unit_float
 from privssl.training.heads import HeadSpec, head_logits, train_head
 from privssl.training.simclr import SimCLRSpec, pretrain, state_digest
@@ -124,12 +125,12 @@ def _layer_record(layer: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {"weight": layer["weight"].cpu(), "bias": layer["bias"].cpu()}
 
 
-def _supervised_cached(path: Path, fingerprint: str, train: Callable[[], tuple[nn.Module, dict]],
+def _supervised_cached(path: Path, fingerprint: dict[str, str], train: Callable[[], tuple[nn.Module, dict]],
                        log: Callable[[str], None]) -> tuple[dict, dict]:
     """A finished supervised model is kept in the checkpoint folder, so a restarted job skips it."""
     if path.exists():
         saved = torch.load(path, map_location="cpu", weights_only=True)
-        if saved["fingerprint"] == fingerprint:
+        if checkpoints.resumable(saved["fingerprint"], fingerprint, path, log):
             log(f"supervised model from {path}")
             return saved["encoder"], saved["layer"]
     encoder, layer = train()
@@ -140,23 +141,25 @@ def _supervised_cached(path: Path, fingerprint: str, train: Callable[[], tuple[n
 
 def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Tensor, n_task: int, n_attribute: int,
                   public: dict, simclr: SimCLRSpec, spec: TargetSpec, repeats: int, seed: int, device: torch.device,
-                  checkpoints: Path, log: Callable[[str], None] = print) -> tuple[list[dict], list[dict]]:
+                  checkpoint_dir: Path, log: Callable[[str], None] = print, code: str = "") -> tuple[list[dict], list[dict]]:
     """Every model of one role (target or shadow) on its training set: per repeat the supervised
     model and the Talos models at every λ (λ = 0: contrastive). `public`: the public encoder file
     (privssl.training.encoders.load_encoder's format) the contrastive models start from.
 
     Returns the models as plain records (kind, lambda, repeat, encoder state, layer) and the
     per-epoch history of every contrastive and Talos training. Each model resumes from its own
-    checkpoint under `checkpoints`."""
+    checkpoint under `checkpoint_dir`, fingerprinted with `code` (privssl.training.checkpoints)."""
     tune = replace(simclr, epochs=spec.fine_tune.epochs, batch_size=spec.fine_tune.batch_size, lr=spec.fine_tune.lr)
     models, history = [], []
     for repeat in range(repeats):
         run_seed = seed * 1000 + repeat
         # as SimCLR's checkpoint: the intra-op thread count too, which splits float sums differently
-        fingerprint = repr((public["encoder"], public["width"], spec.supervised, run_seed, n_task, device.type,
-                            torch.get_num_threads(), state_digest({"images": images.float(), "task": task.float()})))
+        fingerprint = checkpoints.fingerprint(
+            encoder=public["encoder"], width=public["width"], supervised=spec.supervised, seed=run_seed,
+            n_task=n_task, arithmetic=device.type, threads=torch.get_num_threads(),
+            data=state_digest({"images": images.float(), "task": task.float()}), code=code)
         encoder_state, layer = _supervised_cached(
-            checkpoints / f"r{repeat}_supervised.pt", fingerprint,
+            checkpoint_dir / f"r{repeat}_supervised.pt", fingerprint,
             lambda: train_supervised(public["encoder"], public["width"], images, task, n_task, spec.supervised,
                                      run_seed, device), log)
         models.append({"kind": "supervised", "lambda": None, "repeat": repeat, "encoder": encoder_state,
@@ -166,8 +169,8 @@ def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Ten
         for lam in spec.lambdas:
             adversary = TalosAdversary(TalosSpec(lam, spec.adversary_hidden, spec.adversary_lr), attribute,
                                        n_attribute, representation, run_seed + 1, device)
-            model, epochs = pretrain(tune, images, run_seed, device, checkpoints / f"r{repeat}_lambda{lam:g}.pt",
-                                     log, init_encoder=public["state"], adversary=adversary)
+            model, epochs = pretrain(tune, images, run_seed, device, checkpoint_dir / f"r{repeat}_lambda{lam:g}.pt",
+                                     log, init_encoder=public["state"], adversary=adversary, code=code)
             features = encode(model.encoder, images, device)
             layer = classification_layer(features, task, n_task, spec.classifier, run_seed)
             kind = "contrastive" if lam == 0 else "talos"

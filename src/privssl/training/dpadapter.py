@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -55,17 +56,18 @@ def pretraining_spec(kind: str, rho: float, spec: SAMSpec) -> SAMSpec:
 
 
 def pretrain_classifier(kind: str, rho: float, spec: SAMSpec, images: torch.Tensor, labels: torch.Tensor,
-                        n_classes: int, encoder: nn.Module, seed: int) -> tuple[Classifier, list[dict]]:
+                        n_classes: int, encoder: nn.Module, seed: int,
+                        log: Callable[[str], None] | None = None) -> tuple[Classifier, list[dict]]:
     """Pre-train a Classifier on the public (images, labels), starting from a copy of `encoder`
     (the workflow's public SimCLR encoder: supervised pre-training then converges in a few
     epochs on CPU); `seed` fixes the classification layer's initialisation and the batches, so
-    the kinds differ only in their perturbation."""
+    the kinds differ only in their perturbation. `log` gets the progress of the training steps."""
     torch.manual_seed(seed)
     device = next(encoder.parameters()).device  # the layer is initialised on the CPU, as on a CPU run
     model = Classifier(copy.deepcopy(encoder), n_classes).to(device)
     generator = torch.Generator().manual_seed(seed)
     history = train_sam(model, F.cross_entropy, unit_float(images.to(device)), labels.long().to(device),
-                        pretraining_spec(kind, rho, spec), generator)
+                        pretraining_spec(kind, rho, spec), generator, log)
     return model, history
 
 

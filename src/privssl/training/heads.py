@@ -15,6 +15,7 @@ differ. Adam is element-wise, so one optimiser over stacked parameters is B inde
 from __future__ import annotations
 
 import math
+from typing import Callable
 from dataclasses import dataclass
 
 import torch
@@ -119,10 +120,12 @@ def unflatten(flat: torch.Tensor, shapes: dict[str, tuple[int, ...]]) -> dict[st
     return params
 
 
-def _fit(spec: HeadSpec, params: dict[str, torch.Tensor], n: int, batch_loss) -> dict[str, torch.Tensor]:
+def _fit(spec: HeadSpec, params: dict[str, torch.Tensor], n: int, batch_loss,
+         on_epoch: Callable[[], None] | None = None) -> dict[str, torch.Tensor]:
     """The optimisation loop of A_S, shared by every batched trainer: `epochs` passes over n
     positions in a fixed permutation per epoch (drawn from `init_seed`, the same for every head);
-    `batch_loss(positions)` returns the sum over heads of each head's mean loss on the batch."""
+    `batch_loss(positions)` returns the sum over heads of each head's mean loss on the batch.
+    `on_epoch` is called after each epoch (a job's progress log)."""
     for p in params.values():
         p.requires_grad_(True)
     if spec.optimizer == "adam":
@@ -140,11 +143,13 @@ def _fit(spec: HeadSpec, params: dict[str, torch.Tensor], n: int, batch_loss) ->
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             optimiser.step()
+        if on_epoch is not None:
+            on_epoch()
     return {k: v.detach() for k, v in params.items()}
 
 
 def train_heads(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, masks: torch.Tensor,
-                n_classes: int) -> dict[str, torch.Tensor]:
+                n_classes: int, on_epoch: Callable[[], None] | None = None) -> dict[str, torch.Tensor]:
     """A_S on B data sets at once: data set b is {features[n] : masks[b, n] = 1}.
 
     Returns the B trained heads stacked. Head b equals what training on its own data set
@@ -164,11 +169,11 @@ def train_heads(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, ma
         # Mean over the elements each head actually has; the sum over heads decouples.
         return ((losses * weight).sum(1) / weight.sum(1).clamp(min=1.0)).sum()
 
-    return _fit(spec, params, features.shape[0], batch_loss)
+    return _fit(spec, params, features.shape[0], batch_loss, on_epoch)
 
 
 def train_heads_on_sets(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor,
-                        n_classes: int) -> dict[str, torch.Tensor]:
+                        n_classes: int, on_epoch: Callable[[], None] | None = None) -> dict[str, torch.Tensor]:
     """A_S on B data sets of one size n at once: data set b is the rows features[sets[b]], in
     that order (repeats allowed). Head b equals `train_head(spec, features[sets[b]], ...)`
     exactly as A_S defines it (same positions in each batch), up to float64 rounding; each
@@ -184,7 +189,7 @@ def train_heads_on_sets(spec: HeadSpec, features: torch.Tensor, labels: torch.Te
         logits = head_logits(params, features[rows])
         return F.cross_entropy(logits.transpose(1, 2), labels[rows], reduction="none").mean(1).sum()
 
-    return _fit(spec, params, sets.shape[1], batch_loss)
+    return _fit(spec, params, sets.shape[1], batch_loss, on_epoch)
 
 
 def train_head(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor,

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import InitVar, dataclass, fields
+from typing import Callable
 
 import numpy as np
 import torch
 from torch import Tensor, nn
+
+from privssl.io import Progress
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ def sam_step(model: nn.Module, loss_fn, perturb_batch: tuple[Tensor, Tensor], up
 
 
 def train_sam(model: nn.Module, loss_fn, x: Tensor, y: Tensor, spec: SAMSpec,
-              generator: torch.Generator) -> list[dict]:
+              generator: torch.Generator, log: Callable[[str], None] | None = None) -> list[dict]:
     """`spec.warmup_epochs` of plain SGD, then `spec.epochs` of `sam_step`, with one SGD optimiser throughout.
 
     Each epoch walks a fresh random permutation of the records in update batches; B_p is an
@@ -150,9 +153,12 @@ def train_sam(model: nn.Module, loss_fn, x: Tensor, y: Tensor, spec: SAMSpec,
     update batch itself (vanilla SAM). Batch randomness comes from the CPU `generator` only (dropout,
     if the model has any, uses torch's global generator). Returns one row per epoch: epoch (1-based),
     phase ("warmup" or "sam"), loss (mean update loss over the epoch's steps) and perturbed_loss
-    (mean B_p loss at w + e; NaN in the warm-up). Leaves the model in eval mode."""
+    (mean B_p loss at w + e; NaN in the warm-up). Leaves the model in eval mode. `log` gets the
+    progress, per step (an epoch of a large public set can take minutes)."""
     n = len(x)
     spec.check_data_size(n)
+    progress = Progress(log or (lambda _: None), "pre-training steps",
+                        (spec.warmup_epochs + spec.epochs) * math.ceil(n / spec.update_batch))
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=spec.lr,
                                 momentum=spec.momentum, weight_decay=spec.weight_decay)
     model.train()
@@ -170,6 +176,7 @@ def train_sam(model: nn.Module, loss_fn, x: Tensor, y: Tensor, spec: SAMSpec,
                 loss.backward()
                 optimizer.step()
                 losses.append(loss.item())
+                progress.advance()
                 continue
             # B_p is drawn in both settings, so that vanilla SAM's update batches are the same
             # draws as DPAdapter's and standard training's: the kinds differ only in the perturbation
@@ -178,6 +185,7 @@ def train_sam(model: nn.Module, loss_fn, x: Tensor, y: Tensor, spec: SAMSpec,
             out = sam_step(model, loss_fn, perturb, update, spec.rho, optimizer)
             losses.append(out["update_loss"])
             perturbed.append(out["perturbed_loss"])
+            progress.advance()
         history.append({"epoch": epoch + 1, "phase": phase, "loss": float(np.mean(losses)),
                         "perturbed_loss": float(np.mean(perturbed)) if perturbed else math.nan})
     model.eval()

@@ -67,10 +67,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privssl.io import atomic_torch_save
+from privssl.io import Progress, atomic_torch_save
+from privssl.training import checkpoints
 from privssl.training.augment import AugmentSpec, keyed_hash, strong, strong_keyed, weak, weak_keyed
 from privssl.training.per_example import clip_and_sum, gaussian_noise_like, per_example_loss_grads
-from privssl.training.precision import autocast, channels_last
+from privssl.training.precision import arithmetic, autocast, channels_last
 from privssl.training.semi_supervised_spec import ALGORITHMS, SUPERVISED
 
 
@@ -214,8 +215,8 @@ class _Run:
     kept: dict = field(default_factory=dict)  # step -> EMA state
     history: list = field(default_factory=list)
 
-    def state(self, fingerprint: str) -> dict:
-        return {"fingerprint": fingerprint, "step": self.step, "model": _cpu_state(self.model),
+    def state(self, fingerprint: dict[str, str] | None) -> dict:
+        return {"fingerprint": fingerprint or {}, "step": self.step, "model": _cpu_state(self.model),
                 "ema": _cpu_state(self.ema), "optimiser": self.optimiser.state_dict(),
                 "generator": self.generator.get_state(),
                 "labelled": None if self.labelled is None else self.labelled.state(),
@@ -253,17 +254,29 @@ def _start(network: nn.Module, data: TrainingSet, spec: TrainSpec, seed: int, de
                 torch.full((n_u,), -1, dtype=torch.long) if flexmatch else None)
 
 
-def _resume(run: _Run, checkpoint: Path | None, fingerprint: str, log: Callable[[str], None]) -> None:
+def checkpoint_fingerprint(target: str, spec: TrainSpec, augment: AugmentSpec, network: dict, seed: int,
+                           device: torch.device, data: str, code: str, **private) -> dict[str, str]:
+    """What a target's checkpoint is resumed under (privssl.training.checkpoints): the target, every
+    field of its training, augmentation and network settings, the seed, the data's digest, the
+    device's arithmetic, the intra-op thread count (it splits float sums differently), the code,
+    and for DP-SGD its calibration and clipping (`private`)."""
+    return checkpoints.fingerprint(target=target, train=spec, augment=augment, network=network, seed=seed, **private,
+                                   arithmetic=arithmetic(device), threads=torch.get_num_threads(), data=data,
+                                   code=code)
+
+
+def _resume(run: _Run, checkpoint: Path | None, fingerprint: dict[str, str] | None,
+            log: Callable[[str], None]) -> None:
     if checkpoint is not None and checkpoint.exists():
         # our own file: optimiser and generator states; read onto the CPU (a GPU checkpoint opens on any
         # machine; its fingerprint names the device kind), load_state_dict moves them to the network
         saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        if saved["fingerprint"] == fingerprint:
+        if checkpoints.resumable(saved["fingerprint"], fingerprint or {}, checkpoint, log):
             run.load(saved)
             log(f"resumed from {checkpoint} at step {run.step}")
 
 
-def _keep(run: _Run, spec: TrainSpec, checkpoint: Path | None, fingerprint: str, row: dict) -> None:
+def _keep(run: _Run, spec: TrainSpec, checkpoint: Path | None, fingerprint: dict[str, str] | None, row: dict) -> None:
     run.kept[run.step] = _cpu_state(run.ema)
     run.history.append(row)
     if checkpoint is not None:
@@ -271,7 +284,7 @@ def _keep(run: _Run, spec: TrainSpec, checkpoint: Path | None, fingerprint: str,
 
 
 def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec, augment: AugmentSpec, seed: int,
-          device: torch.device, checkpoint: Path | None = None, fingerprint: str = "",
+          device: torch.device, checkpoint: Path | None = None, fingerprint: dict[str, str] | None = None,
           log: Callable[[str], None] = print) -> tuple[dict[int, dict], list[dict]]:
     """Train `network` (initialised by the caller: `seeded_network`) by `algorithm` (or
     `supervised`: labelled images only) for spec.steps steps.
@@ -288,6 +301,7 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
     _resume(run, checkpoint, fingerprint, log)
     sums = {"loss_labelled": 0.0, "loss_unlabelled": 0.0, "mask_rate": 0.0}
     run.model.train()
+    progress = Progress(log, f"{algorithm} steps", spec.steps - run.step)  # from where it resumed
     while run.step < spec.steps:
         for group in run.optimiser.param_groups:
             group["lr"] = cosine_lr(spec.lr, run.step, spec.steps)
@@ -326,6 +340,7 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
         update_ema(run.ema, run.model, spec.ema)
         sums["loss_labelled"] += loss_l.item()
         run.step += 1
+        progress.advance()
         if run.step % spec.checkpoint_every == 0:
             row = {"step": run.step, "lr": cosine_lr(spec.lr, run.step - 1, spec.steps),
                    **{k: v / spec.checkpoint_every for k, v in sums.items()}}
@@ -406,7 +421,7 @@ def private_batch(data: TrainingSet, spec: TrainSpec, rates: tuple[float, float]
 
 
 def train_private(network: nn.Module, data: TrainingSet, spec: TrainSpec, private: PrivateSpec, augment: AugmentSpec,
-                  seed: int, device: torch.device, checkpoint: Path | None = None, fingerprint: str = "",
+                  seed: int, device: torch.device, checkpoint: Path | None = None, fingerprint: dict[str, str] | None = None,
                   log: Callable[[str], None] = print) -> tuple[dict[int, dict], list[dict]]:
     """FixMatch by DP-SGD (module docstring) for spec.steps steps at noise multiplier σ; returns
     the EMA states and history as `train`. The model runs in eval mode: per-example gradients
@@ -421,6 +436,7 @@ def train_private(network: nn.Module, data: TrainingSet, spec: TrainSpec, privat
     run.model.eval()
     scale_u = spec.unlabelled_weight / spec.unlabelled_ratio
     sums = {"loss_labelled": 0.0, "loss_unlabelled": 0.0, "mask_rate": 0.0, "clipped_fraction": 0.0}
+    progress = Progress(log, "fixmatch (DP-SGD) steps", spec.steps - run.step)
     while run.step < spec.steps:
         for group in run.optimiser.param_groups:
             group["lr"] = cosine_lr(spec.lr, run.step, spec.steps)
@@ -454,6 +470,7 @@ def train_private(network: nn.Module, data: TrainingSet, spec: TrainSpec, privat
         all_norms = torch.cat(norms) if norms else torch.zeros(0)
         sums["clipped_fraction"] += (all_norms > private.clip_norm).double().mean().item() if len(all_norms) else 0.0
         run.step += 1
+        progress.advance()
         if run.step % spec.checkpoint_every == 0:
             row = {"step": run.step, "lr": cosine_lr(spec.lr, run.step - 1, spec.steps),
                    **{k: v / spec.checkpoint_every for k, v in sums.items()}}

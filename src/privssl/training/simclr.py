@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from privssl.io import atomic_torch_save
+from privssl.training import checkpoints
 from privssl.training.encoders import build_encoder, projection_head, unit_float
 from privssl.training.precision import arithmetic, autocast, channels_last
 from privssl.training.talos import TalosAdversary
@@ -127,7 +128,7 @@ def state_digest(state: dict[str, torch.Tensor] | None) -> str | None:
 def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.device,
              checkpoint: Path, log: Callable[[str], None] = print,
              init_encoder: dict[str, torch.Tensor] | None = None,
-             adversary: TalosAdversary | None = None) -> tuple[SimCLR, list[dict]]:
+             adversary: TalosAdversary | None = None, code: str = "") -> tuple[SimCLR, list[dict]]:
     """Train SimCLR on `images` (N, C, H, W): uint8, or float in [0, 1]; resume from `checkpoint`.
 
     `init_encoder`: start the base encoder from these weights (contrastive fine-tuning of a public
@@ -147,17 +148,16 @@ def pretrain(spec: SimCLRSpec, images: torch.Tensor, seed: int, device: torch.de
     # temperature, lr, negatives, augmentation), the seed, the images and their order, the
     # starting encoder, the adversary, the device kind, whose kernels round differently (a CPU run
     # resumed from a GPU epoch is neither), and the intra-op thread count, which splits float sums
-    # differently (config `torch_threads`).
+    # differently (config `torch_threads`), and the code (`code`: privssl.training.checkpoints).
     data = hashlib.sha256(images.cpu().contiguous().numpy()).hexdigest()
-    fingerprint = repr((replace(spec, epochs=0), seed, str(images.dtype), tuple(images.shape), data, arithmetic(device),
-                        torch.get_num_threads(), state_digest(init_encoder),
-                        adversary.fingerprint() if adversary else None))
-    if checkpoint.exists():
-        state = torch.load(checkpoint, map_location=device, weights_only=True)
+    fingerprint = checkpoints.fingerprint(
+        simclr=replace(spec, epochs=0), seed=seed, dtype=str(images.dtype), shape=tuple(images.shape), images=data,
+        arithmetic=arithmetic(device), threads=torch.get_num_threads(), init_encoder=state_digest(init_encoder),
+        adversary=adversary.fingerprint() if adversary else None, code=code)
+    state = torch.load(checkpoint, map_location=device, weights_only=True) if checkpoint.exists() else None
+    if state is not None and checkpoints.resumable(state["fingerprint"], fingerprint, checkpoint, log):
         done = len(state["history"])
-        if state["fingerprint"] != fingerprint:
-            log(f"ignoring {checkpoint}: it was written for another configuration; starting afresh")
-        elif done > spec.epochs:
+        if done > spec.epochs:
             log(f"ignoring {checkpoint}: it holds epoch {done}, past the {spec.epochs} requested, and a "
                 f"later epoch's model cannot be wound back; starting afresh")
         else:

@@ -79,10 +79,10 @@ class TalosAdversary:
             self.classifier = adversarial_classifier(in_dim, spec.hidden, n_attributes).to(device)
         self.optimiser = torch.optim.Adam(self.classifier.parameters(), lr=spec.lr)
 
-    def fingerprint(self) -> str:
+    def fingerprint(self) -> dict:
         """What shapes the adversary's effect on the encoder, for the SimCLR checkpoint."""
         data = hashlib.sha256(self.attributes.cpu().numpy().tobytes()).hexdigest()
-        return repr((self.spec, self.seed, self.n_attributes, data))
+        return {"spec": self.spec, "seed": self.seed, "n_attributes": self.n_attributes, "attributes": data}
 
     def loss(self, representations: torch.Tensor, idx: torch.Tensor, reverse: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """L_C (eq. 4.1) of the two views' representations (2B, D) of images idx (B,), and C's accuracy;

@@ -1,0 +1,337 @@
+"""The library code a workflow script can run, read from the source (the standard library's `ast`;
+nothing is imported or executed), and a digest of it.
+
+The Snakefile gives every rule the digest of its script's library code as a param, so Snakemake's
+`params` rerun trigger reruns exactly the rules whose scripts reach an edited piece of code, and
+what depends on them; the checkpointing scripts put the same value into their checkpoints'
+fingerprints, so a checkpoint never outlives the code that wrote it (docs/resuming.md).
+
+The unit is the top-level definition, not the module. `privssl.artefacts` (the loader of every
+file) imports names from most stages, so at the granularity of modules every script would reach
+every module and an edit of the ALM noise would retrain SimCLR. Here a script reaches the
+functions, classes and module-level assignments it names, through `from m import f`, `m.f` and
+re-exports, then everything those name, transitively; a module used other than through its
+attributes counts whole; a module's remaining top-level statements (which run at import, e.g.
+`matplotlib.use`, an Opacus registration) count whenever anything of it is reached, and so do
+its packages'. Imports inside functions count for that function. The analysis over-approximates
+wherever it cannot tell (a name it cannot resolve in a privssl module counts the whole module), so
+it may rerun too much, never too little, as long as no code reaches a definition by a computed
+name (no `getattr(module, name)`, no registration by assignment into another module's table:
+tests/test_code_graph.py checks the library for both).
+
+What counts as an edit: a definition's code as `ast.unparse` writes it back, without docstrings.
+Comments, formatting and docstrings change no number a rule computes, so editing them reruns
+nothing; the digest reads content, not paths or times, so a moved or copied project has nothing
+to rerun.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "privssl"
+SRC = Path(__file__).resolve().parent.parent  # the folder holding the package
+DIGEST_LENGTH = 12  # hex characters: 48 bits, far from a collision among a few hundred versions
+BODY = "<body>"  # the key of a module's top-level statements that are neither definitions nor imports
+
+# name -> ("node", key) for a definition, ("import", module, attribute or None) for an import
+Binding = tuple[str, ...]
+Chain = tuple[str, ...]  # a dotted reference: a name and the attributes read from it
+
+
+@dataclass(frozen=True)
+class Node:
+    """A top-level definition (or a module's remaining statements): the digest of its code, the
+    dotted references it makes and the names its own imports bind."""
+
+    digest: str
+    references: frozenset[Chain]
+    imports: tuple[tuple[str, Binding], ...]
+
+
+@dataclass(frozen=True)
+class Module:
+    bindings: dict[str, Binding]
+    nodes: dict[str, Node]
+
+
+def module_file(name: str, src: Path = SRC) -> Path | None:
+    """The source file of module `name` (a package's `__init__.py`), or None outside the tree."""
+    base = src.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _source_module(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute name of a `from ... import` statement's module (relative imports resolved):
+    `from . import x` means the package itself in its `__init__.py`, the enclosing one elsewhere."""
+    if node.level == 0:
+        return node.module or ""
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    parts = parts[:len(parts) - (node.level - 1)]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def _import_bindings(statement: ast.AST, module: str, is_package: bool) -> list[tuple[str, Binding]]:
+    if isinstance(statement, ast.Import):
+        # `import a.b` binds a; `import a.b as c` binds c to a.b
+        return [(alias.asname or alias.name.split(".")[0],
+                 ("import", alias.name if alias.asname else alias.name.split(".")[0], ""))
+                for alias in statement.names]
+    if isinstance(statement, ast.ImportFrom):
+        source = _source_module(statement, module, is_package)
+        if any(alias.name == "*" for alias in statement.names):
+            return [("*" + source, ("import", source, ""))]
+        return [(alias.asname or alias.name, ("import", source, alias.name)) for alias in statement.names]
+    return []
+
+
+def _references(statement: ast.AST, module: str, is_package: bool) -> tuple[set[Chain], list[tuple[str, Binding]]]:
+    """The maximal dotted chains of a subtree (`a.b.c(x)` gives (a, b, c) and (x,), not (a,)) and
+    the names its imports bind, in one walk (breadth first: an Attribute is met before the
+    Attribute or Name it reads from, which is then marked as part of it)."""
+    chains: set[Chain] = set()
+    imports: list[tuple[str, Binding]] = []
+    inner: set[int] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Attribute):
+            inner.add(id(node.value))
+            if id(node) in inner:
+                continue
+            attributes, value = [], node
+            while isinstance(value, ast.Attribute):
+                attributes.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name):
+                chains.add((value.id, *reversed(attributes)))
+        elif isinstance(node, ast.Name):
+            if id(node) not in inner:
+                chains.add((node.id,))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports += _import_bindings(node, module, is_package)
+    return chains, imports
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def _node(statements: list[ast.AST], module: str, is_package: bool) -> Node:
+    chains: set[Chain] = set()
+    imports: list[tuple[str, Binding]] = []
+    for statement in statements:
+        found, bound = _references(statement, module, is_package)
+        chains |= found
+        imports += bound
+    code = "\n".join(ast.unparse(statement) for statement in statements)
+    digest = hashlib.sha256(code.encode("utf-8")).hexdigest()[:DIGEST_LENGTH]
+    return Node(digest, frozenset(chains), tuple(imports))
+
+
+def _analysis(text: str, filename: str, module: str, is_package: bool) -> Module:
+    """A module's definitions and bindings, from one parse."""
+    tree = _without_docstrings(ast.parse(text, filename=filename))
+    bindings: dict[str, Binding] = {}
+    groups: dict[str, list[ast.AST]] = {BODY: []}
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            groups[statement.name] = [statement]
+            bindings[statement.name] = ("node", statement.name)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and all(
+                isinstance(target, ast.Name) for target in _targets(statement)):
+            names = [target.id for target in _targets(statement)]
+            key = names[0]
+            groups.setdefault(key, []).append(statement)  # a name assigned twice: both count
+            bindings.update({name: ("node", key) for name in names})
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            bindings.update(_import_bindings(statement, module, is_package))
+        elif not isinstance(statement, ast.Pass):
+            groups[BODY].append(statement)
+    nodes = {key: _node(statements, module, is_package) for key, statements in groups.items()}
+    return Module(bindings, nodes)
+
+
+def _targets(statement: ast.Assign | ast.AnnAssign) -> list[ast.AST]:
+    return statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+
+
+class _Cache:
+    """Analyses keyed by a file's content (so an edit is seen whatever its time stamp), kept in
+    memory and, for the package's own files, in `__pycache__` beside them: the Snakefile asks for
+    every script's code at each start of Snakemake, and parsing the library costs about a second.
+    The cache file is ignored when written by another Python or another version of this module,
+    and is not written where the tree is read-only."""
+
+    def __init__(self, folder: Path):
+        self.file = folder / f"code_graph.{sys.implementation.cache_tag}.pickle"
+        self.version = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+        self.entries: dict[tuple[str, str, bool], Module] | None = None
+        self.dirty = False
+
+    def module(self, file: Path, name: str) -> Module:
+        if self.entries is None:
+            self.entries = self._load()
+        data = file.read_bytes()
+        key = (hashlib.sha256(data).hexdigest(), name, file.name == "__init__.py")
+        if key not in self.entries:
+            self.entries[key] = _analysis(data.decode("utf-8"), str(file), name, key[2])
+            self.dirty = True
+        return self.entries[key]
+
+    def _load(self) -> dict:
+        try:
+            with open(self.file, "rb") as handle:
+                version, entries = pickle.load(handle)
+            return entries if version == self.version else {}
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError):
+            return {}
+
+    def save(self) -> None:
+        """Write the entries of files that still exist here, atomically (xdist workers and
+        Snakemake runs may start at once); nothing when nothing is new or the tree is read-only."""
+        if not self.dirty or self.entries is None:
+            return
+        try:
+            self.file.parent.mkdir(exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.file.parent, prefix=self.file.name)
+            with os.fdopen(handle, "wb") as out:
+                pickle.dump((self.version, self.entries), out)
+            os.replace(temporary, self.file)
+            self.dirty = False
+        except OSError:
+            pass
+
+
+_CACHE = _Cache(SRC / PACKAGE / "__pycache__")
+
+
+class CodeGraph:
+    """The definitions a script reaches, found by walking references from the script's code."""
+
+    def __init__(self, src: Path = SRC, package: str = PACKAGE):
+        self.src, self.package = src, package
+        self.reached: dict[tuple[str, str], str] = {}  # (module, key) -> digest
+        self._whole: set[str] = set()
+        self._modules: dict[str, Module | None] = {}
+
+    def module(self, name: str) -> Module | None:
+        if name not in self._modules:
+            file = module_file(name, self.src) if name.split(".")[0] == self.package else None
+            self._modules[name] = None if file is None else _CACHE.module(file, name)
+        return self._modules[name]
+
+    def reach_script(self, script: Path) -> None:
+        tree = _without_docstrings(ast.parse(Path(script).read_text(encoding="utf-8"), filename=str(script)))
+        self._follow(_node([tree], "", False), {}, "")
+
+    def _follow(self, node: Node, bindings: dict[str, Binding], module: str) -> None:
+        local = dict(node.imports)
+        for _, source, attribute in local.values():  # an import runs the imported module's statements
+            name = f"{source}.{attribute}" if attribute and self.module(f"{source}.{attribute}") else source
+            if self.module(name) is not None:
+                self._reach(name, BODY)
+        for chain in node.references:
+            binding = local.get(chain[0]) or bindings.get(chain[0])
+            if binding is not None:
+                self._resolve(binding, chain[1:], module)
+        for name, binding in local.items():  # a star import inside a function: the whole module
+            if name.startswith("*"):
+                self._resolve(binding, (), module)
+        for name, binding in bindings.items():
+            if name.startswith("*") and node.references:
+                self._resolve(binding, (), module)
+
+    def _resolve(self, binding: Binding, rest: Chain, module: str) -> None:
+        if binding[0] == "node":
+            self._reach(module, binding[1])
+            return
+        _, source, attribute = binding
+        if attribute:
+            if self.module(f"{source}.{attribute}") is not None:
+                self._resolve_module(f"{source}.{attribute}", rest)
+            else:
+                self._symbol(source, attribute)
+        else:
+            self._resolve_module(source, rest)
+
+    def _resolve_module(self, name: str, rest: Chain) -> None:
+        """A chain read from module `name`: `m.sub.f` reaches f of m.sub; a bare `m` all of m."""
+        if self.module(name) is None:
+            return
+        for attribute in rest:
+            if self.module(f"{name}.{attribute}") is None:
+                self._symbol(name, attribute)
+                return
+            name = f"{name}.{attribute}"
+        self._reach_whole(name)
+
+    def _symbol(self, module: str, name: str) -> None:
+        code = self.module(module)
+        if code is None:
+            return
+        binding = code.bindings.get(name)
+        if binding is None:  # not a name we can see defined there: count the whole module
+            self._reach_whole(module)
+        else:
+            self._resolve(binding, (), module)
+
+    def _reach_whole(self, module: str) -> None:
+        if module in self._whole:
+            return
+        self._whole.add(module)
+        for key in self.module(module).nodes:
+            self._reach(module, key)
+
+    def _reach(self, module: str, key: str) -> None:
+        if (module, key) in self.reached:
+            return
+        code = self.module(module)
+        node = code.nodes[key]
+        self.reached[(module, key)] = node.digest
+        self._follow(node, code.bindings, module)
+        # anything reached runs its module's and its packages' top-level statements first
+        parts = module.split(".")
+        for i in range(1, len(parts) + 1):
+            self._reach(".".join(parts[:i]), BODY)
+
+
+def code_digest(path: Path) -> str:
+    """A digest of a whole file's code: equal for two files that differ only in comments,
+    formatting or docstrings."""
+    tree = _without_docstrings(ast.parse(Path(path).read_text(encoding="utf-8"), filename=str(path)))
+    return _node([tree], "", False).digest
+
+
+def reached(script: Path, src: Path = SRC, package: str = PACKAGE) -> dict[tuple[str, str], str]:
+    """{(module, definition): digest} of every library definition `script` can run."""
+    graph = CodeGraph(src, package)
+    graph.reach_script(Path(script))
+    return dict(sorted(graph.reached.items()))
+
+
+def library_code(script: Path, src: Path = SRC, package: str = PACKAGE) -> str:
+    """`module=digest` per library module, of the definitions of it that `script` reaches, one
+    string sorted by module: the value of a rule's `library` param and of a checkpoint's `code`
+    field. A module absent from it is code the script cannot run."""
+    by_module: dict[str, list[str]] = {}
+    found = reached(script, src, package)
+    _CACHE.save()
+    for (module, key), digest in found.items():
+        by_module.setdefault(module, []).append(f"{key}:{digest}")
+    return " ".join(f"{module}={hashlib.sha256(' '.join(parts).encode()).hexdigest()[:DIGEST_LENGTH]}"
+                    for module, parts in by_module.items())
