@@ -7,7 +7,7 @@ rule lira_heads:
     wildcard_constraints:
         head_kind="finetune|certified",
     input:
-        **tuned_inputs("head", "certified"),
+        unpack(lambda w: tuned_inputs(LIRA_HEAD_SECTION[w.head_kind])),
         script=script("lira_heads.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:
@@ -15,8 +15,8 @@ rule lira_heads:
     params:
         library=library("lira_heads.py"),
         pool=" ".join(LIRA["pool"]),
-        head=spec_option("head", "head"),
-        certified=spec_option("certified", "certified"),
+        head=kind_spec_option("head", "head", "finetune"),
+        certified=kind_spec_option("certified", "certified", "certified"),
         shadows=LIRA["shadows"],
         targets=LIRA["targets"],
         seed=stage_seed("lira_heads"),

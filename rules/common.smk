@@ -165,6 +165,16 @@ def spec_option(option, section):
     return lambda w: f"--{option} @{tuned(section).format(dataset=w.dataset)}"
 
 
+# the tuned section each kind of LiRA heads trains with: only that choice is an input of its job
+LIRA_HEAD_SECTION = {"finetune": "head", "certified": "certified"}
+
+
+def kind_spec_option(option, section, kind):
+    """spec_option for the LiRA heads of one kind only (its other options are not passed)."""
+    option_of = spec_option(option, section)
+    return lambda w: option_of(w) if w.head_kind == kind and callable(option_of) else ""
+
+
 def released_head(method):
     """The trained head a release method adds its noise to, and that head's sensitivity record."""
     if release_method(method).head == "certified":

@@ -269,6 +269,8 @@ def test_killed_pretraining_resumes(tmp_path):
     assert (workdir / target).is_file()
     epochs = pd.read_csv(history)["epoch"].tolist()
     assert epochs == list(range(1, RESUME_EPOCHS + 1))
+    # the finished job deletes its checkpoint: a later --forcerun trains from scratch
+    assert not checkpoint.exists()
 
 
 def drop(key):

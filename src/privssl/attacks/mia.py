@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.metrics import roc_auc_score, roc_curve
 from torch import nn
 
 from privssl.attacks.mia_spec import ATTACKS
@@ -62,6 +61,8 @@ def best_threshold(scores: np.ndarray, is_member: np.ndarray) -> float:
 
 def tpr_at_fpr(scores: np.ndarray, is_member: np.ndarray, fpr_target: float = 0.01) -> float:
     """Largest true-positive rate over thresholds whose false-positive rate is <= fpr_target."""
+    from sklearn.metrics import roc_curve  # here only: sklearn's import costs every job a second
+
     # Keep every ROC point: with tied scores the dropped "collinear" points can be the best one.
     fpr, tpr, _ = roc_curve(is_member, scores, drop_intermediate=False)
     return float(tpr[fpr <= fpr_target].max())
@@ -69,6 +70,8 @@ def tpr_at_fpr(scores: np.ndarray, is_member: np.ndarray, fpr_target: float = 0.
 
 def evaluate(scores: np.ndarray, is_member: np.ndarray, threshold: float) -> dict[str, float]:
     """Accuracy at the attacker's threshold, threshold-free AUC and TPR at 1 % FPR."""
+    from sklearn.metrics import roc_auc_score  # here only: sklearn's import costs every job a second
+
     # A NaN score (a saturated head) ranks lowest; sklearn rejects infinities, so use a finite floor.
     finite = scores[np.isfinite(scores)]
     floor = np.nextafter(finite.min(), -np.inf) if finite.size else 0.0

@@ -19,7 +19,6 @@ import math
 
 import numpy as np
 from scipy import stats
-from sklearn.metrics import roc_curve
 
 from privssl.io import pack_decisions
 
@@ -148,6 +147,8 @@ def roc(scores, is_member) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Intermediate points are kept: with tied scores a dropped 'collinear' point can be the best
     one at a low FPR.
     """
+    from sklearn.metrics import roc_curve  # here only: sklearn's import costs every job a second
+
     scores, is_member = clean_inputs(scores, is_member)
     return roc_curve(is_member, scores, drop_intermediate=False)
 

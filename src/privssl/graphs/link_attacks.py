@@ -39,7 +39,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
 from privssl.graphs.link_features import ATTACK_FEATURES, feature_matrix, pair_distances
 from privssl.graphs.link_pairs import AttackPairs
@@ -120,6 +119,8 @@ def two_means(values: np.ndarray) -> np.ndarray:
 def metrics_row(attack: str, feature_set: str, distance: str | None, release: int, scores: np.ndarray,
                 predicted: np.ndarray, is_edge: np.ndarray) -> dict:
     """One tidy result row: AUC of the scores (higher = edge), precision / recall / F1 of `predicted`."""
+    from sklearn.metrics import precision_recall_fscore_support, roc_auc_score  # here only: a second per job
+
     precision, recall, f1, _ = precision_recall_fscore_support(is_edge, predicted, average="binary",
                                                                zero_division=0)
     return {"attack": attack, "feature_set": feature_set, "distance": distance, "release": release,
