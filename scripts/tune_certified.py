@@ -8,13 +8,13 @@ import time
 
 import torch
 
-from privssl.artefacts import load_tuning_features
+from privssl.artefacts import load_tuning_folds
 from privssl.cli import tuning_parser
 from privssl.io import script_logger
 from privssl.release import tuning
 from privssl.release.certified import CertifiedSpec
 from privssl.release.methods import output_perturbation_methods, release_method
-from privssl.release.tuning_spec import grid_points, varied_fields
+from privssl.release.tuning_spec import checked_points, varied_fields
 from privssl.release.tuning_table import grid_table, write_choice
 
 
@@ -24,9 +24,7 @@ def main() -> None:
     log = script_logger("tune")
     protect = args.config["protect"]
     try:
-        points = grid_points(args.config, "certified")
-        for point in points:  # every point refused before any training
-            CertifiedSpec.from_config(point)
+        points = checked_points(args.config, "certified", CertifiedSpec)  # every point refused before any training
     except (KeyError, TypeError, ValueError) as err:
         parser.error(f"--config: {err}")
     methods = [m for m in output_perturbation_methods(protect["mechanisms"]) if release_method(m).head == "certified"]
@@ -34,9 +32,7 @@ def main() -> None:
         parser.error(f"--config: no certified release among protect.mechanisms {protect['mechanisms']}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    x, y, n_classes, n = load_tuning_features(args.features)
-    splits = tuning.folds(len(y), n, args.config.get("tuning", {}).get("folds", 2), args.seed)
-    log.info("%s: %d folds, each trains on |d| = %d of %d reference records", args.dataset, len(splits), n, len(y))
+    x, y, n_classes, n, splits = load_tuning_folds(args.features, args.config, args.seed, log.info)
     start = time.perf_counter()
     rows = tuning.tune_certified(x, y, n_classes, points, splits, methods, protect["eps"], protect["delta"],
                                  protect["repeats"], args.seed, log=log.info)

@@ -10,12 +10,12 @@ import time
 import torch
 
 from privssl.accounting.dpsgd import SEARCH_SECONDS
-from privssl.artefacts import load_tuning_features
+from privssl.artefacts import load_tuning_folds
 from privssl.cli import json_object, positive_float, tuning_parser
 from privssl.io import script_logger
 from privssl.release import tuning
 from privssl.release.dpsgd_spec import DPSGDSpec
-from privssl.release.tuning_spec import grid_points, varied_fields
+from privssl.release.tuning_spec import checked_points, varied_fields
 from privssl.release.tuning_table import grid_table, write_choice
 from privssl.training.heads import HeadSpec
 
@@ -29,16 +29,12 @@ def main() -> None:
     protect = args.config["protect"]
     try:
         head_spec = HeadSpec.from_config(args.head_spec)
-        points = grid_points(args.config, "dpsgd")
-        for point in points:  # every point refused before any training
-            DPSGDSpec.from_config(point)
+        points = checked_points(args.config, "dpsgd", DPSGDSpec)  # every point refused before any training
     except (KeyError, TypeError, ValueError) as err:
         parser.error(f"--config: {err}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    x, y, n_classes, n = load_tuning_features(args.features)
-    splits = tuning.folds(len(y), n, args.config.get("tuning", {}).get("folds", 2), args.seed)
-    log.info("%s: %d folds, each trains on |d| = %d of %d reference records", args.dataset, len(splits), n, len(y))
+    x, y, n_classes, n, splits = load_tuning_folds(args.features, args.config, args.seed, log.info)
     start = time.perf_counter()
     rows = tuning.tune_dpsgd(x, y, n_classes, head_spec, points, splits, protect["eps"], protect["delta"],
                              args.seed, args.search_seconds, log=log.info)

@@ -25,7 +25,7 @@ import math
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Callable, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -630,14 +630,6 @@ def features(*splits: str) -> dict:
 
 
 FEATURES = features(*LABELLED_SPLITS)  # every split; the graph track's NODE_SPLITS are the same names
-
-
-def load_tuning_features(path) -> tuple[torch.Tensor, torch.Tensor, int, int]:
-    """What rule `tune` scores on: the reference split's features (float64, the heads' dtype) and
-    labels, the class count, and |d|, the training size of each fold."""
-    feats = load_tensor_file(path, features("finetune", "reference"))
-    return (feats["reference"].to(torch.float64), feats["reference_labels"], int(feats["n_classes"]),
-            len(feats["finetune_labels"]))
 # finetune/metrics.json: the released head's accuracy on d and on the test split
 HEAD_METRICS = {"train_accuracy": PROBABILITY, "test_accuracy": PROBABILITY, "finetune_size": Num(1, integer=True)}
 HEAD = {"n_classes": Num(2, integer=True), "shapes": Shapes(), "params": Params(), "clip_norm": OPTIONAL_CLIP}
@@ -983,6 +975,20 @@ def load_encoder(path, device: torch.device) -> torch.nn.Module:
     encoder = build_encoder(saved["encoder"], saved["in_channels"], saved["image_size"], saved["width"])
     encoder.load_state_dict(saved["state"])
     return encoder.to(device)
+
+
+def load_tuning_folds(path, config: dict, seed: int,
+                      log: Callable[[str], None]) -> tuple[torch.Tensor, torch.Tensor, int, int, list]:
+    """What rule `tune` scores on: the reference split's features (float64, the heads' dtype) and
+    labels, the class count, |d| (the training size of each fold) and the folds
+    (privssl.release.tuning.folds, `tuning.folds` of them, drawn from `seed`), said in `log`."""
+    from privssl.release.tuning import folds  # here only: its accountants' imports would slow every reader
+
+    feats = load_tensor_file(path, features("finetune", "reference"))
+    x, y, n = feats["reference"].to(torch.float64), feats["reference_labels"], len(feats["finetune_labels"])
+    splits = folds(len(y), n, config.get("tuning", {}).get("folds", 2), seed)
+    log(f"{len(splits)} folds, each trains on |d| = {n} of {len(y)} reference records")
+    return x, y, int(feats["n_classes"]), n, splits
 
 
 def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> PrivateSets:

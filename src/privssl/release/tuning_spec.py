@@ -50,6 +50,15 @@ def grid_points(config: dict, section: str) -> list[dict]:
     return [config[section] | dict(zip(fields, values)) for values in itertools.product(*(grid[f] for f in fields))]
 
 
+def checked_points(config: dict, section: str, spec_class) -> list[dict]:
+    """Every point of the section's grid, each read by `spec_class.from_config` first, so that a
+    bad point is refused (TypeError, ValueError) before any training."""
+    points = grid_points(config, section)
+    for point in points:
+        spec_class.from_config(point)
+    return points
+
+
 def varied_fields(config: dict, section: str) -> list[str]:
     """The fields the section's grid varies (the columns of its tuning table), alphabetically."""
     return sorted(config.get("tuning", {}).get(section, {}))
