@@ -17,7 +17,7 @@ rule shadow:
         f"{RESULTS}/{{dataset}}/logs/shadow.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/shadow.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("shadow")
     resources:
         mem_mb=job_memory("shadow"),
@@ -55,7 +55,7 @@ rule attack:
         f"{RESULTS}/{{dataset}}/logs/attack.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/attack.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("attack")
     resources:
         mem_mb=job_memory("attack"),
@@ -93,7 +93,7 @@ rule mia_table:
     log:
         f"{RESULTS}/{{dataset}}/logs/mia_table.log",
     localrule: True
-    priority: CORE_PRIORITY
+    priority: core_priority
     conda:
         ENV
     shell:

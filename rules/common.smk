@@ -22,7 +22,9 @@ RESULTS = "results"
 # The seed paper's own chain (pre-training, features, tuning, fine-tuning, sensitivity, releases,
 # attack, and what Fig. 1-2 and Table 1 read) runs before the other branches whenever both are
 # ready: its figures appear early in a run, and an error in the core shows early. Snakemake's
-# `priority` only orders ready jobs; it changes no output.
+# `priority` only orders ready jobs and changes no output; it reserves no cores, so `make run`
+# also schedules every job on one core (--max-threads 1, Makefile), or the two-thread SimCLR job
+# would wait until both cores happen to be free at once.
 CORE_PRIORITY = 10
 GRAPH = f"{RESULTS}/{{dataset}}"
 LIRA = config["attack"]["lira"]
@@ -71,6 +73,12 @@ def script(name):
     Relative to the working directory, so that moving a finished project (or running it from
     another mount point) does not change the jobs' input sets and re-run them."""
     return os.path.relpath(os.path.join(workflow.basedir, "scripts", name))
+
+
+def core_priority(wildcards):
+    """CORE_PRIORITY for the jobs of the paper's chain on the image datasets; none for the graph
+    track's jobs of the same rules (their figures are not the paper's)."""
+    return 0 if wildcards.get("dataset") in GRAPHS else CORE_PRIORITY
 
 
 def library(name):

@@ -16,7 +16,7 @@ rule data:
         f"{RESULTS}/{{dataset}}/logs/data.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/data.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: 1
     resources:
         mem_mb=job_memory("data"),

@@ -18,7 +18,7 @@ rule figures:
     log:
         f"{RESULTS}/logs/figures.log",
     localrule: True
-    priority: CORE_PRIORITY
+    priority: core_priority
     conda:
         ENV
     shell:
@@ -43,7 +43,7 @@ rule table1:
     log:
         f"{RESULTS}/logs/table1.log",
     localrule: True
-    priority: CORE_PRIORITY
+    priority: core_priority
     conda:
         ENV
     shell:

@@ -17,7 +17,7 @@ rule encode:
         f"{RESULTS}/{{dataset}}/logs/encode.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/encode.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("encode")
     resources:
         mem_mb=job_memory("encode"),
@@ -48,7 +48,7 @@ rule finetune:
         f"{RESULTS}/{{dataset}}/logs/finetune.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/finetune.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("finetune")
     resources:
         mem_mb=job_memory("finetune"),
@@ -81,7 +81,7 @@ rule certified_head:
         f"{RESULTS}/{{dataset}}/logs/certified_head.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/certified_head.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("certified_head")
     resources:
         mem_mb=job_memory("certified_head"),

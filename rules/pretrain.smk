@@ -21,7 +21,7 @@ rule pretrain:
         f"{RESULTS}/{{dataset}}/logs/pretrain.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/pretrain.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("pretrain")
     resources:
         mem_mb=job_memory("pretrain"),

@@ -31,7 +31,7 @@ if OUTPUT_PERTURBATION:
             f"{RESULTS}/{{dataset}}/logs/protect.log",
         benchmark:
             f"{RESULTS}/{{dataset}}/benchmarks/protect.tsv"
-        priority: CORE_PRIORITY
+        priority: core_priority
         threads: torch_threads("protect")
         resources:
             mem_mb=job_memory("protect"),
@@ -70,7 +70,7 @@ rule protect_dpsgd:
         f"{RESULTS}/{{dataset}}/logs/protect_dpsgd.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/protect_dpsgd.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("protect_dpsgd")
     resources:
         mem_mb=job_memory("protect_dpsgd"),
@@ -107,7 +107,7 @@ rule utility_table:
     log:
         f"{RESULTS}/{{dataset}}/logs/utility_table.log",
     localrule: True
-    priority: CORE_PRIORITY
+    priority: core_priority
     conda:
         ENV
     shell:

@@ -26,7 +26,7 @@ rule sensitivity:
         f"{RESULTS}/{{dataset}}/logs/sensitivity.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/sensitivity.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("sensitivity")
     resources:
         mem_mb=job_memory("sensitivity"),

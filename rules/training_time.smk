@@ -33,7 +33,7 @@ rule dpcl_train:
         f"{RESULTS}/{{dataset}}/logs/dpcl_train.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/dpcl_train.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("dpcl_train")
     resources:
         mem_mb=job_memory("dpcl_train"),
@@ -78,7 +78,7 @@ rule dpadapter_train:
         f"{RESULTS}/{{dataset}}/logs/dpadapter_train.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/dpadapter_train.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("dpadapter_train")
     resources:
         mem_mb=job_memory("dpadapter_train"),
@@ -118,7 +118,7 @@ rule attack_training_time:
         f"{RESULTS}/{{dataset}}/logs/attack_training_time.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/attack_training_time.tsv"
-    priority: CORE_PRIORITY
+    priority: core_priority
     threads: torch_threads("attack_training_time")
     resources:
         mem_mb=job_memory("attack_training_time"),

@@ -22,7 +22,7 @@ rule tune:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/tune_{{section}}.tsv"
     threads: torch_threads("tune")
-    priority: CORE_PRIORITY
+    priority: core_priority
     resources:
         mem_mb=job_memory("tune"),
         runtime=job_runtime("tune"),
