@@ -172,15 +172,17 @@ def _targets(statement: ast.Assign | ast.AnnAssign) -> list[ast.AST]:
 
 class _Cache:
     """Analyses keyed by a file's content (so an edit is seen whatever its time stamp), kept in
-    memory and, for the package's own files, in `__pycache__` beside them: the Snakefile asks for
-    every script's code at each start of Snakemake, and parsing the library costs about a second.
-    The cache file is ignored when written by another Python or another version of this module,
-    and is not written where the tree is read-only."""
+    memory and in `__pycache__` beside the package, like Python's own bytecode: the Snakefile asks
+    for every script's code at each start of Snakemake, and parsing the library costs about a
+    second. The file is ignored when written by another Python or another version of this module,
+    holds only what the last process that analysed something new used (so it does not grow with
+    every edit), and is not written where the tree is read-only."""
 
     def __init__(self, folder: Path):
         self.file = folder / f"code_graph.{sys.implementation.cache_tag}.pickle"
         self.version = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
         self.entries: dict[tuple[str, str, bool], Module] | None = None
+        self.used: set[tuple[str, str, bool]] = set()
         self.dirty = False
 
     def module(self, file: Path, name: str) -> Module:
@@ -191,6 +193,7 @@ class _Cache:
         if key not in self.entries:
             self.entries[key] = _analysis(data.decode("utf-8"), str(file), name, key[2])
             self.dirty = True
+        self.used.add(key)
         return self.entries[key]
 
     def _load(self) -> dict:
@@ -202,15 +205,15 @@ class _Cache:
             return {}
 
     def save(self) -> None:
-        """Write the entries of files that still exist here, atomically (xdist workers and
-        Snakemake runs may start at once); nothing when nothing is new or the tree is read-only."""
+        """Write the entries this process used, atomically (xdist workers and Snakemake runs may
+        start at once); nothing when nothing is new or the tree is read-only."""
         if not self.dirty or self.entries is None:
             return
         try:
             self.file.parent.mkdir(exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=self.file.parent, prefix=self.file.name)
             with os.fdopen(handle, "wb") as out:
-                pickle.dump((self.version, self.entries), out)
+                pickle.dump((self.version, {key: self.entries[key] for key in self.used}), out)
             os.replace(temporary, self.file)
             self.dirty = False
         except OSError:
