@@ -357,3 +357,25 @@ def test_a_point_unscored_at_some_eps_is_refused():
             {"point": 1, "method": "certified_gaussian", "eps": 1.0, "accuracy": 0.6}]
     with pytest.raises(ValueError, match="^every point must be scored at every ε to compare their regrets$"):
         tuning.least_regret_point(rows)  # returns point 0, never scored at (certified_pure, 1)
+
+
+def test_each_section_logs_its_grid_points_done_out_of_all():
+    """The tuning job's progress (privssl.io.Progress): one line per finished point of a two-point
+    grid (each a half, so each a new tenth), named after the section, with done/total."""
+    x, y, splits = split_rule()
+    runs = {
+        "head grid points": lambda log: tuning.tune_head(
+            x, y, 3, [{"architecture": "linear", "epochs": e, "lr": 0.05} for e in (1, 2)], splits, log=log),
+        "certified grid points": lambda log: tuning.tune_certified(
+            x, y, 3, [{"clip_norm": 1.0, "l2": l2} for l2 in (0.01, 0.1)], splits, ["certified_pure"], [1.0], 1e-5,
+            draws=1, seed=0, log=log),
+        "DP-SGD grid points": lambda log: tuning.tune_dpsgd(
+            x, y, 3, HeadSpec(architecture="linear"),
+            [{"clip_norm": 1.0, "batch_size": 10, "epochs": 1, "lr": lr, "momentum": 0.0, "repeats": 1,
+              "accountant": "rdp"} for lr in (0.1, 0.5)], splits, [3.0], 1e-5, seed=0, search_seconds=None,
+            log=log),
+    }
+    for what, run in runs.items():
+        lines = []
+        run(lines.append)
+        assert [line.split(", ")[0] for line in lines] == [f"{what}: 1/2 (50 %)", f"{what}: 2/2 (100 %)"], lines
