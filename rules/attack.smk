@@ -25,8 +25,8 @@ rule shadow:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} {params.head} --attack {params.attack}"
-        " --train-pairs {params.pairs} --seed {params.seed} --out {output} {params.threads_option} 2> {log}"
+        "python {input.script:q} --features {input.features:q} {params.head} --attack {params.attack}"
+        " --train-pairs {params.pairs} --seed {params.seed} --out {output:q} {params.threads_option} 2> {log:q}"
 
 
 rule attack:
@@ -63,11 +63,11 @@ rule attack:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --features {input.features} --head {input.head}"
-        " --attacker {input.attacker} --targets {params.targets} --protected {input.protected}"
+        "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --head {input.head:q}"
+        " --attacker {input.attacker:q} --targets {params.targets} --protected {input.protected:q}"
         " {params.head} {params.certified} --fpr {params.fpr}"
-        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} {params.threads_option}"
-        " {params.expect} 2> {log}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output:q} {params.threads_option}"
+        " {params.expect} 2> {log:q}"
 
 
 rule mia_table:
@@ -97,4 +97,4 @@ rule mia_table:
     conda:
         ENV
     shell:
-        "python {input.script} --table mia --out {output} {input.parts} {params.expect} 2> {log}"
+        "python {input.script:q} --table mia --out {output:q} {input.parts:q} {params.expect} 2> {log:q}"

@@ -32,9 +32,9 @@ rule lira_heads:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} --pool {params.pool} --head-kind {wildcards.head_kind}"
+        "python {input.script:q} --features {input.features:q} --pool {params.pool} --head-kind {wildcards.head_kind}"
         " {params.head} {params.certified} --shadows {params.shadows} --targets {params.targets}"
-        " --seed {params.seed} --out {output} {params.threads_option} 2> {log}"
+        " --seed {params.seed} --out {output:q} {params.threads_option} 2> {log:q}"
 
 
 rule lira:
@@ -83,11 +83,11 @@ rule lira:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --method {wildcards.target} --features {input.features}"
-        " --heads {input.heads} {params.release} {params.head}"
+        "python {input.script:q} --dataset {wildcards.dataset} --method {wildcards.target} --features {input.features:q}"
+        " --heads {input.heads:q} {params.release} {params.head}"
         " --attacks {params.attacks} --fpr {params.fpr} --bootstrap {params.bootstrap}"
-        " --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out-csv {output.csv}"
-        " --out-roc {output.roc} --out-audit {output.audit} {params.threads_option} {params.expect} 2> {log}"
+        " --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out-csv {output.csv:q}"
+        " --out-roc {output.roc:q} --out-audit {output.audit:q} {params.threads_option} {params.expect} 2> {log:q}"
 
 
 rule audit_one_run:
@@ -127,11 +127,11 @@ rule audit_one_run:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --methods {params.methods} --features {input.features}"
+        "python {input.script:q} --dataset {wildcards.dataset} --methods {params.methods} --features {input.features:q}"
         " --pool {params.pool} --protect-dir {params.protect_dir} {params.head}"
         " {params.certified} --canaries {params.canaries}"
         " --guess-fraction {params.fraction} --kinds {params.kinds} --confidence {params.confidence}"
-        " --delta {params.delta} --seed {params.seed} --out {output} {params.threads_option} {params.expect} 2> {log}"
+        " --delta {params.delta} --seed {params.seed} --out {output:q} {params.threads_option} {params.expect} 2> {log:q}"
 
 
 rule membership_tables:
@@ -160,9 +160,9 @@ rule membership_tables:
     conda:
         ENV
     shell:
-        "(python {input.script} --table lira --out {output.lira} {input.lira} {params.lira}"
-        " && python {input.script} --table roc --out {output.roc} {input.roc} {params.roc}"
-        " && python {input.script} --table audit --out {output.audit} {input.audit} {params.audit}) 2> {log}"
+        "(python {input.script:q} --table lira --out {output.lira:q} {input.lira:q} {params.lira}"
+        " && python {input.script:q} --table roc --out {output.roc:q} {input.roc:q} {params.roc}"
+        " && python {input.script:q} --table audit --out {output.audit:q} {input.audit:q} {params.audit}) 2> {log:q}"
 
 
 rule audit_figures:
@@ -191,5 +191,5 @@ rule audit_figures:
     conda:
         ENV
     shell:
-        "python {input.script} --lira {input.lira} --roc {input.roc} --audit {input.audit}"
-        " --fig4 {output.fig4_png} {output.fig4_pdf} --fig5 {output.fig5_png} {output.fig5_pdf} {params.expect} 2> {log}"
+        "python {input.script:q} --lira {input.lira:q} --roc {input.roc:q} --audit {input.audit:q}"
+        " --fig4 {output.fig4_png:q} {output.fig4_pdf:q} --fig5 {output.fig5_png:q} {output.fig5_pdf:q} {params.expect} 2> {log:q}"

@@ -283,7 +283,9 @@ def release_inputs(wildcards):
 
 
 def release_args(wildcards, input):
-    return f"--release {input.release} --utility {input.utility}" if wildcards.target != "none" else ""
+    if wildcards.target == "none":
+        return ""
+    return f"--release {shlex.quote(input.release)} --utility {shlex.quote(input.utility)}"
 
 
 def transfer_pairs():

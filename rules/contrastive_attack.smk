@@ -31,7 +31,7 @@ rule contrastive_attack:
     conda:
         ENV
     shell:
-        "python {input.script} --splits {input.splits} --data-root {params.root} --targets {input.targets}"
-        " --shadows {input.shadows} --contrastive {params.attacks} --fpr {params.fpr}"
-        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} --device {params.device}"
-        " {params.threads_option} 2> {log}"
+        "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --targets {input.targets:q}"
+        " --shadows {input.shadows:q} --contrastive {params.attacks} --fpr {params.fpr}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output:q} --device {params.device}"
+        " {params.threads_option} 2> {log:q}"

@@ -33,7 +33,7 @@ rule contrastive_train:
     conda:
         ENV
     shell:
-        "python {input.script} --splits {input.splits} --data-root {params.root} --role {wildcards.role}"
-        " --public-encoder {input.encoder} --simclr {params.simclr} --contrastive {params.contrastive}"
-        " --seed {params.seed} --checkpoints {params.checkpoints} --models {output.models}"
-        " --history {output.history} --device {params.device} {params.threads_option} 2> {log}"
+        "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --role {wildcards.role}"
+        " --public-encoder {input.encoder:q} --simclr {params.simclr} --contrastive {params.contrastive}"
+        " --seed {params.seed} --checkpoints {params.checkpoints} --models {output.models:q}"
+        " --history {output.history:q} --device {params.device} {params.threads_option} 2> {log:q}"

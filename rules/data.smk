@@ -24,8 +24,8 @@ rule data:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --data-root {params.root} --sizes {params.sizes}"
-        " --seed {params.seed} {params.download} --out {output} 2> {log}"
+        "python {input.script:q} --dataset {wildcards.dataset} --data-root {params.root:q} --sizes {params.sizes}"
+        " --seed {params.seed} {params.download} --out {output:q} 2> {log:q}"
 
 
 rule contrastive_data:
@@ -56,5 +56,5 @@ rule contrastive_data:
     conda:
         ENV
     shell:
-        "python {input.script} --splits {input.splits} --data-root {params.root} --task {params.task}"
-        " --part {params.part} --aux {params.aux} --seed {params.seed} --out {output} 2> {log}"
+        "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --task {params.task}"
+        " --part {params.part} --aux {params.aux} --seed {params.seed} --out {output:q} 2> {log:q}"

@@ -22,8 +22,8 @@ rule figures:
     conda:
         ENV
     shell:
-        "python {input.script} --utility {input.utility} --mia {input.mia} --fig1 {output.fig1_png} {output.fig1_pdf}"
-        " --fig2 {output.fig2_png} {output.fig2_pdf} --fig3 {output.fig3_png} {output.fig3_pdf} {params.expect} 2> {log}"
+        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q} --fig1 {output.fig1_png:q} {output.fig1_pdf:q}"
+        " --fig2 {output.fig2_png:q} {output.fig2_pdf:q} --fig3 {output.fig3_png:q} {output.fig3_pdf:q} {params.expect} 2> {log:q}"
 
 
 rule table1:
@@ -47,8 +47,8 @@ rule table1:
     conda:
         ENV
     shell:
-        "python {input.script} --datasets {params.datasets} --sensitivity {input.sensitivity}"
-        " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
+        "python {input.script:q} --datasets {params.datasets} --sensitivity {input.sensitivity:q}"
+        " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
 
 
 rule table2:
@@ -69,8 +69,8 @@ rule table2:
     conda:
         ENV
     shell:
-        "python {input.script} --utility {input.utility} --mia {input.mia} --targets 1 10"
-        " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
+        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q} --targets 1 10"
+        " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
 
 
 rule claims:
@@ -113,10 +113,10 @@ rule claims:
     conda:
         ENV
     shell:
-        "python {input.script} --catalogue {input.catalogue} --utility {input.utility} --mia {input.mia}"
-        " --contrastive-thesis {input.contrastive_thesis} {params.contrastive}"
-        " --semileak-thesis {input.semileak_thesis} {params.semileak} {params.dpadapter} {params.dpcl_paper}"
-        " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
+        "python {input.script:q} --catalogue {input.catalogue:q} --utility {input.utility:q} --mia {input.mia:q}"
+        " --contrastive-thesis {input.contrastive_thesis:q} {params.contrastive}"
+        " --semileak-thesis {input.semileak_thesis:q} {params.semileak} {params.dpadapter} {params.dpcl_paper}"
+        " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
 
 
 rule contrastive_report:
@@ -154,9 +154,9 @@ rule contrastive_report:
     conda:
         ENV
     shell:
-        "python {input.script} --metrics {input.metrics} --thesis {input.thesis}"
-        " --fig-privacy {output.privacy_png} {output.privacy_pdf} --fig-lambda {output.lambda_png} {output.lambda_pdf}"
-        " --csv {output.csv} --md {output.md} {params.expect} 2> {log}"
+        "python {input.script:q} --metrics {input.metrics:q} --thesis {input.thesis:q}"
+        " --fig-privacy {output.privacy_png:q} {output.privacy_pdf:q} --fig-lambda {output.lambda_png:q} {output.lambda_pdf:q}"
+        " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
 
 
 rule digest:
@@ -189,7 +189,7 @@ rule digest:
     conda:
         ENV
     shell:
-        "python {input.script} --datasets {params.datasets} --splits {input.splits} --metrics {input.metrics}"
-        " --utility {input.utility}"
-        " --mia {input.mia} --lira {input.lira} --audit {input.audit} --graphs {params.graphs}"
-        " --link-protection {input.link_protection} {params.tables} --out {output} {params.expect} 2> {log}"
+        "python {input.script:q} --datasets {params.datasets} --splits {input.splits:q} --metrics {input.metrics:q}"
+        " --utility {input.utility:q}"
+        " --mia {input.mia:q} --lira {input.lira:q} --audit {input.audit:q} --graphs {params.graphs}"
+        " --link-protection {input.link_protection:q} {params.tables} --out {output:q} {params.expect} 2> {log:q}"

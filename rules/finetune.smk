@@ -26,8 +26,8 @@ rule encode:
     conda:
         ENV
     shell:
-        "python {input.script} --splits {input.splits} --data-root {params.root} --encoder {input.encoder}"
-        " --out {output} --device {params.device} {params.threads_option} 2> {log}"
+        "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --encoder {input.encoder:q}"
+        " --out {output:q} --device {params.device} {params.threads_option} 2> {log:q}"
 
 
 rule finetune:
@@ -57,8 +57,8 @@ rule finetune:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} {params.head} --out {output.head}"
-        " --metrics {output.metrics} --device {params.device} {params.threads_option} 2> {log}"
+        "python {input.script:q} --features {input.features:q} {params.head} --out {output.head:q}"
+        " --metrics {output.metrics:q} --device {params.device} {params.threads_option} 2> {log:q}"
 
 
 rule certified_head:
@@ -89,6 +89,6 @@ rule certified_head:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} {params.certified}"
-        " --out-head {output.head} --out-sensitivity {output.sensitivity} --out-metrics {output.metrics}"
-        " --device {params.device} {params.threads_option} 2> {log}"
+        "python {input.script:q} --features {input.features:q} {params.certified}"
+        " --out-head {output.head:q} --out-sensitivity {output.sensitivity:q} --out-metrics {output.metrics:q}"
+        " --device {params.device} {params.threads_option} 2> {log:q}"

@@ -35,9 +35,9 @@ rule graph_data:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --data-root {params.root} {params.download}"
-        " {params.generator} --sizes {params.sizes} --seed {params.seed} --graph {output.graph}"
-        " --splits {output.splits} 2> {log}"
+        "python {input.script:q} --dataset {wildcards.dataset} --data-root {params.root:q} {params.download}"
+        " {params.generator} --sizes {params.sizes} --seed {params.seed} --graph {output.graph:q}"
+        " --splits {output.splits:q} 2> {log:q}"
 
 
 rule graph_pretrain:
@@ -69,9 +69,9 @@ rule graph_pretrain:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --graph {input.graph} --dgi {params.dgi} --seed {params.seed}"
-        " --encoder {output.encoder} --history {output.history} --embeddings {output.embeddings}"
-        " --device {params.device} {params.threads_option} 2> {log}"
+        "python {input.script:q} --graph {input.graph:q} --dgi {params.dgi} --seed {params.seed}"
+        " --encoder {output.encoder:q} --history {output.history:q} --embeddings {output.embeddings:q}"
+        " --device {params.device} {params.threads_option} 2> {log:q}"
 
 
 rule graph_encode:
@@ -97,7 +97,7 @@ rule graph_encode:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --splits {input.splits} --embeddings {input.embeddings} --out {output} 2> {log}"
+        "python {input.script:q} --splits {input.splits:q} --embeddings {input.embeddings:q} --out {output:q} 2> {log:q}"
 
 
 rule link_target:
@@ -129,8 +129,8 @@ rule link_target:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --graph {input.graph} --gcn {params.gcn} --runs {params.runs}"
-        " --seed {params.seed} --out {output} --device {params.device} {params.threads_option} 2> {log}"
+        "python {input.script:q} --graph {input.graph:q} --gcn {params.gcn} --runs {params.runs}"
+        " --seed {params.seed} --out {output:q} --device {params.device} {params.threads_option} 2> {log:q}"
 
 
 rule link_steal:
@@ -158,8 +158,8 @@ rule link_steal:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --graph {input.graph} --target {input.target}"
-        " --attack-mlp {params.mlp} --out {output} {params.threads_option} 2> {log}"
+        "python {input.script:q} --dataset {wildcards.dataset} --graph {input.graph:q} --target {input.target:q}"
+        " --attack-mlp {params.mlp} --out {output:q} {params.threads_option} 2> {log:q}"
 
 
 rule link_transfer:
@@ -190,9 +190,9 @@ rule link_transfer:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --shadow {wildcards.shadow} --graph {input.graph}"
-        " --target {input.target} --shadow-graph {input.shadow_graph} --shadow-target {input.shadow_target}"
-        " --attack-mlp {params.mlp} --out {output} {params.threads_option} 2> {log}"
+        "python {input.script:q} --dataset {wildcards.dataset} --shadow {wildcards.shadow} --graph {input.graph:q}"
+        " --target {input.target:q} --shadow-graph {input.shadow_graph:q} --shadow-target {input.shadow_target:q}"
+        " --attack-mlp {params.mlp} --out {output:q} {params.threads_option} 2> {log:q}"
 
 
 rule link_table:
@@ -219,8 +219,8 @@ rule link_table:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --parts {input.attacks} {input.transfers} --rows {output.rows} --csv {output.csv}"
-        " --md {output.md} --figure {output.png} {output.pdf} {params.expect} 2> {log}"
+        "python {input.script:q} --parts {input.attacks:q} {input.transfers:q} --rows {output.rows:q} --csv {output.csv:q}"
+        " --md {output.md:q} --figure {output.png:q} {output.pdf:q} {params.expect} 2> {log:q}"
 
 
 rule link_protect:
@@ -255,9 +255,9 @@ rule link_protect:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --graph {input.graph} --embeddings {input.embeddings}"
-        " --head {input.head} --targets {params.targets} --protected {input.protected} --attack-mlp {params.mlp}"
-        " --seed {params.seed} --out {output} {params.threads_option} {params.expect} 2> {log}"
+        "python {input.script:q} --dataset {wildcards.dataset} --graph {input.graph:q} --embeddings {input.embeddings:q}"
+        " --head {input.head:q} --targets {params.targets} --protected {input.protected:q} --attack-mlp {params.mlp}"
+        " --seed {params.seed} --out {output:q} {params.threads_option} {params.expect} 2> {log:q}"
 
 
 rule link_protection_table:
@@ -280,7 +280,7 @@ rule link_protection_table:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --table link_protection --out {output} {input.parts} {params.expect} 2> {log}"
+        "python {input.script:q} --table link_protection --out {output:q} {input.parts:q} {params.expect} 2> {log:q}"
 
 
 rule graph_figures:
@@ -308,5 +308,5 @@ rule graph_figures:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script} --utility {input.utility} --mia {input.mia} --links {input.links}"
-        " --out {output.png} {output.pdf} {params.expect} 2> {log}"
+        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q} --links {input.links:q}"
+        " --out {output.png:q} {output.pdf:q} {params.expect} 2> {log:q}"

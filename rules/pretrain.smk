@@ -30,6 +30,6 @@ rule pretrain:
     conda:
         ENV
     shell:
-        "python {input.script} --splits {input.splits} --data-root {params.root} --simclr {params.simclr}"
-        " --seed {params.seed} --checkpoint {params.checkpoint} --encoder {output.encoder}"
-        " --history {output.history} --device {params.device} {params.threads_option} 2> {log}"
+        "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --simclr {params.simclr}"
+        " --seed {params.seed} --checkpoint {params.checkpoint} --encoder {output.encoder:q}"
+        " --history {output.history:q} --device {params.device} {params.threads_option} 2> {log:q}"

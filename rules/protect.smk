@@ -39,11 +39,11 @@ if OUTPUT_PERTURBATION:
         conda:
             ENV
         shell:
-            "python {input.script} --dataset {wildcards.dataset} --features {input.features} --clean-head {input.clean}"
+            "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --clean-head {input.clean:q}"
             " --mechanism {params.mechanisms} --head {params.heads} --sensitivity {params.sensitivities}"
             " --eps {params.eps} --delta {params.delta} --repeats {params.repeats} --seed {params.seeds}"
-            " --out-csv {output.csv} --out-heads {output.heads} --device {params.device} {params.graph}"
-            " {params.threads_option} {params.expect} 2> {log}"
+            " --out-csv {output.csv:q} --out-heads {output.heads:q} --device {params.device} {params.graph}"
+            " {params.threads_option} {params.expect} 2> {log:q}"
 
 
 rule protect_dpsgd:
@@ -78,10 +78,10 @@ rule protect_dpsgd:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --features {input.features} --head {input.head}"
+        "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --head {input.head:q}"
         " {params.head} {params.dpsgd} --eps {params.eps} --delta {params.delta} {params.graph}"
-        " --seed {params.seed} --out-csv {output.csv} --out-heads {output.heads} --device {params.device}"
-        " {params.threads_option} 2> {log}"
+        " --seed {params.seed} --out-csv {output.csv:q} --out-heads {output.heads:q} --device {params.device}"
+        " {params.threads_option} 2> {log:q}"
 
 
 rule utility_table:
@@ -111,4 +111,4 @@ rule utility_table:
     conda:
         ENV
     shell:
-        "python {input.script} --table utility --out {output} {input.parts} {params.expect} 2> {log}"
+        "python {input.script:q} --table utility --out {output:q} {input.parts:q} {params.expect} 2> {log:q}"

@@ -29,8 +29,8 @@ rule semileak_data:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --data-root {params.root} --part {params.part}"
-        " --labels {params.labels} --seed {params.seed} --out {output} 2> {log}"
+        "python {input.script:q} --dataset {wildcards.dataset} --data-root {params.root:q} --part {params.part}"
+        " --labels {params.labels} --seed {params.seed} --out {output:q} 2> {log:q}"
 
 
 rule semileak_train:
@@ -72,11 +72,11 @@ rule semileak_train:
     conda:
         ENV
     shell:
-        "python {input.script} --splits {input.splits} --data-root {params.root} --role {wildcards.role}"
+        "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --role {wildcards.role}"
         " --target {wildcards.target} --semileak {params.semileak} --delta {params.delta}"
         " --accountant {params.accountant} --seed {params.seed} --checkpoints {params.checkpoints}"
-        " --models {output.models} --history {output.history} --device {params.device}"
-        " {params.threads_option} 2> {log}"
+        " --models {output.models:q} --history {output.history:q} --device {params.device}"
+        " {params.threads_option} 2> {log:q}"
 
 
 rule semileak_attack:
@@ -129,10 +129,10 @@ rule semileak_attack:
     conda:
         ENV
     shell:
-        "python {input.script} --splits {input.splits} --data-root {params.root} --targets {input.targets}"
-        " --shadows {input.shadows} --histories {input.histories} --semileak {params.semileak}"
-        " --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed} --out {output.metrics}"
-        " --history {output.history} --device {params.device} {params.threads_option} {params.expect} 2> {log}"
+        "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --targets {input.targets:q}"
+        " --shadows {input.shadows:q} --histories {input.histories:q} --semileak {params.semileak}"
+        " --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed} --out {output.metrics:q}"
+        " --history {output.history:q} --device {params.device} {params.threads_option} {params.expect} 2> {log:q}"
 
 
 rule semileak_report:
@@ -180,8 +180,8 @@ rule semileak_report:
     conda:
         ENV
     shell:
-        "python {input.script} --metrics {input.metrics} --thesis {input.thesis} --early-stopping {params.early}"
+        "python {input.script:q} --metrics {input.metrics:q} --thesis {input.thesis:q} --early-stopping {params.early}"
         " --views {params.views} --similarity {params.similarity}"
-        " --fig-attacks {output.attacks_png} {output.attacks_pdf} --fig-steps {output.steps_png} {output.steps_pdf}"
-        " --fig-ablations {output.ablations_png} {output.ablations_pdf} --csv {output.csv} --md {output.md}"
-        " {params.expect} 2> {log}"
+        " --fig-attacks {output.attacks_png:q} {output.attacks_pdf:q} --fig-steps {output.steps_png:q} {output.steps_pdf:q}"
+        " --fig-ablations {output.ablations_png:q} {output.ablations_pdf:q} --csv {output.csv:q} --md {output.md:q}"
+        " {params.expect} 2> {log:q}"

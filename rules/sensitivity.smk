@@ -35,6 +35,6 @@ rule sensitivity:
     conda:
         ENV
     shell:
-        "python {input.script} --features {input.features} {params.head} --sampling {params.sampling}"
+        "python {input.script:q} --features {input.features:q} {params.head} --sampling {params.sampling}"
         " --m {params.m} --rho {params.rho} --gamma {params.gamma} --chunk-size {params.chunk} --seed {params.seed}"
-        " {params.pretrain_size} --out {output} --device {params.device} {params.threads_option} 2> {log}"
+        " {params.pretrain_size} --out {output:q} --device {params.device} {params.threads_option} 2> {log:q}"

@@ -42,11 +42,11 @@ rule dpcl_train:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --splits {input.splits} --data-root {params.root}"
-        " --encoder {input.encoder} --attacker {input.attacker} --clean-accuracy {params.clean}"
+        "python {input.script:q} --dataset {wildcards.dataset} --splits {input.splits:q} --data-root {params.root:q}"
+        " --encoder {input.encoder:q} --attacker {input.attacker:q} --clean-accuracy {params.clean}"
         " --dpcl {params.dpcl} --simclr {params.simclr} --delta {params.delta} --seed {params.seed}"
-        " --out-utility {output.utility} --out-releases {output.releases} --out-history {output.history}"
-        " --out-accounting {output.accounting} --device {params.device} {params.threads_option} 2> {log}"
+        " --out-utility {output.utility:q} --out-releases {output.releases:q} --out-history {output.history:q}"
+        " --out-accounting {output.accounting:q} --device {params.device} {params.threads_option} 2> {log:q}"
 
 
 rule dpadapter_train:
@@ -87,11 +87,11 @@ rule dpadapter_train:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --splits {input.splits} --data-root {params.root}"
-        " --encoder {input.encoder} --attacker {input.attacker} --clean-accuracy {params.clean}"
-        " --dpadapter {params.dpadapter} --delta {params.delta} --seed {params.seed} --out-utility {output.utility}"
-        " --out-release {output.release} --out-results {output.results} --out-history {output.history}"
-        " --device {params.device} {params.threads_option} 2> {log}"
+        "python {input.script:q} --dataset {wildcards.dataset} --splits {input.splits:q} --data-root {params.root:q}"
+        " --encoder {input.encoder:q} --attacker {input.attacker:q} --clean-accuracy {params.clean}"
+        " --dpadapter {params.dpadapter} --delta {params.delta} --seed {params.seed} --out-utility {output.utility:q}"
+        " --out-release {output.release:q} --out-results {output.results:q} --out-history {output.history:q}"
+        " --device {params.device} {params.threads_option} 2> {log:q}"
 
 
 rule attack_training_time:
@@ -126,10 +126,10 @@ rule attack_training_time:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --splits {input.splits} --data-root {params.root}"
-        " --attacker {input.attacker} --releases {input.releases} --fpr {params.fpr}"
-        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output} {params.threads_option}"
-        " {params.expect} 2> {log}"
+        "python {input.script:q} --dataset {wildcards.dataset} --splits {input.splits:q} --data-root {params.root:q}"
+        " --attacker {input.attacker:q} --releases {input.releases:q} --fpr {params.fpr}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output:q} {params.threads_option}"
+        " {params.expect} 2> {log:q}"
 
 
 rule training_time_report:
@@ -165,7 +165,7 @@ rule training_time_report:
     conda:
         ENV
     shell:
-        "python {input.script} --utility {input.utility} --mia {input.mia} --splits {input.splits}"
-        " --dpadapter {input.dpadapter} --accounting {input.accounting} --delta {params.delta}"
-        " --figure {output.png} {output.pdf} --dpadapter-table {output.dpadapter}"
-        " --accounting-table {output.accounting} {params.expect} 2> {log}"
+        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q} --splits {input.splits:q}"
+        " --dpadapter {input.dpadapter:q} --accounting {input.accounting:q} --delta {params.delta}"
+        " --figure {output.png:q} {output.pdf:q} --dpadapter-table {output.dpadapter:q}"
+        " --accounting-table {output.accounting:q} {params.expect} 2> {log:q}"

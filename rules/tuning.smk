@@ -13,7 +13,7 @@ rule tune:
     params:
         library=lambda w: library(f"tune_{w.section}.py"),
         config=lambda w: tuning_config(w.section),
-        head_spec=lambda w, input: f"--head-spec @{input.head_spec}" if w.section == "dpsgd" else "",
+        head_spec=lambda w, input: f"--head-spec {shlex.quote(f'@{input.head_spec}')}" if w.section == "dpsgd" else "",
         out_dir=lambda w: f"{RESULTS}/{w.dataset}/tuning",
         seed=stage_seed("tune"),
         threads_option=threads_option("tune"),
@@ -29,5 +29,5 @@ rule tune:
     conda:
         ENV
     shell:
-        "python {input.script} --dataset {wildcards.dataset} --features {input.features} --config {params.config}"
-        " {params.head_spec} --seed {params.seed} --out-dir {params.out_dir} {params.threads_option} 2> {log}"
+        "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --config {params.config}"
+        " {params.head_spec} --seed {params.seed} --out-dir {params.out_dir} {params.threads_option} 2> {log:q}"

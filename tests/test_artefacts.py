@@ -558,3 +558,27 @@ def test_a_ranks_cell_must_hold_the_ranks_of_its_records(tmp_path):
     artefacts.load_csv_file(write_csv(good, tmp_path / "ok.csv"), schema)
     bad = good.assign(n_nonmembers=[6])  # 11 records announced, 10 ranked
     assert "line 2" in refused(write_csv(bad, tmp_path / "bad.csv"), "ranks", artefacts.load_csv_file, schema)
+
+
+CATALOGUES = [("claims.csv", artefacts.PAPER_CLAIMS), ("thesis_contrastive.csv", artefacts.THESIS_CLAIMS),
+              ("thesis_semileak.csv", artefacts.THESIS_SEMILEAK)]
+
+
+@pytest.mark.parametrize("name, schema", CATALOGUES, ids=[c[0] for c in CATALOGUES])
+def test_a_catalogue_that_repeats_a_claim_with_another_value_is_refused(tmp_path, name, schema):
+    shipped = pd.read_csv(REPO / "resources" / name, dtype=str, keep_default_na=False)
+    again = shipped.iloc[[1]].assign(statement="another paper value")
+    path = tmp_path / name
+    pd.concat([shipped, again]).to_csv(path, index=False)
+    message = refused(path, "claim", artefacts.load_csv_file, schema)
+    claim = shipped.claim.iloc[1]
+    assert f"the claim {claim!r} on line {len(shipped) + 2} repeats line 3" in message
+
+
+@pytest.mark.parametrize("name, schema", CATALOGUES, ids=[c[0] for c in CATALOGUES])
+def test_a_catalogue_without_a_claim_its_report_settles_is_refused(tmp_path, name, schema):
+    shipped = pd.read_csv(REPO / "resources" / name, dtype=str, keep_default_na=False)
+    path = tmp_path / name
+    shipped.drop(index=len(shipped) - 1).to_csv(path, index=False)
+    message = refused(path, "claim", artefacts.load_csv_file, schema)
+    assert f"no row for {shipped.claim.iloc[-1]} " in message

@@ -84,3 +84,14 @@ def test_the_snakefile_reads_every_config_file_strictly_before_snakemake_does(tm
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode != 0
     assert f"config file {configfile}: key 'seed' is given twice, on lines 1 and 2" in proc.stdout + proc.stderr
+
+
+def test_a_yte_template_is_refused_because_it_is_code(tmp_path):
+    path = written(tmp_path, "__use_yte__: true\nseed: 0\n?if True:\n  download: true\n")
+    assert refused(path) == (f"config file {path} sets __use_yte__: True: a YTE template is Python code, which "
+                             "Snakemake runs when it loads the file (for a --configfile, before this check); "
+                             "allowed: plain YAML only (docs/config.md): remove __use_yte__ and write the values")
+
+
+def test_a_key_that_only_resembles_the_yte_switch_is_left_to_the_schema(tmp_path):
+    assert load_config_file(written(tmp_path, "use_yte: true\nseed: 0\n")) == {"use_yte": True, "seed": 0}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import torch.nn.functional as F
 from scipy import stats
 from torch import nn
 
+from privssl.io import InputError
 from privssl.training.augment import AugmentSpec, strong, weak
 from privssl.training.per_example import per_example_loss_grads
 from privssl.training.semi_supervised import (
@@ -542,3 +544,22 @@ def test_seeded_network_draws_its_initial_weights_from_the_seed_alone():
     again, other = seeded_network(7, "cnn", 1, 10, 4).state_dict(), seeded_network(8, "cnn", 1, 10, 4).state_dict()
     assert all(torch.equal(first[k], again[k]) for k in first)
     assert not all(torch.equal(first[k], other[k]) for k in first)
+
+
+class _Planted:
+    """A pickled object that, once unpickled by a loader that runs code, leaves a marker file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_and_runs_nothing(tmp_path):
+    checkpoint, marker = tmp_path / "run.pt", tmp_path / "RAN"
+    torch.save({"fingerprint": {"run": "a"}, "step": _Planted(marker)}, checkpoint)
+    with pytest.raises(InputError, match=f"^{checkpoint}: not a checkpoint of this training .*delete it to train "
+                                         "from the start$"):
+        run(checkpoint=checkpoint, fingerprint={"run": "a"})
+    assert not marker.exists()

@@ -372,6 +372,16 @@ BAD_CONFIGS = {
                               ["config key 'graphs.sbm.generator': missing"]),
     "unknown_graph": (lambda c: c["graphs"].update(reddit=c["graphs"].pop("sbm_shadow")),
                       ["config key 'graphs': 'reddit' is not allowed (allowed: cora, citeseer, pubmed, cox2, or sbm"]),
+    # RDP to (ε, δ) alone costs ≈ 0.0035 at δ = 1e-5 and α ≤ 1024, whatever σ: 1e-4 is out of reach
+    "semileak_dp_eps_unreachable": (lambda c: c["semileak"]["defences"]["dpsgd"].update(eps=[100, 0.0001]),
+                                    ["config key 'semileak.defences.dpsgd.eps': ε = 0.0001 cannot be reached on "
+                                     "digits: 5 steps at sampling rate q = 0.5"]),
+    "certified_grid_without_certified_method": (
+        lambda c: c["protect"].update(mechanisms=["alm", "dpsgd"]),
+        ["config key 'tuning.certified': no method of protect.mechanisms trains with the certified section"]),
+    "hidden_grid_of_a_linear_head": (lambda c: c["head"].update(architecture="linear") or c["tuning"]["head"].update(
+        hidden=[8, 16]), ["config key 'tuning.head.hidden': [8, 16] are widths of an MLP's hidden layer, but "
+                          "head.architecture = linear has none"]),
     "delta_read_as_text": (lambda c: c["protect"].update(delta="1e-5"),
                            ["config key 'protect.delta': '1e-5' is a string, not a number (write 1.0e-5: YAML 1.1 "
                             "reads 1e-5 as a string)"]),

@@ -1007,9 +1007,29 @@ def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> P
                        pool.n_classes, attacker)
 
 
+def every_claim_once(claims: tuple[str, ...]) -> Callable[[object, pd.DataFrame], None]:
+    """A catalogue's relation: one row for each claim its reader settles. A claim given twice is
+    refused (a dict by claim would keep the last of two paper values silently), and so is a missing
+    one, before the reader computes anything."""
+    def check(path, frame: pd.DataFrame) -> None:
+        first: dict[str, int] = {}
+        for line, claim in enumerate(frame["claim"], start=2):
+            if claim in first:
+                fail(path, "claim", f"the claim {claim!r} on line {line} repeats line {first[claim]}",
+                     "each claim once")
+            first[claim] = line
+        missing = [c for c in claims if c not in first]
+        if missing:
+            fail(path, "claim", f"no row for {', '.join(missing)}", f"a row for each of the {len(claims)} claims "
+                                                                     f"the report settles: {', '.join(claims)}")
+    return check
+
+
 # resources/thesis_contrastive.csv: the thesis's statement and quoted values of each contrastive claim
-THESIS_CLAIMS = {"claim": Text(CLAIMS), "statement": Text(), "quoted_values": Text(), "source": Text()}
-THESIS_SEMILEAK = {**THESIS_CLAIMS, "claim": Text(SEMILEAK_CLAIMS)}  # the same columns, thesis Ch. 3's claims
+THESIS_CLAIMS = {"claim": Text(CLAIMS), "statement": Text(), "quoted_values": Text(), "source": Text(),
+                 "relations": every_claim_once(CLAIMS)}
+# the same columns, thesis Ch. 3's claims (resources/thesis_semileak.csv)
+THESIS_SEMILEAK = {**THESIS_CLAIMS, "claim": Text(SEMILEAK_CLAIMS), "relations": every_claim_once(SEMILEAK_CLAIMS)}
 # resources/claims.csv: the claims ledger's catalogue, one row per claim of the seeds
 PAPER_CLAIMS = {"claim": Text(LEDGER_CLAIMS), "seed": Text(), "source": Text(), "statement": Text(),
-                "paper_value": Text()}
+                "paper_value": Text(), "relations": every_claim_once(LEDGER_CLAIMS)}

@@ -29,10 +29,15 @@ from privssl.data.splits import (
 )
 from privssl.graphs.splits import check_node_split_sizes, graph_nodes
 from privssl.release.random_dp import order_statistic_index
+from privssl.release.tuning_spec import SECTIONS, tuned_sections
 
 
 class ConfigError(ValueError):
     """A config value outside what is allowed; the message names the key."""
+
+
+# The key that makes Snakemake read a config file as a YTE template, whose `?` expressions are Python
+YTE_SWITCH = "__use_yte__"
 
 
 def load_config_file(path: str | Path) -> dict:
@@ -42,12 +47,17 @@ def load_config_file(path: str | Path) -> dict:
     text = Path(path).read_text(encoding="utf-8")
     try:
         _unique_keys(path, yaml.compose(text, Loader=yaml.SafeLoader), "")
-        return yaml.safe_load(text)
+        loaded = yaml.safe_load(text)
     except yaml.MarkedYAMLError as err:
         mark, start = err.problem_mark, err.context_mark  # where it went wrong, and where the open construct began
         context = f" ({err.context} at line {start.line + 1})" if err.context and start else ""
         raise ConfigError(f"config file {path}, line {mark.line + 1}, column {mark.column + 1}: {err.problem}"
                           f"{context}") from err
+    if isinstance(loaded, dict) and YTE_SWITCH in loaded:
+        raise ConfigError(f"config file {path} sets {YTE_SWITCH}: {loaded[YTE_SWITCH]!r}: a YTE template is Python code, "
+                          "which Snakemake runs when it loads the file (for a --configfile, before this check); "
+                          f"allowed: plain YAML only (docs/config.md): remove {YTE_SWITCH} and write the values")
+    return loaded
 
 
 def _unique_keys(path: str | Path, node: yaml.Node | None, where: str) -> None:
@@ -286,6 +296,9 @@ def check_semileak(config: dict) -> None:
                               f"{entry['labels']} labelled and μB = {unlabelled} of {entry['part'] - entry['labels']} "
                               f"unlabelled images per step (allowed: B <= labels and μB <= part - labels, sampling "
                               f"rates <= 1)")
+        if dpsgd is not None:
+            rates = (batch / entry["labels"], unlabelled / (entry["part"] - entry["labels"]))
+            check_semileak_budget(config, name, dpsgd, *rates)
     steps, every = train["steps"], train["checkpoint_every"]
     if steps % every:
         raise ConfigError(f"config key 'semileak.train.checkpoint_every': {every} does not divide steps = {steps} "
@@ -294,6 +307,29 @@ def check_semileak(config: dict) -> None:
     if early % every or early >= steps:
         raise ConfigError(f"config key 'semileak.defences.early_stopping': {early} is not a checkpoint before the last "
                           f"(allowed: {', '.join(map(str, range(every, steps, every))) or 'none: one checkpoint'})")
+
+
+def check_semileak_budget(config: dict, name: str, dpsgd: dict, rate_labelled: float, rate_unlabelled: float) -> None:
+    """Every ε of the Semi-Leak DP-SGD target reachable at the largest noise multiplier the
+    calibration searches, before any job (semileak_train would refuse it only after the data rule):
+    the closed-form bound first (no accountant import), then the accountant where it is not certain."""
+    from privssl.accounting.rdp import MAX_MULTIPLIER, Phase, reachable_by_bound
+
+    delta, accountant, steps = config["protect"]["delta"], config["dpsgd"]["accountant"], dpsgd["steps"]
+    rate = max(rate_labelled, rate_unlabelled)  # q of privssl.training.semi_supervised.sampling_rate
+    unsubsampled = [Phase(n=1, batch_size=1, steps=steps, noise_multipliers=(1.0,))]
+    uncertain = [eps for eps in dpsgd["eps"] if not reachable_by_bound(eps, delta, unsubsampled, MAX_MULTIPLIER)]
+    if not uncertain:
+        return
+    from privssl.accounting.dpsgd import accountant_epsilon
+
+    floor = accountant_epsilon(MAX_MULTIPLIER, rate, steps, delta, accountant)
+    unreachable = [eps for eps in uncertain if eps < floor]
+    if unreachable:
+        raise ConfigError(f"config key 'semileak.defences.dpsgd.eps': ε = {', '.join(map(str, unreachable))} cannot be "
+                          f"reached on {name}: {steps} steps at sampling rate q = {rate:.4g} cost ε = {floor:.4g} at "
+                          f"δ = {delta:g} by the {accountant} accountant even at noise multiplier {MAX_MULTIPLIER:g} "
+                          f"(allowed: ε >= {floor:.4g} at these settings)")
 
 
 def check_training_time(config: dict) -> None:
@@ -435,6 +471,18 @@ def check_tuning(config: dict) -> None:
                     f"config key '{section}.{name}.splits.reference': {splits['reference']} records leave none to "
                     f"score the tuning rule's points, which train on |d| = finetune = {splits['finetune']} of them "
                     f"(allowed: reference > {splits['finetune']}; 2 |d| gives as many validation as training records)")
+    tuning = config.get("tuning", {})
+    tuned = tuned_sections(config["protect"]["mechanisms"])
+    unused = [s for s in SECTIONS if s in tuning and s not in tuned]
+    if unused:
+        section = unused[0]
+        raise ConfigError(f"config key 'tuning.{section}': no method of protect.mechanisms trains with the {section} "
+                          f"section, so its grid would never be searched (allowed: tuning of "
+                          f"{', '.join(tuned)}; add a method that uses it, or remove tuning.{section})")
+    if "hidden" in tuning.get("head", {}) and config["head"]["architecture"] == "linear":
+        raise ConfigError(f"config key 'tuning.head.hidden': {tuning['head']['hidden']} are widths of an MLP's hidden "
+                          f"layer, but head.architecture = linear has none (allowed: head.architecture: mlp, or no "
+                          f"hidden in tuning.head)")
     sizes = [entry["splits"]["finetune"] for section in ("datasets", "graphs")
              for entry in config.get(section, {}).values()]
     for key in ("head", "dpsgd"):

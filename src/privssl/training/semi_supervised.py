@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import copy
 import math
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +68,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privssl.io import Progress, atomic_torch_save
+from privssl.io import InputError, Progress, atomic_torch_save
 from privssl.training import checkpoints
 from privssl.training.augment import AugmentSpec, keyed_hash, strong, strong_keyed, weak, weak_keyed
 from privssl.training.per_example import clip_and_sum, gaussian_noise_like, per_example_loss_grads
@@ -268,9 +269,15 @@ def checkpoint_fingerprint(target: str, spec: TrainSpec, augment: AugmentSpec, n
 def _resume(run: _Run, checkpoint: Path | None, fingerprint: dict[str, str] | None,
             log: Callable[[str], None]) -> None:
     if checkpoint is not None and checkpoint.exists():
-        # our own file: optimiser and generator states; read onto the CPU (a GPU checkpoint opens on any
-        # machine; its fingerprint names the device kind), load_state_dict moves them to the network
-        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        # read like every artefact: weights_only unpickles tensors and plain containers only, so a
+        # file put in its place runs no code; onto the CPU (a GPU checkpoint opens on any machine, its
+        # fingerprint names the device kind), load_state_dict moves the states to the network
+        try:
+            saved = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as err:
+            raise InputError(f"{checkpoint}: not a checkpoint of this training (it holds more than tensors and plain "
+                             f"containers: {str(err).splitlines()[0]}); allowed: the file this job writes; delete it to "
+                             "train from the start") from err
         if checkpoints.resumable(saved["fingerprint"], fingerprint or {}, checkpoint, log):
             run.load(saved)
             log(f"resumed from {checkpoint} at step {run.step}")
