@@ -10,6 +10,9 @@ from privssl.release.tuning_spec import tuned_sections
 
 DATASETS = list(config["datasets"])  # image datasets
 GRAPHS = list(config.get("graphs", {}))  # graph datasets: same finetune ... attack rules, own data and encoder
+# the graphs whose self-supervised head is fine-tuned, released and attacked (Part B); a graph with
+# `protect: false` serves the link-stealing attacks of Part A only (e.g. a shadow domain)
+PROTECTED_GRAPHS = [g for g in GRAPHS if config["graphs"][g].get("protect", True)]
 # image datasets of the contrastive-privacy branch (thesis Ch. 4); the section is optional (graph-only configs)
 CONTRASTIVE = list(config.get("contrastive", {}).get("datasets", {}))
 MECHANISMS = config["protect"]["mechanisms"]  # release methods of the registry (src/privssl/release/methods.py)
@@ -241,9 +244,9 @@ def final_outputs():
             f"{RESULTS}/figures/link_stealing.pdf",
             f"{RESULTS}/tables/link_stealing.csv",
             f"{RESULTS}/tables/link_stealing.md",
-            f"{RESULTS}/figures/graph_protection.png",
-            f"{RESULTS}/figures/graph_protection.pdf",
         ]
+    if PROTECTED_GRAPHS:
+        outputs += [f"{RESULTS}/figures/graph_protection.png", f"{RESULTS}/figures/graph_protection.pdf"]
     if DATASETS or GRAPHS:
         outputs.append(f"{RESULTS}/digest.md")
     return outputs

@@ -170,18 +170,18 @@ rule digest:
         mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
         lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
         audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
-        link_protection=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=GRAPHS),
+        link_protection=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=PROTECTED_GRAPHS),
         tables=[path for _, _, path in digest_tables()],
     output:
         f"{RESULTS}/digest.md",
     params:
         library=library("results_digest.py"),
         datasets=" ".join(DATASETS),
-        graphs=" ".join(GRAPHS),
+        graphs=" ".join(PROTECTED_GRAPHS),
         tables=" ".join(f"--table {s} {shlex.quote(title)} {path}" for s, title, path in digest_tables()),
         expect=expect(
             *(grid(table, f"{table}.csv", DATASETS) for table in ("utility", "mia", "lira", "audit")),
-            grid("link_protection", "link_protection.csv", GRAPHS),
+            grid("link_protection", "link_protection.csv", PROTECTED_GRAPHS),
         ),
     log:
         f"{RESULTS}/logs/digest.log",

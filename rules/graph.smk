@@ -287,9 +287,9 @@ rule graph_figures:
     """Part B: utility loss, node MIA and link-stealing AUC vs ε per mechanism, a column per graph."""
     input:
         script=script("plot_graph_protection.py"),
-        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=GRAPHS),
-        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=GRAPHS),
-        links=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=GRAPHS),
+        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=PROTECTED_GRAPHS),
+        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=PROTECTED_GRAPHS),
+        links=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=PROTECTED_GRAPHS),
     output:
         png=report(
             f"{RESULTS}/figures/graph_protection.png", caption="../report/graph_protection.rst", category="Figures"
@@ -298,9 +298,9 @@ rule graph_figures:
     params:
         library=library("plot_graph_protection.py"),
         expect=expect(
-            grid("utility", "utility.csv", GRAPHS),
-            grid("mia", "mia.csv", GRAPHS),
-            grid("link_protection", "link_protection.csv", GRAPHS),
+            grid("utility", "utility.csv", PROTECTED_GRAPHS),
+            grid("mia", "mia.csv", PROTECTED_GRAPHS),
+            grid("link_protection", "link_protection.csv", PROTECTED_GRAPHS),
         ),
     log:
         f"{RESULTS}/logs/graph_figures.log",

@@ -19,7 +19,7 @@ from privssl.artefacts import HEAD, expected_of, features, load_attacker, load_r
 from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics
-from privssl.cli import expect_argument, json_object, target_arguments, targets_and_outputs
+from privssl.cli import expect_argument, json_object, target_arguments, targets_and_outputs, thread_count
 from privssl.io import Progress, atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
 from privssl.release.methods import release_method
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--fpr", nargs="+", type=float, default=[0.01], help="FPR levels of the TPR columns")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("attack")

@@ -16,7 +16,7 @@ import torch
 from privssl.artefacts import TRAINING_RELEASE, expected_of, load_private_sets, load_tensor_file
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics
-from privssl.cli import expect_argument
+from privssl.cli import expect_argument, thread_count
 from privssl.io import Progress, atomic_write_csv, script_logger
 
 
@@ -57,7 +57,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, default=0, help="the attack rule's seed: the same evaluation records")
     parser.add_argument("--out", required=True, nargs="+", help="one CSV per release file")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("attack_training_time")

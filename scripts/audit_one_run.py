@@ -22,7 +22,7 @@ from privssl.attacks.mia import metric_scores
 from privssl.audit.bounds import one_run_ceiling, one_run_epsilon_lower_bound, one_run_guesses
 from privssl.audit.canaries import CANARY_KINDS, canary_design
 from privssl.audit.one_run_spec import check_guesses, guesses_per_side, one_run_audit_name
-from privssl.cli import expect_argument, json_object
+from privssl.cli import expect_argument, json_object, thread_count
 from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import Progress, atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
@@ -61,7 +61,7 @@ def main() -> None:
     parser.add_argument("--delta", type=float, required=True, help="δ of the (ε, δ) methods")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("audit_one_run")

@@ -11,7 +11,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from privssl.artefacts import features, load_tensor_file
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, json_object, thread_count
 from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
 from privssl.release.certified import CertifiedSpec, ConvergenceError, certified_sensitivity, fit_certified_head
 from privssl.release.protection import head_inputs
@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--out-head", required=True, help="certified head (.pt)")
     parser.add_argument("--out-sensitivity", required=True, help="proven sensitivity record (.json)")
     parser.add_argument("--out-metrics", required=True, help="train/test accuracy, gradient norm (.json)")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     try:

@@ -10,7 +10,7 @@ import torch
 
 from privssl.artefacts import load_contrastive_models, load_contrastive_splits
 from privssl.attacks.contrastive_privacy import AttackSettings, Split, evaluate, pair_models
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
 from privssl.io import atomic_write_csv, pick_device, script_logger
 from privssl.training.contrastive_targets import load_models
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, required=True, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True, help="output: metrics.csv")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("contrastive_attack")
@@ -40,7 +40,7 @@ def main() -> None:
                         for path, role in ((args.targets, "target"), (args.shadows, "shadow")))
     settings = AttackSettings.from_config(args.contrastive["attacks"], args.fpr, args.bootstrap)
     log.info("device %s, %s", device, settings)
-    pool = load_pool(splits["dataset"], args.data_root)
+    pool = load_pool(splits["dataset"], args.data_root, recorded=splits["pool"])
     data = {name: Split(unit_float(pool.images[torch.tensor(index)]), torch.tensor(splits["task"][name]),
                         torch.tensor(splits["attribute"][name]))
             for name, index in splits["splits"].items()}

@@ -29,7 +29,7 @@ def main() -> None:
     image_splits = load_image_splits(args.splits)
     dataset = image_splits["dataset"]
     mapping = label_map(dataset, args.task)  # an unknown map fails here, before the pool is read
-    pool = load_pool(dataset, args.data_root)
+    pool = load_pool(dataset, args.data_root, recorded=image_splits["pool"])
     classes = pool.labels.numpy()
     coarse = cifar100_superclasses(args.data_root) if mapping.class_to_task is None else None
     splits = make_contrastive_splits(classes, image_splits["splits"]["pretrain"], args.part, args.aux, args.seed)
@@ -42,7 +42,8 @@ def main() -> None:
         log.info("%s: %d images, task labels %s, attributes %s", name, len(splits[name]),
                  np.bincount(task[name]).tolist(), np.bincount(attribute[name]).tolist())
     atomic_write_json({"dataset": dataset, "task_map": args.task, "task_names": list(mapping.task_names),
-                       "n_task": len(mapping.task_names), "n_attribute": pool.n_classes, "splits": splits,
+                       "n_task": len(mapping.task_names), "n_attribute": pool.n_classes, "pool": image_splits["pool"],
+                       "splits": splits,
                        "task": {k: [int(v) for v in t] for k, t in task.items()},
                        "attribute": {k: [int(v) for v in a] for k, a in attribute.items()}}, args.out)
 

@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 
 from privssl.artefacts import ENCODER, load_contrastive_splits, load_tensor_file
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.training import checkpoints
@@ -33,7 +33,7 @@ def main() -> None:
                         help="folder of per-model checkpoints, kept until the job's outputs are written")
     parser.add_argument("--models", required=True, help="output: the models (.pt)")
     parser.add_argument("--history", required=True, help="output: per-epoch history of the contrastive trainings")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("contrastive_train")
@@ -44,7 +44,7 @@ def main() -> None:
     log.info("device %s, role %s, %s", device, args.role, spec)
     splits = load_contrastive_splits(args.splits)
     public = load_tensor_file(args.public_encoder, ENCODER)
-    pool = load_pool(splits["dataset"], args.data_root)
+    pool = load_pool(splits["dataset"], args.data_root, recorded=splits["pool"])
     train = f"{args.role}_train"
     images = pool.images[torch.tensor(splits["splits"][train])]
     task, attribute = torch.tensor(splits["task"][train]), torch.tensor(splits["attribute"][train])

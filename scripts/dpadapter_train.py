@@ -20,7 +20,7 @@ import torch
 from privssl.accounting.dpcl import calibrate, epsilon
 from privssl.accounting.dpcl_spec import fine_tune_phases
 from privssl.artefacts import load_encoder, load_private_sets
-from privssl.cli import device_argument, json_object, positive_float
+from privssl.cli import device_argument, json_object, positive_float, thread_count
 from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.training_time import EVALUATED, draw_seed, release_record, utility_rows
 from privssl.training.dpadapter import downstream_model, pretrain_classifier
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--out-release", required=True)
     parser.add_argument("--out-results", required=True)
     parser.add_argument("--out-history", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("dpadapter_train")

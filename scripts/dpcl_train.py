@@ -26,7 +26,7 @@ from privssl.accounting.dpcl_spec import (
     similarity_sensitivity,
 )
 from privssl.artefacts import load_encoder, load_private_sets
-from privssl.cli import device_argument, json_object, positive_float
+from privssl.cli import device_argument, json_object, positive_float, thread_count
 from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
 from privssl.release.training_time import EVALUATED, draw_seed, release_record, utility_rows
@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--out-releases", required=True, nargs="+", help="one release file per variant")
     parser.add_argument("--out-history", required=True)
     parser.add_argument("--out-accounting", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("dpcl_train")

@@ -7,7 +7,7 @@ import argparse
 import torch
 
 from privssl.artefacts import load_encoder, load_image_splits
-from privssl.cli import device_argument
+from privssl.cli import device_argument, thread_count
 from privssl.data.images import load_pool
 from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import atomic_torch_save, pick_device, script_logger
@@ -20,7 +20,7 @@ def main() -> None:
     parser.add_argument("--data-root", required=True)
     parser.add_argument("--encoder", required=True)
     parser.add_argument("--out", required=True, help="features file (.pt)")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("encode")
@@ -28,7 +28,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     splits = load_image_splits(args.splits)
-    pool = load_pool(splits["dataset"], args.data_root)
+    pool = load_pool(splits["dataset"], args.data_root, recorded=splits["pool"])
     encoder = load_encoder(args.encoder, device)
     out = {"n_classes": pool.n_classes}
     for name in LABELLED_SPLITS:

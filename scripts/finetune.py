@@ -7,7 +7,7 @@ import argparse
 import torch
 
 from privssl.artefacts import features, load_tensor_file
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, json_object, thread_count
 from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
 from privssl.training.heads import HeadSpec, accuracy, parameter_shapes, train_head
 
@@ -18,7 +18,7 @@ def main() -> None:
     parser.add_argument("--head", type=json_object, default={}, help="JSON object of HeadSpec fields")
     parser.add_argument("--out", required=True, help="released head (.pt)")
     parser.add_argument("--metrics", required=True, help="train/test accuracy (.json)")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("finetune")

@@ -8,7 +8,7 @@ import pandas as pd
 import torch
 
 from privssl.artefacts import GRAPH, load_tensor_file
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, json_object, thread_count
 from privssl.graphs.data import Graph
 from privssl.graphs.dgi import DGISpec, embed, pretrain_dgi
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
@@ -22,7 +22,7 @@ def main() -> None:
     parser.add_argument("--encoder", required=True, help="output encoder (.pt)")
     parser.add_argument("--history", required=True, help="output per-epoch loss (.csv)")
     parser.add_argument("--embeddings", required=True, help="output node embeddings (.pt)")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("graph_pretrain")

@@ -12,7 +12,13 @@ import pandas as pd
 import torch
 
 from privssl.artefacts import EMBEDDINGS, GRAPH, HEAD, expected_of, load_release, load_tensor_file
-from privssl.cli import expect_argument, json_object, target_arguments, targets_and_outputs
+from privssl.cli import (
+    expect_argument,
+    json_object,
+    target_arguments,
+    targets_and_outputs,
+    thread_count,
+)
 from privssl.graphs.link_attacks import AttackMLPSpec, Observation, attack_0, attack_3
 from privssl.graphs.link_pairs import attack_dataset
 from privssl.io import atomic_write_csv, script_logger
@@ -29,7 +35,7 @@ def main() -> None:
     target_arguments(parser)
     parser.add_argument("--attack-mlp", type=json_object, default={}, help="JSON object of AttackMLPSpec fields")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("link_protect")

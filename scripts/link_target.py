@@ -9,7 +9,7 @@ import argparse
 import torch
 
 from privssl.artefacts import GRAPH, load_tensor_file
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, json_object, thread_count
 from privssl.graphs.data import Graph
 from privssl.graphs.gcn import GCNSpec, labelled_nodes, train_gcn, train_reference_mlp
 from privssl.graphs.link_pairs import attack_dataset
@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="independent (target, attack dataset) runs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("link_target")

@@ -9,7 +9,7 @@ import pandas as pd
 import torch
 
 from privssl.artefacts import GRAPH, load_link_target, load_tensor_file
-from privssl.cli import json_object
+from privssl.cli import json_object, thread_count
 from privssl.graphs.link_attacks import AttackMLPSpec, transfer_attacks
 from privssl.graphs.observations import run_observation
 from privssl.io import atomic_write_csv, script_logger
@@ -25,7 +25,7 @@ def main() -> None:
     parser.add_argument("--shadow-target", required=True, help="link_target output of the shadow graph")
     parser.add_argument("--attack-mlp", type=json_object, default={}, help="JSON object of AttackMLPSpec fields")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     args = parser.parse_args()
     log = script_logger("link_transfer")
     if args.dataset == args.shadow:

@@ -33,7 +33,7 @@ from privssl.attacks.mia_spec import METRIC_ATTACKS
 from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.statistics import roc
 from privssl.audit.bounds import epsilon_lower_bound_split, hypothesis_test_ceiling
-from privssl.cli import expect_argument, json_object
+from privssl.cli import expect_argument, json_object, thread_count
 from privssl.io import Progress, atomic_write_csv, script_logger
 from privssl.release.methods import METHODS, release_method, substitution_claim
 from privssl.release.protection import head_inputs
@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--out-csv", required=True)
     parser.add_argument("--out-roc", required=True)
     parser.add_argument("--out-audit", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
     args = parser.parse_args()
     log = script_logger("lira")

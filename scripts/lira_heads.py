@@ -16,7 +16,7 @@ import torch
 from privssl.artefacts import FEATURES, load_tensor_file
 from privssl.attacks.adaptive import train_clean_heads
 from privssl.attacks.lira import candidate_pool, draw_training_sets
-from privssl.cli import json_object
+from privssl.cli import json_object, thread_count
 from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import atomic_torch_save, script_logger
 from privssl.release.certified import CertifiedSpec
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--targets", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     args = parser.parse_args()
     log = script_logger("lira_heads")
     if args.shadows < 2 or args.targets < 1:

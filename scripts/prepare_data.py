@@ -5,7 +5,7 @@ pretrain / finetune / nonmember / shadow / test. Writes one JSON file of index s
 import argparse
 
 from privssl.cli import json_object
-from privssl.data.images import load_pool
+from privssl.data.images import load_pool, pool_record
 from privssl.data.splits import DATASETS, SPLITS, check_split_sizes, make_splits
 from privssl.io import atomic_write_json, script_logger
 
@@ -24,7 +24,7 @@ def main() -> None:
     pool = load_pool(args.dataset, args.data_root, download=args.download)
     splits = make_splits(args.dataset, pool.labels, args.sizes, args.seed)
     log.info("%s: %s", args.dataset, {k: len(v) for k, v in splits.items()})
-    atomic_write_json({"dataset": args.dataset, "seed": args.seed, "n_classes": pool.n_classes,
+    atomic_write_json({"dataset": args.dataset, "seed": args.seed, "n_classes": pool.n_classes, "pool": pool_record(pool),
                        "sizes": {k: len(v) for k, v in splits.items()}, "splits": splits}, args.out)
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 
 from privssl.artefacts import load_image_splits
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.training import checkpoints
@@ -27,7 +27,7 @@ def main() -> None:
                         help="resumable checkpoint, deleted once the outputs are written")
     parser.add_argument("--encoder", required=True, help="output: encoder state and its spec")
     parser.add_argument("--history", required=True, help="output: CSV of loss and contrastive accuracy")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("pretrain")
@@ -37,7 +37,7 @@ def main() -> None:
     device = pick_device(args.device)
     log.info("device %s, spec %s", device, spec)
     splits = load_image_splits(args.splits)
-    pool = load_pool(splits["dataset"], args.data_root)
+    pool = load_pool(splits["dataset"], args.data_root, recorded=splits["pool"])
     images = pool.images[torch.tensor(splits["splits"]["pretrain"])]
     model, history = pretrain(spec, images, args.seed, device, Path(args.checkpoint), log.info,
                               code=checkpoints.script_code(__file__))

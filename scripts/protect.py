@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from privssl.artefacts import HEAD, expected_of, features, load_sensitivity, load_tensor_file
-from privssl.cli import device_argument, expect_argument, positive_float
+from privssl.cli import device_argument, expect_argument, positive_float, thread_count
 from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.methods import NOISE_FREE, OUTPUT_PERTURBATION_METHODS
 from privssl.release.protection import head_inputs, protected_heads, utility_loss
@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, required=True, nargs="+", help="one per method")
     parser.add_argument("--out-csv", required=True, nargs="+")
     parser.add_argument("--out-heads", required=True, nargs="+")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     parser.add_argument("--graph", action="store_true", help="the head is on a graph's node embeddings")
     device_argument(parser)
     expect_argument(parser)

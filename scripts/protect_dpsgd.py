@@ -20,7 +20,7 @@ import torch
 
 from privssl.accounting.dpsgd import SEARCH_SECONDS, calibrate_grid
 from privssl.artefacts import HEAD, features, load_tensor_file
-from privssl.cli import device_argument, json_object, positive_float
+from privssl.cli import device_argument, json_object, positive_float, thread_count
 from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.dpsgd import DPSGDRun, DPSGDSpec, sampling_plan, train_dpsgd_head
 from privssl.release.methods import NOISE_FREE, dpsgd_guarantee
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-csv", required=True)
     parser.add_argument("--out-heads", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     parser.add_argument("--graph", action="store_true", help="the head is on a graph's node embeddings")
     parser.add_argument("--search-seconds", type=positive_float, default=SEARCH_SECONDS,
                         help="time limit of the σ search per ε; slower means unreachable")

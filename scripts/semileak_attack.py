@@ -9,6 +9,7 @@ trainings' histories are merged into one file, as they are: not private (statist
 training batches without noise), kept under diagnostics/not_private/."""
 
 import argparse
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -19,7 +20,7 @@ from privssl.artefacts import SEMILEAK_HISTORY, load_csv_files, load_semileak_mo
 from privssl.attacks.mia import AttackSpec
 from privssl.attacks.semi_leak import Case, Observed, Records, entropy_js_distance, run_attacks
 from privssl.attacks.statistics import accuracy_interval
-from privssl.cli import device_argument, expect_argument, json_object
+from privssl.cli import device_argument, expect_argument, json_object, thread_count
 from privssl.data.images import load_pool
 from privssl.io import InputError, Progress, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.training.augment import AugmentSpec, strong, weak
@@ -84,7 +85,7 @@ def main() -> None:
     parser.add_argument("--history", required=True,
                         help="output: every training's history in one file; not private (computed on the training "
                              "sets without noise)")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     expect_argument(parser)
     args = parser.parse_args()
@@ -93,9 +94,12 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     cfg, attack = args.semileak, args.semileak["attack"]
+    # every input checked before the attacks (minutes per job on the preset): the histories this job
+    # only copies, and each model file's recorded kind against its path (results/…/<kind>.pt)
+    history = load_csv_files(args.histories, SEMILEAK_HISTORY, args.expect)
     splits = load_semileak_splits(args.splits)
     dataset = splits["dataset"]
-    pool = load_pool(dataset, args.data_root)
+    pool = load_pool(dataset, args.data_root, recorded=splits["pool"])
     images = unit_float(pool.images)
     parts = {name: torch.tensor(index) for name, index in splits["splits"].items()}
     target_index = torch.cat([parts["target_train"], parts["target_test"]])
@@ -113,9 +117,11 @@ def main() -> None:
     early = cfg["defences"]["early_stopping"]
     # every released model (kind, ε, step) to attack, its shadow, and the A_DA settings it is attacked with
     plan, nets = [], {"target": {}, "shadow": {}}
-    for target_path, shadow_path in zip(args.targets, args.shadows):
-        bundle = load_semileak_models(target_path, "target", None, dataset)
-        shadow_bundle = load_semileak_models(shadow_path, "shadow", bundle["target"], dataset)
+    pairs = list(zip(args.targets, args.shadows))
+    # the kind a file records must be the one its path names (…/target/<kind>.pt), and its shadow's too
+    bundles = [(load_semileak_models(target, "target", Path(target).stem, dataset),
+                load_semileak_models(shadow, "shadow", Path(target).stem, dataset)) for target, shadow in pairs]
+    for (target_path, shadow_path), (bundle, shadow_bundle) in zip(pairs, bundles):
         kind, steps = bundle["target"], bundle["steps"]
         if [m["eps"] for m in bundle["models"]] != [m["eps"] for m in shadow_bundle["models"]]:
             shadow_eps = [m["eps"] for m in shadow_bundle["models"]]
@@ -176,7 +182,6 @@ def main() -> None:
     rows = run_attacks(cases, records, spec, tuple(args.fpr), args.bootstrap, args.seed, *default, log=log.info)
     frame = pd.DataFrame(rows)
     atomic_write_csv(frame, args.out)
-    history = load_csv_files(args.histories, SEMILEAK_HISTORY, args.expect)
     atomic_write_csv(history.assign(dataset=dataset), args.history)
     log.info("%d rows", len(frame))
 

@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from privssl.data.images import load_pool
+from privssl.data.images import load_pool, pool_record
 from privssl.data.splits import check_semileak_sizes, make_semileak_splits
 from privssl.io import atomic_write_json, script_logger
 
@@ -29,8 +29,8 @@ def main() -> None:
     for name, index in labelled.items():
         log.info("%s: %d images, %d labelled, labelled per class %s", name, len(splits[name]), len(index),
                  np.bincount(classes[index], minlength=pool.n_classes).tolist())
-    atomic_write_json({"dataset": args.dataset, "n_classes": pool.n_classes, "splits": splits, "labelled": labelled},
-                      args.out)
+    atomic_write_json({"dataset": args.dataset, "n_classes": pool.n_classes, "pool": pool_record(pool),
+                       "splits": splits, "labelled": labelled}, args.out)
 
 
 if __name__ == "__main__":

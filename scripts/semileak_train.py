@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from privssl.artefacts import load_semileak_splits
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
 from privssl.io import InputError, atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.training import checkpoints
@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--history", required=True,
                         help="output: losses and mask rate per checkpoint; not private (computed on the training "
                              "set without noise)")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("semileak_train")
@@ -58,7 +58,7 @@ def main() -> None:
     spec, augment = TrainSpec.from_config(cfg["train"]), AugmentSpec.from_config(cfg["augmentation"])
     network = cfg["network"]
     splits = load_semileak_splits(args.splits)
-    pool = load_pool(splits["dataset"], args.data_root)
+    pool = load_pool(splits["dataset"], args.data_root, recorded=splits["pool"])
     part = torch.tensor(splits["splits"][f"{args.role}_train"])
     if args.target == SUPERVISED:
         labelled, unlabelled = part, part[:0]

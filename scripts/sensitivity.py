@@ -12,7 +12,7 @@ import argparse
 import torch
 
 from privssl.artefacts import features, load_tensor_file
-from privssl.cli import device_argument, json_object
+from privssl.cli import device_argument, json_object, thread_count
 from privssl.io import atomic_write_json, pick_device, script_logger
 from privssl.release.sensitivity import SAMPLINGS, order_statistic_index, paper_sensitivity, population_sensitivity
 from privssl.training.heads import HeadSpec
@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--pretrain-size", type=int, default=None, help="|D|, recorded for Table 1")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
     log = script_logger("sensitivity")

@@ -10,7 +10,7 @@ import torch
 
 from privssl.artefacts import features, load_tensor_file
 from privssl.attacks.mia import AttackSpec, attack_scores, evaluate, fit_attacks
-from privssl.cli import json_object
+from privssl.cli import json_object, thread_count
 from privssl.io import atomic_torch_save, script_logger
 from privssl.training.heads import HeadSpec, flatten, parameter_shapes, predict_proba, train_head
 
@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--train-pairs", type=int, default=2000, help="balanced (in, out) pairs for the attack MLP")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     args = parser.parse_args()
     log = script_logger("shadow")
     if args.threads:

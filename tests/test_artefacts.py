@@ -265,8 +265,11 @@ def test_graph_files_index_their_own_nodes(tmp_path):
 
 def test_split_files_hold_disjoint_indices_into_the_pool(tmp_path):
     splits = {name: list(range(10 * i, 10 * i + 5)) for i, name in enumerate(SPLITS)}
-    record = {"dataset": "digits", "seed": 0, "n_classes": 10, "splits": splits}
+    pool = {"size": 1797, "sha256": "0" * 64}  # scikit-learn's 1797 digits
+    record = {"dataset": "digits", "seed": 0, "n_classes": 10, "pool": pool, "splits": splits}
     assert artefacts.load_image_splits(write_json(record, tmp_path / "ok.json"))["splits"] == splits
+    for other in (None, {**pool, "size": 1796}, {**pool, "sha256": "0" * 63}, {"size": 1797}):
+        refused(write_json({**record, "pool": other}, tmp_path / "splits.json"), "pool", artefacts.load_image_splits)
     for name, index, problem in (("test", [1, 2], "index 1 is also in splits.pretrain"),
                                  ("test", [-1], "-1 at index 0"), ("test", [1797], "1797 at index 0"),
                                  ("test", [1.5], "a list holding 1.5")):

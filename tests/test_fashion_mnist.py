@@ -92,6 +92,39 @@ def test_only_the_missing_files_are_laid_out(tmp_path, package):
     assert everything_in(raw) == sorted(NAMES)
 
 
+def test_files_already_under_the_root_are_checked_too(tmp_path, package):
+    # the case: the test files under the train names, put there by hand; torchvision would
+    # load a pool with the test images twice, so that one image is both a member and a non-member
+    _, contents, _ = package
+    raw = raw_folder(tmp_path)
+    raw.mkdir(parents=True)
+    for name, data in contents.items():
+        (raw / name).write_bytes(contents[name.replace("train", "t10k")])
+    with pytest.raises(InputError, match=f"^{raw / 'train-images-idx3-ubyte'} is not Fashion-MNIST's "
+                                         "train-images-idx3-ubyte: its MD5 is "
+                                         f"{hashlib.md5(contents['t10k-images-idx3-ubyte']).hexdigest()}"):
+        load_pool("fashion_mnist", tmp_path)
+
+
+def test_a_pool_other_than_the_splits_is_refused(tmp_path, package):
+    _, contents, arrays = package
+    root = tmp_path / "data"
+    pool = load_pool("fashion_mnist", root)
+    recorded = images.pool_record(pool)
+    # the record is the digest of the pool's bytes: images then labels, as stored
+    expected = hashlib.sha256(pool.images.numpy().tobytes() + pool.labels.numpy().tobytes()).hexdigest()
+    assert recorded == {"size": 10, "sha256": expected}
+    assert torch.equal(load_pool("fashion_mnist", root, recorded=recorded).labels, pool.labels)
+    # one label of the training file changed after the splits were made (the MD5 table updated with it,
+    # as if the new file were the original)
+    labels = bytearray(contents["train-labels-idx1-ubyte"])
+    labels[-1] = (labels[-1] + 1) % 10
+    (raw_folder(root) / "train-labels-idx1-ubyte").write_bytes(bytes(labels))
+    images.FASHION_MNIST_MD5["train-labels-idx1-ubyte"] = hashlib.md5(bytes(labels)).hexdigest()
+    with pytest.raises(InputError, match="is not the pool the splits were drawn from: 10 images of SHA-256"):
+        load_pool("fashion_mnist", root, recorded=recorded)
+
+
 def test_the_layout_writes_beside_the_files_and_renames_them_all_at_the_end(tmp_path, package, monkeypatch):
     raw, original, seen = raw_folder(tmp_path), images._decompress_checked, []
 

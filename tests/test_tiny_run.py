@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,6 +27,7 @@ from test_workflow import (
     copy_workflow,
     planned_jobs,
     run_snakemake,
+    snakemake_env,
     tiny_config,
     write_config,
 )
@@ -40,10 +42,12 @@ FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "fig4_roc", "fig5_a
            "fig_semileak_attacks", "fig_semileak_steps", "fig_semileak_ablations"]
 SEMILEAK_TARGETS = ["fixmatch", "flexmatch", "uda", "supervised", "fixmatch_dpsgd"]
 TINY_GRAPHS = ["sbm", "sbm_shadow"]
+PROTECTED_GRAPHS = ["sbm"]  # sbm_shadow: `protect: false`, link stealing's second domain only
 FINAL_OUTPUTS = (
-    [f"{RESULTS}/{dataset}/{name}" for dataset in ["digits", *TINY_GRAPHS]
+    [f"{RESULTS}/{dataset}/{name}" for dataset in ["digits", *PROTECTED_GRAPHS]
      for name in ("splits.json", "sensitivity.json", "utility.csv", "mia.csv")]
-    + [f"{RESULTS}/{graph}/link_protection.csv" for graph in TINY_GRAPHS]
+    + [f"{RESULTS}/{graph}/splits.json" for graph in TINY_GRAPHS]
+    + [f"{RESULTS}/{graph}/link_protection.csv" for graph in PROTECTED_GRAPHS]
     + [f"{RESULTS}/digits/{name}" for name in ("lira.csv", "roc.csv.gz", "audit.csv")]
     + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
                                                            "metrics.csv")]
@@ -165,9 +169,19 @@ def test_link_stealing_tables(tiny_run):
         assert (cell.auc_mean, cell.auc_std) == pytest.approx((aucs.mean(), aucs.std(ddof=1)), rel=1e-12)
 
 
+def test_a_graph_with_protect_false_serves_link_stealing_only(tiny_run):
+    # sbm_shadow is attacked and lends its domain to the transfer attacks, but no encoder is
+    # pre-trained and no head fine-tuned, released or attacked on it
+    assert tiny_run.path(f"{RESULTS}/sbm_shadow/link/attacks.csv").is_file()
+    for part_b in ("pretrain", "finetune", "protect", "sensitivity.json", "utility.csv", "mia.csv",
+                   "link_protection.csv", "tuning"):
+        assert not tiny_run.path(f"{RESULTS}/sbm_shadow/{part_b}").exists(), part_b
+    assert tiny_run.path(f"{RESULTS}/sbm/link_protection.csv").is_file()
+
+
 def test_link_protection_table(tiny_run):
     protect = tiny_run.expected["protect"]
-    for graph in TINY_GRAPHS:
+    for graph in PROTECTED_GRAPHS:
         table = pd.read_csv(tiny_run.path(f"{RESULTS}/{graph}/link_protection.csv"))
         assert_columns(table, ["dataset", "mechanism", "eps", "repeat", "attack", "distance", "auc"],
                        "link_protection.csv")
@@ -662,8 +676,8 @@ def test_halving_the_alm_noise_reruns_the_releases_and_not_the_training(tiny_run
     assert not TRAINING_RULES & set(planned), planned
     # The certified head's λ is chosen by its accuracy after noise, so that choice is redone on
     # every dataset, and the certified heads (released and LiRA's) retrain; the head's choice is not.
-    assert planned["tune"] == len(TINY_GRAPHS) + 1 and planned["lira_heads"] == 1, planned
-    assert planned["certified_head"] == len(TINY_GRAPHS) + 1, planned
+    assert planned["tune"] == len(PROTECTED_GRAPHS) + 1 and planned["lira_heads"] == 1, planned
+    assert planned["certified_head"] == len(PROTECTED_GRAPHS) + 1, planned
 
 
 def test_a_docstring_or_comment_edit_of_the_library_reruns_nothing(tiny_run):
@@ -729,3 +743,43 @@ def test_digest_quotes_the_files_of_the_run(tiny_run):
                 draws = draws.head(1)  # a post-hoc release's noise-free head is one head
             assert f"| {_decisions(draws, n_test).mean():.3f} [" in line, (method, eps, line)
             assert f"] ({len(draws)}) |" in line, (method, eps, line)
+
+
+def rule_command(tiny_run, rule: str, target: str) -> list[str]:
+    """The words of `rule`'s command for `target`, as the dry run of a forced rerun prints it."""
+    proc = tiny_run.snakemake("-n", "-p", "--forcerun", rule, "--until", rule, target)
+    (command,) = [line.removeprefix("Shell command: ") for line in proc.stdout.splitlines()
+                  if line.startswith("Shell command: ") and f"{rule}.log" in line]
+    return shlex.split(command.rsplit(" 2> ", 1)[0])  # without the log redirection
+
+
+def run_words(tiny_run, words: list[str]) -> subprocess.CompletedProcess:
+    env = {**snakemake_env(), "PYTHONPATH": str(tiny_run.workflow / "src")}
+    return subprocess.run(words, cwd=tiny_run.workdir, env=env, capture_output=True, text=True, timeout=300)
+
+
+def replaced(words: list[str], old: str, new: Path) -> list[str]:
+    assert words.count(old) == 1, old
+    return [str(new) if w == old else w for w in words]
+
+
+def test_semileak_attack_checks_every_input_before_it_attacks(tiny_run, tmp_path):
+    words = rule_command(tiny_run, "semileak_attack", f"{RESULTS}/digits/semileak/metrics.csv")
+    words = replaced(replaced(words, f"{RESULTS}/digits/semileak/metrics.csv", tmp_path / "metrics.csv"),
+                     f"{RESULTS}/digits/diagnostics/not_private/semileak/history.csv", tmp_path / "history.csv")
+    # FlexMatch's files copied over FixMatch's, both roles: each records the kind its path does not name
+    copied = words
+    for role in ("target", "shadow"):
+        (tmp_path / role).mkdir()
+        shutil.copy(tiny_run.path(f"{RESULTS}/digits/semileak/{role}/flexmatch.pt"), tmp_path / role / "fixmatch.pt")
+        copied = replaced(copied, f"{RESULTS}/digits/semileak/{role}/fixmatch.pt", tmp_path / role / "fixmatch.pt")
+    proc = run_words(tiny_run, copied)
+    assert proc.returncode != 0
+    assert f"{tmp_path / 'target' / 'fixmatch.pt'}: field 'target': 'flexmatch'" in proc.stderr, proc.stderr[-2000:]
+    # a history cut at a line end: refused before any model is queried
+    history = f"{RESULTS}/digits/diagnostics/not_private/semileak/target/uda_history.csv"
+    lines = tiny_run.path(history).read_text().splitlines(keepends=True)
+    (tmp_path / "uda_history.csv").write_text("".join(lines[:-1]))
+    proc = run_words(tiny_run, replaced(words, history, tmp_path / "uda_history.csv"))
+    assert proc.returncode != 0 and f"{tmp_path / 'uda_history.csv'}: field" in proc.stderr, proc.stderr[-2000:]
+    assert "queried" not in proc.stderr and not (tmp_path / "metrics.csv").exists(), proc.stderr[-2000:]

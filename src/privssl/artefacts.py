@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import pickle
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NoReturn
@@ -778,6 +779,16 @@ def _check_disjoint(path, splits: dict) -> None:
             seen[i] = name
 
 
+def _check_pool(path, record: dict) -> None:
+    """A splits file's record of the pool its indices point into (privssl.data.images.pool_record):
+    the dataset's size, and a SHA-256 that the readers compare with the pool they load."""
+    pool, size = record.get("pool"), DATASETS[record["dataset"]].labelled + DATASETS[record["dataset"]].unlabelled
+    if not (isinstance(pool, dict) and set(pool) == {"size", "sha256"} and pool["size"] == size
+            and isinstance(pool["sha256"], str) and re.fullmatch("[0-9a-f]{64}", pool["sha256"])):
+        fail(path, "pool", repr(pool)[:200], f"{{size: {size}, sha256: 64 hex digits}}, the pool the splits were "
+                                             "drawn from")
+
+
 def load_image_splits(path) -> dict:
     """The data rule's splits.json: every split a list of indices into its dataset's pool, no index twice."""
     record = load_json_file(path, {"dataset": Text(tuple(DATASETS)), "splits": Each(Tensor(None, "int", None))})
@@ -786,6 +797,7 @@ def load_image_splits(path) -> dict:
     check_fields(path, record["splits"], {s: index for s in SPLITS}, {"pool": info.labelled + info.unlabelled},
                  "splits.")
     _check_disjoint(path, record["splits"])
+    _check_pool(path, record)
     return record
 
 
@@ -884,6 +896,7 @@ def load_contrastive_splits(path) -> dict:
         schema = {s: Tensor((f"|{s}|",), "int", Num(0, limit, high_open=True, integer=True)) for s in CONTRASTIVE_SPLITS}
         check_fields(path, record[field], schema, bound, f"{field}.")
     _check_disjoint(path, record["splits"])
+    _check_pool(path, record)
     return record
 
 
@@ -933,6 +946,7 @@ def load_semileak_splits(path) -> dict:
         if outside or len(set(record["labelled"][name])) != len(record["labelled"][name]):
             fail(path, f"labelled.{name}", f"indices {outside[:5]} outside the part, or repeated",
                  f"distinct indices of splits.{name}")
+    _check_pool(path, record)
     return record
 
 
@@ -996,7 +1010,7 @@ def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> P
     the evaluated splits and of the attacker's shadow records (those `inside` its shadow model and
     its balanced pairs), from the splits file, the data set and the shadow rule's attacker file."""
     splits = load_image_splits(splits_path)
-    pool = load_pool(splits["dataset"], data_root)
+    pool = load_pool(splits["dataset"], data_root, recorded=splits["pool"])
     index = {name: torch.tensor(splits["splits"][name], dtype=torch.long)
              for name in (*EVALUATED, "shadow", "pretrain")}
     attacker = load_attacker(attacker_path, len(index["shadow"]))

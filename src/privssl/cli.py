@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 
 def json_object(text: str) -> dict:
@@ -23,6 +24,18 @@ def json_object(text: str) -> dict:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
     return value
+
+
+def thread_count(text: str) -> int:
+    """argparse type of --threads: torch's intra-op threads, 1 up to the CPUs this process may run
+    on (its affinity: a cluster job's allocation, not the node's size). More would oversubscribe
+    them; the count is not lowered instead, because float sums, so results, depend on it."""
+    count = int(text)
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if not 1 <= count <= available:
+        raise argparse.ArgumentTypeError(f"{count} threads, but this job may run on {available} CPUs (allowed: "
+                                         f"1..{available}; config torch_threads, which results depend on)")
+    return count
 
 
 def positive_float(text: str) -> float:
@@ -72,5 +85,5 @@ def tuning_parser(description: str) -> argparse.ArgumentParser:
                         help="JSON object with the config sections the tuned section reads, and `tuning`")
     parser.add_argument("--seed", type=int, required=True, help="draws the folds (the same for every section)")
     parser.add_argument("--out-dir", required=True, help="writes <section>.csv and <section>.json here")
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=thread_count, default=None)
     return parser

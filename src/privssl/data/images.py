@@ -61,6 +61,25 @@ def _decompress_checked(archive: Path, target: Path, name: str) -> None:
                          f"{digest.hexdigest()}, not {expected} (a corrupt or different file): {reinstall}")
 
 
+def _md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_fashion_mnist(raw: Path) -> None:
+    """Each of the four files under <root>/FashionMNIST/raw is the original file of its name,
+    whatever put it there (the package, torchvision, a user's copy): with t10k's files under the
+    train names the pool would hold 10,000 images twice, one of them a member and the other not."""
+    for name, expected in FASHION_MNIST_MD5.items():
+        if (raw / name).is_file() and (found := _md5(raw / name)) != expected:
+            raise InputError(f"{raw / name} is not Fashion-MNIST's {name}: its MD5 is {found}, not {expected} (another "
+                             f"file under its name, e.g. a t10k file as a train file; allowed: the original file: "
+                             f"delete it, and the data rule lays it out again from Debian's package)")
+
+
 def _lay_out_fashion_mnist(root: Path, download: bool) -> None:
     """Put the Debian package's files that <root>/FashionMNIST/raw lacks there, all or none: every
     one is decompressed beside its place and checked before any is renamed into it, so that jobs
@@ -93,6 +112,7 @@ def _torchvision_pool(dataset: str, root: Path, download: bool) -> ImagePool:
             labels = np.concatenate([np.asarray(p.targets) for p in parts])
         elif dataset == "fashion_mnist":
             _lay_out_fashion_mnist(root, download)
+            _check_fashion_mnist(root / "FashionMNIST" / "raw")
             parts = [datasets.FashionMNIST(str(root), train=train, download=download) for train in (True, False)]
             images = torch.cat([p.data for p in parts]).unsqueeze(1).numpy()  # (N, 28, 28) -> (N, 1, 28, 28)
             labels = torch.cat([p.targets for p in parts]).numpy()
@@ -107,8 +127,16 @@ def _torchvision_pool(dataset: str, root: Path, download: bool) -> ImagePool:
                      DATASETS[dataset].n_classes)
 
 
-def load_pool(dataset: str, root: str | Path, download: bool = False) -> ImagePool:
-    """Every image of `dataset`; downloads into `root` first when `download` is true."""
+def pool_record(pool: ImagePool) -> dict:
+    """What a splits file records of the pool its indices point into: its size and the SHA-256 of
+    its images and labels (as stored), so that a reader finds out when the data changed since."""
+    digest = hashlib.sha256()
+    for values in (pool.images, pool.labels):
+        digest.update(memoryview(np.ascontiguousarray(values.numpy())).cast("B"))
+    return {"size": len(pool.labels), "sha256": digest.hexdigest()}
+
+
+def _load_pool(dataset: str, root: str | Path, download: bool) -> ImagePool:
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; allowed: {', '.join(DATASETS)}")
     if dataset == "digits":
@@ -123,3 +151,16 @@ def load_pool(dataset: str, root: str | Path, download: bool = False) -> ImagePo
         images, labels = synthetic_images(DATASETS[dataset].labelled, DATASETS[dataset].n_classes)
         return ImagePool(torch.from_numpy(images), torch.from_numpy(labels).long(), DATASETS[dataset].n_classes)
     return _torchvision_pool(dataset, Path(root), download)
+
+
+def load_pool(dataset: str, root: str | Path, download: bool = False, recorded: dict | None = None) -> ImagePool:
+    """Every image of `dataset`; downloads into `root` first when `download` is true. `recorded`: a
+    splits file's `pool_record`; the pool must still be the one its indices were drawn from."""
+    pool = _load_pool(dataset, root, download)
+    if recorded is not None and (found := pool_record(pool)) != recorded:
+        raise InputError(f"{dataset} under data root {root} is not the pool the splits were drawn from: "
+                         f"{found['size']} images of SHA-256 {found['sha256'][:16]}…, the splits' "
+                         f"{recorded['size']} of {recorded['sha256'][:16]}… (its files changed since the splits were "
+                         f"made; allowed: those files, or new splits: snakemake --forcerun data semileak_data "
+                         f"contrastive_data, which reruns every job that read the old ones)")
+    return pool
