@@ -8,6 +8,7 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
+from snakemake.logging import logger
 from snakemake.utils import min_version
 
 min_version("8.0")
@@ -28,7 +29,7 @@ JOB_PATH = "" if USE_CONDA else f"export PATH={shlex.quote(os.path.dirname(sys.e
 PYTHONPATH = f"export PYTHONPATH={shlex.quote(SRC)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
 shell.prefix(f"set -euo pipefail; {PYTHONPATH}{JOB_PATH}")
 
-from privssl.config import load_config_file, validate_config
+from privssl.config import advisories, load_config_file, validate_config
 
 # Snakemake names neither the file nor the line of a YAML error in config.yaml, and lets the last
 # of a key given twice win silently: every config file is read strictly first. (A --configfile is
@@ -47,6 +48,10 @@ validate_config(
     os.path.join(workflow.basedir, "schemas", "config.schema.yaml"),
     overrides=workflow.config_settings.config,
 )
+
+
+for advisory in advisories(config):
+    logger.warning(advisory)
 
 
 include: "rules/common.smk"

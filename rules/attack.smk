@@ -7,6 +7,7 @@ rule shadow:
     output:
         f"{RESULTS}/{{dataset}}/attack/attacker.pt",
     params:
+        choices=choice_config("head"),
         library=library("train_attack.py"),
         head=spec_option("head", "head"),
         attack=as_json({k: v for k, v in config["attack"].items() if k not in ("train_pairs", "lira")}),
@@ -26,7 +27,7 @@ rule shadow:
         ENV
     shell:
         "python {input.script:q} --features {input.features:q} {params.head} --attack {params.attack}"
-        " --train-pairs {params.pairs} --seed {params.seed} --out {output:q} {params.threads_option} 2> {log:q}"
+        " --train-pairs {params.pairs} --seed {params.seed} --out {output:q} {params.threads_option} {params.choices} 2> {log:q}"
 
 
 rule attack:
@@ -42,6 +43,7 @@ rule attack:
     output:
         expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{target}}.csv", target=AUDITED),
     params:
+        choices=choice_config("head", "certified"),
         library=library("attack.py"),
         expect=lambda w: expect(release_records(w.dataset, MECHANISMS)),
         targets=" ".join(AUDITED),
@@ -67,7 +69,7 @@ rule attack:
         " --attacker {input.attacker:q} --targets {params.targets} --protected {input.protected:q}"
         " {params.head} {params.certified} --fpr {params.fpr}"
         " --bootstrap {params.bootstrap} --seed {params.seed} --out {output:q} {params.threads_option}"
-        " {params.expect} 2> {log:q}"
+        " {params.expect} {params.choices} 2> {log:q}"
 
 
 rule mia_table:

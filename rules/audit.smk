@@ -13,6 +13,7 @@ rule lira_heads:
     output:
         f"{RESULTS}/{{dataset}}/attack/lira/heads_{{head_kind}}.pt",
     params:
+        choices=lambda w: choice_config(LIRA_HEAD_SECTION[w.head_kind]),
         library=library("lira_heads.py"),
         pool=" ".join(LIRA["pool"]),
         head=kind_spec_option("head", "head", "finetune"),
@@ -34,7 +35,7 @@ rule lira_heads:
     shell:
         "python {input.script:q} --features {input.features:q} --pool {params.pool} --head-kind {wildcards.head_kind}"
         " {params.head} {params.certified} --shadows {params.shadows} --targets {params.targets}"
-        " --seed {params.seed} --out {output:q} {params.threads_option} 2> {log:q}"
+        " --seed {params.seed} --out {output:q} {params.threads_option} {params.choices} 2> {log:q}"
 
 
 rule lira:
@@ -53,6 +54,7 @@ rule lira:
         roc=f"{RESULTS}/{{dataset}}/attack/lira/roc_{{target}}.csv.gz",
         audit=f"{RESULTS}/{{dataset}}/audit/hypothesis_test_{{target}}.csv",
     params:
+        choices=choice_config("head"),
         library=library("lira.py"),
         release=release_args,
         expect=lambda w: expect(
@@ -87,7 +89,7 @@ rule lira:
         " --heads {input.heads:q} {params.release} {params.head}"
         " --attacks {params.attacks} --fpr {params.fpr} --bootstrap {params.bootstrap}"
         " --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out-csv {output.csv:q}"
-        " --out-roc {output.roc:q} --out-audit {output.audit:q} {params.threads_option} {params.expect} 2> {log:q}"
+        " --out-roc {output.roc:q} --out-audit {output.audit:q} {params.threads_option} {params.expect} {params.choices} 2> {log:q}"
 
 
 rule audit_one_run:
@@ -100,6 +102,7 @@ rule audit_one_run:
     output:
         f"{RESULTS}/{{dataset}}/audit/one_run.csv",
     params:
+        choices=choice_config("head", "certified"),
         library=library("audit_one_run.py"),
         methods=" ".join(AUDITED),
         protect_dir=lambda w: f"{RESULTS}/{w.dataset}/protect",
@@ -131,7 +134,7 @@ rule audit_one_run:
         " --pool {params.pool} --protect-dir {params.protect_dir} {params.head}"
         " {params.certified} --canaries {params.canaries}"
         " --guess-fraction {params.fraction} --kinds {params.kinds} --confidence {params.confidence}"
-        " --delta {params.delta} --seed {params.seed} --out {output:q} {params.threads_option} {params.expect} 2> {log:q}"
+        " --delta {params.delta} --seed {params.seed} --out {output:q} {params.threads_option} {params.expect} {params.choices} 2> {log:q}"
 
 
 rule membership_tables:

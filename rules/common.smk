@@ -138,12 +138,26 @@ def stage_seed(stage):
     return config["seed"] * 100 + stages.index(stage)
 
 
-def tuning_config(section):
-    """As JSON, the config sections a section's tuning reads: its own, with `tuning`, and the
-    release grid (`protect`) where its score is taken after noise; so a change of the certified
-    grid does not retune (and retrain) the released head."""
+def tuning_sections(section):
+    """The config sections a section's tuning reads: its own, with `tuning`, and the release grid
+    (`protect`) where its score is taken after noise; so a change of the certified grid does not
+    retune (and retrain) the released head."""
     keys = {"head": ["head"], "certified": ["certified", "protect"], "dpsgd": ["dpsgd", "protect"]}[section]
-    return as_json({key: config[key] for key in keys} | {"tuning": config.get("tuning", {})})
+    return {key: config[key] for key in keys} | {"tuning": config.get("tuning", {})}
+
+
+def tuning_config(section):
+    """tuning_sections as JSON, the tune job's --config."""
+    return as_json(tuning_sections(section))
+
+
+def choice_config(*sections):
+    """`--choice-config` of a script that reads tuned settings: per section, what its tuning read,
+    so that the script checks the chosen file against the config's grid before any work."""
+    tuned_here = [s for s in sections if s in TUNED]
+    if not tuned_here:
+        return ""
+    return f"--choice-config {as_json({s: tuning_sections(s) for s in tuned_here})}"
 
 
 def tune_inputs(wildcards):

@@ -40,6 +40,7 @@ rule finetune:
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
         metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
     params:
+        choices=choice_config("head"),
         library=library("finetune.py"),
         head=spec_option("head", "head"),
         device=config["device"],
@@ -58,7 +59,7 @@ rule finetune:
         ENV
     shell:
         "python {input.script:q} --features {input.features:q} {params.head} --out {output.head:q}"
-        " --metrics {output.metrics:q} --device {params.device} {params.threads_option} 2> {log:q}"
+        " --metrics {output.metrics:q} --device {params.device} {params.threads_option} {params.choices} 2> {log:q}"
 
 
 rule certified_head:
@@ -73,6 +74,7 @@ rule certified_head:
         sensitivity=f"{RESULTS}/{{dataset}}/certified/sensitivity.json",
         metrics=f"{RESULTS}/{{dataset}}/certified/metrics.json",
     params:
+        choices=choice_config("certified"),
         library=library("certified_head.py"),
         certified=spec_option("certified", "certified"),
         device=config["device"],
@@ -91,4 +93,4 @@ rule certified_head:
     shell:
         "python {input.script:q} --features {input.features:q} {params.certified}"
         " --out-head {output.head:q} --out-sensitivity {output.sensitivity:q} --out-metrics {output.metrics:q}"
-        " --device {params.device} {params.threads_option} 2> {log:q}"
+        " --device {params.device} {params.threads_option} {params.choices} 2> {log:q}"

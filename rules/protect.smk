@@ -57,6 +57,7 @@ rule protect_dpsgd:
         csv=f"{RESULTS}/{{dataset}}/protect/dpsgd.csv",
         heads=f"{RESULTS}/{{dataset}}/protect/dpsgd.pt",
     params:
+        choices=choice_config("head", "dpsgd"),
         library=library("protect_dpsgd.py"),
         head=spec_option("head-spec", "head"),
         dpsgd=spec_option("dpsgd", "dpsgd"),
@@ -81,7 +82,7 @@ rule protect_dpsgd:
         "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --head {input.head:q}"
         " {params.head} {params.dpsgd} --eps {params.eps} --delta {params.delta} {params.graph}"
         " --seed {params.seed} --out-csv {output.csv:q} --out-heads {output.heads:q} --device {params.device}"
-        " {params.threads_option} 2> {log:q}"
+        " {params.threads_option} {params.choices} 2> {log:q}"
 
 
 rule utility_table:

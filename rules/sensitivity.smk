@@ -8,6 +8,7 @@ rule sensitivity:
     output:
         f"{RESULTS}/{{dataset}}/sensitivity.json",
     params:
+        choices=choice_config("head"),
         library=library("sensitivity.py"),
         head=spec_option("head", "head"),
         sampling=config["sensitivity"]["sampling"],
@@ -37,4 +38,4 @@ rule sensitivity:
     shell:
         "python {input.script:q} --features {input.features:q} {params.head} --sampling {params.sampling}"
         " --m {params.m} --rho {params.rho} --gamma {params.gamma} --chunk-size {params.chunk} --seed {params.seed}"
-        " {params.pretrain_size} --out {output:q} --device {params.device} {params.threads_option} 2> {log:q}"
+        " {params.pretrain_size} --out {output:q} --device {params.device} {params.threads_option} {params.choices} 2> {log:q}"

@@ -11,6 +11,7 @@ rule tune:
         table=f"{RESULTS}/{{dataset}}/tuning/{{section}}.csv",
         choice=f"{RESULTS}/{{dataset}}/tuning/{{section}}.json",
     params:
+        choices=lambda w: choice_config("head") if w.section == "dpsgd" else "",
         library=lambda w: library(f"tune_{w.section}.py"),
         config=lambda w: tuning_config(w.section),
         head_spec=lambda w, input: f"--head-spec {shlex.quote(f'@{input.head_spec}')}" if w.section == "dpsgd" else "",
@@ -30,4 +31,4 @@ rule tune:
         ENV
     shell:
         "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --config {params.config}"
-        " {params.head_spec} --seed {params.seed} --out-dir {params.out_dir} {params.threads_option} 2> {log:q}"
+        " {params.head_spec} --seed {params.seed} --out-dir {params.out_dir} {params.threads_option} {params.choices} 2> {log:q}"

@@ -15,7 +15,15 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import HEAD, expected_of, features, load_attacker, load_release, load_tensor_file
+from privssl.artefacts import (
+    HEAD,
+    expected_of,
+    features,
+    load_attacker,
+    load_release,
+    load_tensor_file,
+    parse_checking_choices,
+)
 from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics
@@ -60,7 +68,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     log = script_logger("attack")
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -15,7 +15,15 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from privssl.artefacts import FEATURES, UTILITY, expected_of, load_csv_file, load_release, load_tensor_file
+from privssl.artefacts import (
+    FEATURES,
+    UTILITY,
+    expected_of,
+    load_csv_file,
+    load_release,
+    load_tensor_file,
+    parse_checking_choices,
+)
 from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.attacks.lira import candidate_pool
 from privssl.attacks.mia import metric_scores
@@ -63,7 +71,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     log = script_logger("audit_one_run")
     if not 0 < args.guess_fraction <= 1 or not 0 < args.confidence < 1:
         parser.error(f"--guess-fraction must lie in (0, 1] and --confidence in (0, 1), got {args.guess_fraction}, "

@@ -10,7 +10,7 @@ import argparse
 import torch
 from threadpoolctl import threadpool_limits
 
-from privssl.artefacts import features, load_tensor_file
+from privssl.artefacts import features, load_tensor_file, parse_checking_choices
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
 from privssl.release.certified import CertifiedSpec, ConvergenceError, certified_sensitivity, fit_certified_head
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--out-metrics", required=True, help="train/test accuracy, gradient norm (.json)")
     parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     try:
         spec = CertifiedSpec.from_config(args.certified)
     except ValueError as err:

@@ -78,6 +78,7 @@ def main() -> None:
         semileak_claims(ledger, semileak_report.claims_table(
             load_csv_files(args.semileak, SEMILEAK, args.expect), load_csv_file(args.semileak_thesis, THESIS_SEMILEAK),
             args.early_stopping, args.views, args.similarity))
+    ledger.add_not_tested()
     table = ledger.frame()
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:

@@ -6,7 +6,7 @@ import argparse
 
 import torch
 
-from privssl.artefacts import features, load_tensor_file
+from privssl.artefacts import features, load_tensor_file, parse_checking_choices
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
 from privssl.training.heads import HeadSpec, accuracy, parameter_shapes, train_head
@@ -20,7 +20,7 @@ def main() -> None:
     parser.add_argument("--metrics", required=True, help="train/test accuracy (.json)")
     parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     log = script_logger("finetune")
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -25,6 +25,7 @@ from privssl.artefacts import (
     load_lira_heads,
     load_release,
     load_tensor_file,
+    parse_checking_choices,
 )
 from privssl.attacks.adaptive import dpsgd_releases, perturb
 from privssl.attacks.lira import candidate_pool, lira_scores, logit_confidence, membership
@@ -92,7 +93,7 @@ def main() -> None:
     parser.add_argument("--out-audit", required=True)
     parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     log = script_logger("lira")
     if (args.method == "none") != (args.release is None):
         parser.error("--release is required for a release method and not allowed for none")

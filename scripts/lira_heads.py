@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from privssl.artefacts import FEATURES, load_tensor_file
+from privssl.artefacts import FEATURES, load_tensor_file, parse_checking_choices
 from privssl.attacks.adaptive import train_clean_heads
 from privssl.attacks.lira import candidate_pool, draw_training_sets
 from privssl.cli import json_object, thread_count
@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--threads", type=thread_count, default=None)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     log = script_logger("lira_heads")
     if args.shadows < 2 or args.targets < 1:
         parser.error(f"--shadows must be >= 2 and --targets >= 1, got {args.shadows} and {args.targets}")

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from privssl.accounting.dpsgd import SEARCH_SECONDS, calibrate_grid
-from privssl.artefacts import HEAD, features, load_tensor_file
+from privssl.artefacts import HEAD, features, load_tensor_file, parse_checking_choices
 from privssl.cli import device_argument, json_object, positive_float, thread_count
 from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.dpsgd import DPSGDRun, DPSGDSpec, sampling_plan, train_dpsgd_head
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--search-seconds", type=positive_float, default=SEARCH_SECONDS,
                         help="time limit of the σ search per ε; slower means unreachable")
     device_argument(parser)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     # Opacus calls logging.basicConfig (level WARNING) when imported, which would make
     # script_logger's basicConfig a no-op and hide every INFO line: drop its handler first.
     for handler in list(logging.root.handlers):

@@ -11,7 +11,7 @@ import argparse
 
 import torch
 
-from privssl.artefacts import features, load_tensor_file
+from privssl.artefacts import features, load_tensor_file, parse_checking_choices
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.io import atomic_write_json, pick_device, script_logger
 from privssl.release.sensitivity import SAMPLINGS, order_statistic_index, paper_sensitivity, population_sensitivity
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     log = script_logger("sensitivity")
     if args.m < 1:
         parser.error(f"--m must be >= 1, got {args.m}")

@@ -8,7 +8,7 @@ import argparse
 
 import torch
 
-from privssl.artefacts import features, load_tensor_file
+from privssl.artefacts import features, load_tensor_file, parse_checking_choices
 from privssl.attacks.mia import AttackSpec, attack_scores, evaluate, fit_attacks
 from privssl.cli import json_object, thread_count
 from privssl.io import atomic_torch_save, script_logger
@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True)
     parser.add_argument("--threads", type=thread_count, default=None)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     log = script_logger("shadow")
     if args.threads:
         torch.set_num_threads(args.threads)

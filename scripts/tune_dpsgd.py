@@ -10,7 +10,7 @@ import time
 import torch
 
 from privssl.accounting.dpsgd import SEARCH_SECONDS
-from privssl.artefacts import load_tuning_folds
+from privssl.artefacts import load_tuning_folds, parse_checking_choices
 from privssl.cli import json_object, positive_float, tuning_parser
 from privssl.io import script_logger
 from privssl.release import tuning
@@ -24,7 +24,7 @@ def main() -> None:
     parser = tuning_parser(__doc__)
     parser.add_argument("--head-spec", type=json_object, required=True, help="the head's choice, @<head.json>")
     parser.add_argument("--search-seconds", type=positive_float, default=SEARCH_SECONDS)
-    args = parser.parse_args()
+    args = parse_checking_choices(parser)
     log = script_logger("tune")
     protect = args.config["protect"]
     try:

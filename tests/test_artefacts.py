@@ -585,3 +585,85 @@ def test_a_catalogue_without_a_claim_its_report_settles_is_refused(tmp_path, nam
     shipped.drop(index=len(shipped) - 1).to_csv(path, index=False)
     message = refused(path, "claim", artefacts.load_csv_file, schema)
     assert f"no row for {shipped.claim.iloc[-1]} " in message
+
+
+# --------------------------------------------------------------------------------- tuning choices
+
+HEAD_SECTION = {"architecture": "mlp", "hidden": 16, "epochs": 50, "lr": 0.01, "batch_size": None}
+HEAD_TUNING = {"head": HEAD_SECTION, "tuning": {"head": {"epochs": [20, 50]}}}
+
+
+def tuning_files(tmp_path, section: str, rows: list[dict], choice: dict) -> Path:
+    """A tuning table written by hand (point, the varied field, eps, chosen) and its choice file."""
+    folder = tmp_path / "results" / "digits" / "tuning"
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(folder / f"{section}.csv", index=False)
+    (folder / f"{section}.json").write_text(json.dumps(choice))
+    return folder / f"{section}.json"
+
+
+HEAD_ROWS = [{"point": 0, "epochs": 20, "eps": math.inf, "chosen": False},
+             {"point": 1, "epochs": 50, "eps": math.inf, "chosen": True}]
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda c: c.update(epochs=20), "is not the point 1 its table"),  # the other grid point, or another dataset's
+    (lambda c: c.update(epochs=7), "is not the point 1 its table"),  # outside the grid
+    (lambda c: c.update(epochs="50"), '"epochs": "50"'),  # a string where the config has a number
+    (lambda c: c.update(lr=0.5), "is not the point 1 its table"),  # a field the grid does not vary
+])
+def test_an_edited_head_choice_is_refused_naming_the_file(tmp_path, edit, problem):
+    choice = dict(HEAD_SECTION)
+    path = tuning_files(tmp_path, "head", HEAD_ROWS, choice)
+    artefacts.check_tuning_choice(path, "head", choice, HEAD_TUNING)  # as written by the tuning
+    edit(choice)
+    message = refused(path, "head", artefacts.check_tuning_choice, "head", choice, HEAD_TUNING)
+    assert problem in message and "of the config's grid tuning.head" in message
+
+
+def test_a_table_of_another_grid_is_refused(tmp_path):
+    choice = dict(HEAD_SECTION)
+    path = tuning_files(tmp_path, "head", [{**r, "epochs": r["epochs"] + 1} for r in HEAD_ROWS], choice)
+    refused(path.with_suffix(".csv"), "point", artefacts.check_tuning_choice, "head", choice, HEAD_TUNING)
+    refused(path.with_suffix(".csv"), "point", artefacts.check_tuning_choice, "head", choice,
+            {**HEAD_TUNING, "tuning": {"head": {"epochs": [20]}}})  # a point index beyond the grid
+
+
+def test_a_dpsgd_choice_needs_each_eps_its_table_chose_at(tmp_path):
+    section = {"lr": 0.1, "epochs": 3}
+    tuning = {"dpsgd": section, "protect": {"eps": [1, 10]}, "tuning": {"dpsgd": {"lr": [0.1, 0.5]}}}
+    points = [{**section, "lr": 0.1}, {**section, "lr": 0.5}]
+    chosen = {1.0: 0, 10.0: 1, math.inf: 1}  # the point chosen per ε (inf: the noise-free limit)
+    rows = [{"point": p, "lr": points[p]["lr"], "eps": eps, "chosen": chosen[eps] == p} for p in (0, 1)
+            for eps in chosen]
+    choice = {"per_eps": [{"eps": 1, "spec": points[0]}, {"eps": 10, "spec": points[1]}], "noise_free": points[1]}
+    path = tuning_files(tmp_path, "dpsgd", rows, choice)
+    artefacts.check_tuning_choice(path, "dpsgd", choice, tuning)
+    removed = {**choice, "per_eps": choice["per_eps"][:1]}  # the issue's removed ε
+    assert "ε [1.0]" in refused(path, "per_eps", artefacts.check_tuning_choice, "dpsgd", removed, tuning)
+    swapped = {**choice, "per_eps": [{"eps": 1, "spec": points[1]}, {"eps": 10, "spec": points[0]}]}
+    assert "at ε = 1 is not the point 0" in refused(path, "dpsgd", artefacts.check_tuning_choice, "dpsgd", swapped,
+                                                     tuning)
+    other_limit = {**choice, "noise_free": points[0]}
+    assert "(noise-free) is not the point 1" in refused(path, "dpsgd", artefacts.check_tuning_choice, "dpsgd",
+                                                        other_limit, tuning)
+
+
+def test_a_reader_checks_a_choice_file_before_any_work_when_its_rule_gives_the_grid(tmp_path, monkeypatch):
+    import argparse
+
+    from privssl.cli import json_object
+
+    path = tuning_files(tmp_path, "head", HEAD_ROWS, {**HEAD_SECTION, "epochs": 7})
+
+    def parse(*argv):
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--head", type=json_object)
+        monkeypatch.setattr("sys.argv", ["finetune.py", *argv])
+        return artefacts.parse_checking_choices(parser)
+
+    assert parse("--head", f"@{path}").head["epochs"] == 7  # by hand, without the rule's grid: as given
+    with pytest.raises(ArtefactError, match=re.escape(f"{path}: field 'head':")):
+        parse("--head", f"@{path}", "--choice-config", json.dumps({"head": HEAD_TUNING}))
+    inline = parse("--head", json.dumps(HEAD_SECTION | {"epochs": 7}), "--choice-config", json.dumps({"head": HEAD_TUNING}))
+    assert inline.head["epochs"] == 7  # an inline spec is no tuned file

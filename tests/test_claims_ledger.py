@@ -526,13 +526,35 @@ def test_markdown_counts_each_seeds_verdicts_and_shows_records_by_draws(ledger):
         verdict="unresolved", n_for_80pct_power=np.inf, difference=0.0, difference_lo=-0.03)],
         columns=contrastive_report.CLAIM_COLUMNS))
     text = markdown(ledger.frame())
-    assert "| 004 DPCL | 2 | 0 | 1 |" in text
-    assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 1 |" in text
+    assert "| 004 DPCL | 2 | 0 | 1 | 0 |" in text
+    assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 1 | 0 |" in text
     assert f"({N_TEST} × 3)" in text and "(1000 × 3)" in text
     assert "(paired by record)" in text and "**reproduced**" in text
     assert "| more draws, not records |" in text
     assert "- **dpcl_above_naive** (004 DPCL," in text and "- **talos_no_membership_cost**" in text
     assert markdown(ledger.frame().iloc[:0]).startswith("No claim was measured")
+
+
+def test_a_claim_the_run_does_not_measure_stays_in_the_ledger_as_not_tested(ledger, catalogue):
+    rng = np.random.default_rng(5)
+    base = exact(rng, N_TEST, 240)
+    dpcl_claims(ledger, frame(utility_rows("d", "dpcl", 10, draws_of(rng, base, 2)),
+                              utility_rows("d", "dpcl_naive", 10, draws_of(rng, flip(rng, base, off=90), 2))))
+    judged = len(ledger.rows)
+    ledger.add_not_tested()
+    table = ledger.frame()
+    untested = table[table.verdict == "not tested"]
+    # one row for each claim of the catalogue but the one judged
+    assert untested.claim.is_unique and set(untested.claim) == set(catalogue.claim) - {"dpcl_above_naive"}
+    assert len(table) == judged + len(catalogue) - 1
+    views = untested.set_index("claim").loc["semileak_views"]
+    assert views.note == ("this run measured nothing the claim compares; it needs semileak.attack.views_grid with a "
+                          "count of views other than semileak.attack.views")
+    assert views.paper_value == catalogue.set_index("claim").loc["semileak_views"].paper_value
+    assert untested[["value", "n", "difference", "n_for_80pct_power"]].isna().all().all()
+    text = markdown(table)
+    assert "| 004 DPCL | 1 | 0 | 0 | 1 |" in text  # dpcl_above_naive reproduced, the paper-σ row not tested
+    assert "| | semileak_views | |" in text and "**not tested**" in text
 
 
 def test_draws_measured_against_different_clean_heads_are_refused(ledger):

@@ -17,6 +17,7 @@ from privssl.config import (
     GRAPH_FILES,
     IMAGE_FILES,
     ConfigError,
+    advisories,
     apply_nested_overrides,
     load_config_file,
     validate_config,
@@ -367,3 +368,11 @@ def test_dpadapter_needs_labelled_public_images():
                      r"split it samples, 0 \(allowed: 1..0", refused(config)), refused(config)
     config["datasets"]["stl10"]["splits"]["pretrain"] = 100000 + 1000  # 1000 labelled images beside them
     validate_config(config, SCHEMA)
+
+
+def test_a_tuning_grid_no_method_uses_is_said_not_refused():
+    config = tiny(protect={**TINY["protect"], "mechanisms": ["alm", "dpsgd"]})  # still tunes the certified head
+    validate_config(config, SCHEMA)
+    assert advisories(config) == ["config key 'tuning.certified' is not used: no method of protect.mechanisms "
+                                  "(alm, dpsgd) trains with the certified section, so its grid is not searched"]
+    assert advisories(tiny()) == []

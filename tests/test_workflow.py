@@ -376,9 +376,6 @@ BAD_CONFIGS = {
     "semileak_dp_eps_unreachable": (lambda c: c["semileak"]["defences"]["dpsgd"].update(eps=[100, 0.0001]),
                                     ["config key 'semileak.defences.dpsgd.eps': ε = 0.0001 cannot be reached on "
                                      "digits: 5 steps at sampling rate q = 0.5"]),
-    "certified_grid_without_certified_method": (
-        lambda c: c["protect"].update(mechanisms=["alm", "dpsgd"]),
-        ["config key 'tuning.certified': no method of protect.mechanisms trains with the certified section"]),
     "hidden_grid_of_a_linear_head": (lambda c: c["head"].update(architecture="linear") or c["tuning"]["head"].update(
         hidden=[8, 16]), ["config key 'tuning.head.hidden': [8, 16] are widths of an MLP's hidden layer, but "
                           "head.architecture = linear has none"]),

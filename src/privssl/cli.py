@@ -7,9 +7,16 @@ import json
 import os
 
 
+class FileObject(dict):
+    """A JSON object read from a file (`@path`); `path` says which, for the checks of its reader."""
+
+    path: str
+
+
 def json_object(text: str) -> dict:
     """argparse type: a JSON object given inline, e.g. --head '{"architecture": "linear"}', or
-    `@path`: the JSON object in that file (a spec another rule chose, e.g. results/…/tuning/head.json)."""
+    `@path`: the JSON object in that file (a spec another rule chose, e.g. results/…/tuning/head.json),
+    as a FileObject."""
     source = text
     if text.startswith("@"):
         try:
@@ -23,6 +30,9 @@ def json_object(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"not valid JSON ({err}): {text!r}") from err
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    if text.startswith("@"):
+        value = FileObject(value)
+        value.path = text[1:]
     return value
 
 

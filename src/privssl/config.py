@@ -54,8 +54,8 @@ def load_config_file(path: str | Path) -> dict:
         raise ConfigError(f"config file {path}, line {mark.line + 1}, column {mark.column + 1}: {err.problem}"
                           f"{context}") from err
     if isinstance(loaded, dict) and YTE_SWITCH in loaded:
-        raise ConfigError(f"config file {path} sets {YTE_SWITCH}: {loaded[YTE_SWITCH]!r}: a YTE template is Python code, "
-                          "which Snakemake runs when it loads the file (for a --configfile, before this check); "
+        raise ConfigError(f"config file {path} sets {YTE_SWITCH}: {loaded[YTE_SWITCH]!r}: a YTE template is "
+                          "Python code, which Snakemake runs when it loads the file (for a --configfile, before this check); "
                           f"allowed: plain YAML only (docs/config.md): remove {YTE_SWITCH} and write the values")
     return loaded
 
@@ -472,13 +472,6 @@ def check_tuning(config: dict) -> None:
                     f"score the tuning rule's points, which train on |d| = finetune = {splits['finetune']} of them "
                     f"(allowed: reference > {splits['finetune']}; 2 |d| gives as many validation as training records)")
     tuning = config.get("tuning", {})
-    tuned = tuned_sections(config["protect"]["mechanisms"])
-    unused = [s for s in SECTIONS if s in tuning and s not in tuned]
-    if unused:
-        section = unused[0]
-        raise ConfigError(f"config key 'tuning.{section}': no method of protect.mechanisms trains with the {section} "
-                          f"section, so its grid would never be searched (allowed: tuning of "
-                          f"{', '.join(tuned)}; add a method that uses it, or remove tuning.{section})")
     if "hidden" in tuning.get("head", {}) and config["head"]["architecture"] == "linear":
         raise ConfigError(f"config key 'tuning.head.hidden': {tuning['head']['hidden']} are widths of an MLP's hidden "
                           f"layer, but head.architecture = linear has none (allowed: head.architecture: mlp, or no "
@@ -490,6 +483,17 @@ def check_tuning(config: dict) -> None:
         if sizes and batches and max(batches) > min(sizes):
             raise ConfigError(f"config key 'tuning.{key}.batch_size': {max(batches)} is larger than the smallest "
                               f"|d| = {min(sizes)} (allowed: 1..{min(sizes)})")
+
+
+def advisories(config: dict) -> list[str]:
+    """What a valid config asks for that the run will not do: said before any job (the Snakefile
+    logs each as a warning), not refused, because config.yaml's defaults carry them into every
+    config that narrows protect.mechanisms."""
+    mechanisms = config["protect"]["mechanisms"]
+    tuning, tuned = config.get("tuning", {}), tuned_sections(mechanisms)
+    return [f"config key 'tuning.{section}' is not used: no method of protect.mechanisms ({', '.join(mechanisms)}) "
+            f"trains with the {section} section, so its grid is not searched" for section in SECTIONS
+            if section in tuning and section not in tuned]
 
 
 def check_link_stealing(config: dict) -> None:

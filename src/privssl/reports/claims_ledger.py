@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from privssl.attacks.repeated import Estimate, versus_bound
-from privssl.reports.claims_spec import LEDGER_CLAIMS, VERDICTS
+from privssl.reports.claims_spec import LEDGER_CLAIMS, LEDGER_VERDICTS, MEASURED_BY, NOT_TESTED, VERDICTS
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
 from privssl.reports.decisions import paired
 from privssl.reports.release_table import TEST_RECORDS, mia_accuracy, paper_attack, test_accuracy, utility_loss
@@ -86,6 +86,19 @@ class Ledger:
             "reference_hi": b["hi"], "n_reference": b["n"], "difference": d.value, "difference_lo": d.lo,
             "difference_hi": d.hi, "design": design, "test": test, "verdict": verdict,
             "n_for_80pct_power": n_needed if verdict == UNRESOLVED else np.nan, "note": note})
+
+    def add_not_tested(self) -> None:
+        """A row for every claim no row judges: a claim the config does not measure stays in the
+        ledger, saying what would measure it, rather than vanish from it."""
+        judged = {row["claim"] for row in self.rows}
+        for claim in LEDGER_CLAIMS:
+            if claim not in judged:
+                entry = self.catalogue[claim]
+                self.rows.append({column: np.nan for column in LEDGER_COLUMNS} | {
+                    "dataset": "", "claim": claim, "seed": entry["seed"], "source": entry["source"],
+                    "statement": entry["statement"], "setting": "", "quantity": "", "compared": "",
+                    "paper_value": entry["paper_value"], "design": "", "test": "", "verdict": NOT_TESTED,
+                    "note": f"this run measured nothing the claim compares; it needs {MEASURED_BY[claim]}"})
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows, columns=LEDGER_COLUMNS)
@@ -291,13 +304,17 @@ def markdown(ledger: pd.DataFrame) -> str:
     """A summary per seed and verdict, the rows per claim, and the verdict rules."""
     if ledger.empty:
         return "No claim was measured: the config runs no image dataset and no claim branch.\n"
-    counts = ledger.groupby(["seed", "verdict"]).size().unstack(fill_value=0).reindex(columns=VERDICTS, fill_value=0)
-    lines = ["| seed | " + " | ".join(VERDICTS) + " |", "|---|" + "---:|" * len(VERDICTS)]
+    counts = ledger.groupby(["seed", "verdict"]).size().unstack(fill_value=0).reindex(columns=LEDGER_VERDICTS,
+                                                                                       fill_value=0)
+    lines = ["| seed | " + " | ".join(LEDGER_VERDICTS) + " |", "|---|" + "---:|" * len(LEDGER_VERDICTS)]
     lines += [f"| {seed} | " + " | ".join(str(int(c)) for c in row) + " |" for seed, row in counts.iterrows()]
     lines += ["", "| dataset | claim | setting | paper | ours [95 % CI] (records × draws) | reference [95 % CI] "
               "| difference [95 % CI] | test | verdict | records for 80 % power | note |",
               "|---|---|---|---|---:|---:|---:|---|---|---:|---|"]
     for r in ledger.itertuples(index=False):
+        if r.verdict == NOT_TESTED:
+            lines.append(f"| | {r.claim} | | {_cell(r.paper_value)} | | | | | **{r.verdict}** | | {_cell(r.note)} |")
+            continue
         difference = "" if pd.isna(r.difference) else f"{difference_text(r.difference, r.difference_lo, r.difference_hi)} ({r.design})"
         lines.append(f"| {r.dataset} | {r.claim} | {_cell(r.setting)} | {_cell(r.paper_value)} "
                      f"| {_value(r.value, r.value_lo, r.value_hi, r.n, r.draws)} "

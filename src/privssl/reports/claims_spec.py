@@ -16,3 +16,31 @@ DPCL_CLAIMS = ("dpcl_above_naive", "dpcl_paper_sigmas_eps_1000")
 DPADAPTER_CLAIMS = ("dpadapter_above_sam", "sam_above_standard")
 LEDGER_CLAIMS = ALM_CLAIMS + CONTRASTIVE_CLAIMS + SEMILEAK_CLAIMS + DPCL_CLAIMS + DPADAPTER_CLAIMS
 VERDICTS = ("reproduced", "contradicted", "unresolved")
+# the ledger's row of a claim the run measured nothing for: kept, with what would measure it
+NOT_TESTED = "not tested"
+LEDGER_VERDICTS = VERDICTS + (NOT_TESTED,)
+# what a run must measure for each claim to be tested (the config keys that produce it)
+MEASURED_BY = {
+    "alm_unprotected_vulnerable": "an image dataset (`datasets`): the attack on the clean head",
+    "alm_protects_to_chance": "an image dataset with `alm` in protect.mechanisms",
+    "alm_loss_below_laplace": "an image dataset with `alm` and `laplace` in protect.mechanisms at a common ε",
+    "alm_loss_below_gaussian": "an image dataset with `alm` and `gaussian` in protect.mechanisms at a common ε",
+    "contrastive_less_membership": "the `contrastive` section with a dataset",
+    "contrastive_more_attribute": "the `contrastive` section with a dataset",
+    "talos_removes_attribute_leak": "the `contrastive` section with a Talos λ > 0 in contrastive.talos.lambdas",
+    "talos_no_task_cost": "the `contrastive` section with a Talos λ > 0 in contrastive.talos.lambdas",
+    "talos_no_membership_cost": "the `contrastive` section with a Talos λ > 0 in contrastive.talos.lambdas",
+    "semileak_ada_above_baselines": "the `semileak` section with FixMatch, FlexMatch or UDA in semileak.algorithms",
+    "semileak_ada_unlabelled": "the `semileak` section with FixMatch, FlexMatch or UDA in semileak.algorithms",
+    "semileak_no_overfitting": "the `semileak` section with FixMatch, FlexMatch or UDA in semileak.algorithms",
+    "semileak_js_rises_with_auc": "the `semileak` section with its training checkpoints (semileak.train.checkpoint_every)",
+    "semileak_views": "semileak.attack.views_grid with a count of views other than semileak.attack.views",
+    "semileak_similarity": "semileak.attack.similarities with a similarity other than semileak.attack.similarity",
+    "semileak_early_stopping": "semileak.defences.early_stopping, a checkpoint before the last step",
+    "semileak_dpsgd": "semileak.defences.dpsgd with an ε",
+    "semileak_top1": "semileak.defences.top1: true",
+    "dpcl_above_naive": "the `dpcl` section with both variants, dpcl and naive, at a common ε",
+    "dpcl_paper_sigmas_eps_1000": "the `dpcl` section (its paper rows are computed, not trained)",
+    "dpadapter_above_sam": "the `dpadapter` section",
+    "sam_above_standard": "the `dpadapter` section",
+}
