@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shlex
 import shutil
@@ -780,10 +781,15 @@ def test_semileak_attack_checks_every_input_before_it_attacks(tiny_run, tmp_path
     proc = run_words(tiny_run, copied)
     assert proc.returncode != 0
     assert f"{tmp_path / 'target' / 'fixmatch.pt'}: field 'target': 'flexmatch'" in proc.stderr, proc.stderr[-2000:]
-    # a history cut at a line end: refused before any model is queried
-    history = f"{RESULTS}/digits/diagnostics/not_private/semileak/target/uda_history.csv"
-    lines = tiny_run.path(history).read_text().splitlines(keepends=True)
-    (tmp_path / "uda_history.csv").write_text("".join(lines[:-1]))
-    proc = run_words(tiny_run, replaced(words, history, tmp_path / "uda_history.csv"))
-    assert proc.returncode != 0 and f"{tmp_path / 'uda_history.csv'}: field" in proc.stderr, proc.stderr[-2000:]
+    # a history cut at a line end, in place (the rule's grid names its path): refused before any
+    # model is queried; the run's file is put back as it was, times included
+    history = tiny_run.path(f"{RESULTS}/digits/diagnostics/not_private/semileak/target/uda_history.csv")
+    text, stat = history.read_text(), history.stat()
+    history.write_text("".join(text.splitlines(keepends=True)[:-1]))
+    try:
+        proc = run_words(tiny_run, words)
+    finally:
+        history.write_text(text)
+        os.utime(history, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert proc.returncode != 0 and "uda_history.csv: field" in proc.stderr, proc.stderr[-2000:]
     assert "queried" not in proc.stderr and not (tmp_path / "metrics.csv").exists(), proc.stderr[-2000:]
