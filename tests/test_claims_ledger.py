@@ -299,6 +299,7 @@ def test_protection_at_the_most_private_useful_eps(ledger):
     assert row.setting == "ε = 10"
     assert row.value == 0.5 and row.difference == 0.0 and (row.n, row.draws) == (N_MIA, 3)
     assert (row.reference, row.reference_lo, row.reference_hi) == (0.5, pytest.approx(0.45), pytest.approx(0.55))
+    assert math.isnan(row.n_reference)  # a margin around a fixed value counts no records
     assert row.verdict == "reproduced" and np.isnan(row.n_for_80pct_power)
 
 
@@ -342,6 +343,9 @@ def test_without_a_useful_eps_the_largest_eps_tests_the_loss(ledger, off, on, ve
     loss, lo, hi, n_var = paired_loss(alm[10], clean)
     assert loss == pytest.approx((off - on) / 240)
     assert row.setting == "ε = 10 (the grid's largest)" and row.design == "against a fixed value"
+    assert (row.dataset, row.quantity, row.compared, row.test) == (
+        "d", "utility loss, test records × noise draws", "ALM's utility loss vs the paper's 0.05", "utility loss < 0.05")
+    assert row.note == "no ε of the grid keeps ALM's utility loss below 0.05, so the MIA side is not reached"
     assert (row.value, row.value_lo, row.value_hi) == (pytest.approx(loss), pytest.approx(lo), pytest.approx(hi))
     assert row.reference == 0.05 and row.difference == pytest.approx(loss - 0.05) and row.n == N_TEST
     assert row.verdict == verdict
@@ -566,9 +570,246 @@ def test_draws_measured_against_different_clean_heads_are_refused(ledger):
         alm_claims(ledger, rows, frame(mia_rows("d", "alm", 1, [exact(rng, N_MIA, 1000)] * 2)))
 
 
+def test_inconsistent_releases_are_refused_most_private_first(ledger):
+    """ALM at ε = 10 (listed first) has draws against three different clean heads, ALM at ε = 1
+    against two: the refusal is ε = 1's, the grid being read from its most private ε."""
+    rng = np.random.default_rng(23)
+    heads = [exact(rng, N_TEST, k) for k in (270, 250, 230)]
+    rows = frame(*[utility_rows("d", "alm", 10, [head], head) for head in heads],
+                 *[utility_rows("d", "alm", 1, [head], head) for head in heads[:2]])
+    rows["repeat"] = [0, 1, 2, 0, 1]
+    with pytest.raises(ValueError, match=r"different clean-head decisions \(2 distinct cells\)"):
+        alm_claims(ledger, rows, frame(mia_rows("d", "alm", 1, [exact(rng, N_MIA, 1000)])))
+
+
 def test_an_operating_point_without_attack_rows_is_refused_not_dropped(ledger):
     rng = np.random.default_rng(22)
     clean = exact(rng, N_TEST, 270)
     utility = frame(utility_rows("d", "alm", 10, [clean, clean], clean))
     with pytest.raises(ValueError, match="operating point"):
         alm_claims(ledger, utility, frame(mia_rows("d", "alm", 100, [exact(rng, N_MIA, 1000)])))
+
+
+# --------------------------------------------------------------------------------- the rows' own words
+# The ledger's quantity, compared, test and note columns are what a reader sees beside each number;
+# the tests below hold each builder to its wording, and markdown() to its layout, verbatim.
+
+ALM_LOSS_NOTE = ("ALM and Laplace use the sampled Δ1, the Gaussian Δ2 (both the sensitivity sampler's); the "
+                 "difference is the accuracies' (paired on the test records) over the clean head's accuracy, which "
+                 "both losses share")
+
+
+def test_alm_rows_say_what_they_compare_in_the_grids_order(ledger):
+    """One dataset: the unprotected head; ALM at ε = 1 (one draw losing 5 of the clean head's 240
+    right records) and ε = 10 (the clean head's decisions); Laplace at ε = 0.5 (no ALM there), 10
+    and 1, in that order in utility.csv; the Gaussian at ε = 1. At ε = 10 Laplace is right on 2
+    records fewer than ALM (3 lost, 1 gained): too close to call on 300 records."""
+    rng = np.random.default_rng(31)
+    clean = exact(rng, N_TEST, 240)
+    alm1, laplace10 = flip(rng, clean, off=5), flip(rng, clean, off=3, on=1)
+    utility = frame(utility_rows("d", "laplace", 0.5, [flip(rng, clean, off=100)], clean),
+                    utility_rows("d", "laplace", 10, [laplace10], clean),
+                    utility_rows("d", "alm", 10, [clean], clean),
+                    utility_rows("d", "laplace", 1, [flip(rng, clean, off=100)], clean),
+                    utility_rows("d", "alm", 1, [alm1], clean),
+                    utility_rows("d", "gaussian", 1, [flip(rng, clean, off=150)], clean))
+    mia = frame(mia_rows("d", "none", np.nan, [exact(rng, N_MIA, 1200)]),
+                mia_rows("d", "alm", 1, [exact(rng, N_MIA, 1000)] * 3))
+    alm_claims(ledger, utility, mia)
+    table = ledger.frame()
+    assert list(zip(table.claim, table.setting)) == [
+        ("alm_unprotected_vulnerable", "no noise"), ("alm_protects_to_chance", "ε = 1"),
+        ("alm_loss_below_laplace", "ε = 1"), ("alm_loss_below_laplace", "ε = 10"), ("alm_loss_below_gaussian", "ε = 1")]
+    assert (table.dataset == "d").all()
+    texts = table[["quantity", "compared", "design", "test"]].to_dict("records")
+    assert texts[0] == {"quantity": "MIA accuracy, adaptive shadow MLP (the paper's attack), members + non-members",
+                        "compared": "unprotected head vs random guessing (0.5)", "design": "against a fixed value",
+                        "test": "a − 0.5 > 0"}
+    assert texts[1] == {"quantity": "MIA accuracy, adaptive shadow MLP, at the most private ε with utility loss < 0.05",
+                        "compared": "ALM vs random guessing, 0.5 ± 0.05", "design": "against a fixed value",
+                        "test": "|a − 0.5| < 0.05 and utility loss < 0.05"}
+    for i, name in ((2, "Laplace"), (3, "Laplace"), (4, "Gaussian (classical)")):
+        assert texts[i] == {"quantity": "utility loss, test records × noise draws",
+                            "compared": f"ALM vs {name} at equal ε", "design": "paired by record", "test": "a − b < 0"}
+        assert table.note.iloc[i] == ALM_LOSS_NOTE
+    assert table.note.iloc[0] == ""
+    loss, lo, hi, _ = paired_loss([alm1], clean)
+    assert loss == pytest.approx(5 / 240) and hi < 0.05
+    assert table.note.iloc[1] == (f"MIA within the margin: reproduced; utility loss {loss:.3f} [{lo:.3f}, {hi:.3f}] "
+                                  "below 0.05: reproduced; the ± 0.05 margin of 'roughly 50 %' is the ledger's")
+    row = table.iloc[3]  # Laplace at ε = 10: open, with the records its accuracy gap needs
+    per_record = clean.astype(float) - laplace10
+    assert row.verdict == "unresolved" and row.difference == pytest.approx(-(2 / N_TEST) / clean.mean())
+    assert row.n_for_80pct_power == need(2 / N_TEST, per_record.var(ddof=1))
+    assert np.isnan(table.n_for_80pct_power.iloc[2])
+
+
+def test_branch_rows_keep_their_tables_words(ledger):
+    """The contrastive and semi-supervised reports' rows keep their dataset, quantity, comparison,
+    design, test and note; a contrastive row without λ is set by its quantity after the first comma."""
+    contrastive_claims(ledger, pd.DataFrame([contrastive_row(
+        claim="membership", quantity="membership inference accuracy, NN attack, shadow (nn)", verdict="reproduced",
+        design="unpaired", test="a − b < 0", difference_hi=0.14)], columns=contrastive_report.CLAIM_COLUMNS))
+    base = dict(dataset="cifar", quantity="A_DA AUC", compared="a vs b", value_a=0.7, value_a_lo=0.65,
+                value_a_hi=0.75, n_a=500, value_b=0.6, value_b_lo=0.55, value_b_hi=0.65, n_b=500, difference=0.1,
+                difference_lo=0.04, difference_hi=0.16, design="paired by record (DeLong)", test="a − b > 0",
+                claim="dpsgd", target="fixmatch_dpsgd", eps=8.0, verdict="reproduced", n_for_80pct_power=np.nan)
+    semileak_claims(ledger, pd.DataFrame([base | dict(note="members only"), base | dict(note=np.nan)],
+                                         columns=semileak_report.CLAIM_COLUMNS))
+    out = ledger.frame()
+    columns = ["dataset", "setting", "quantity", "compared", "design", "test", "note"]
+    assert out[columns].iloc[0].to_dict() == {
+        "dataset": "utk", "setting": "NN attack, shadow (nn)", "quantity": "membership inference accuracy, NN attack, "
+        "shadow (nn)", "compared": "a vs b (claimed: a > b)", "design": "unpaired", "test": "a − b < 0", "note": ""}
+    assert (out.difference.iloc[0], out.difference_lo.iloc[0], out.difference_hi.iloc[0]) == (0.1, 0.07, 0.14)
+    for i, note in ((1, "members only"), (2, "")):
+        assert out[columns].iloc[i].to_dict() == {
+            "dataset": "cifar", "setting": "fixmatch_dpsgd, target ε = 8", "quantity": "A_DA AUC", "compared": "a vs b",
+            "design": "paired by record (DeLong)", "test": "a − b > 0", "note": note}
+        assert (out.difference.iloc[i], out.difference_lo.iloc[i], out.difference_hi.iloc[i]) == (0.1, 0.04, 0.16)
+
+
+def test_dpadapter_rows_say_what_they_compare_and_what_an_open_one_needs(ledger):
+    """One draw each: SAM right on 30 more records than standard pre-training; DPAdapter on 2 more
+    than SAM (3 gained, 1 lost), which 300 records cannot settle."""
+    rng = np.random.default_rng(32)
+    standard = exact(rng, N_TEST, 180)
+    sam = flip(rng, standard, on=30)
+    dpadapter = flip(rng, sam, off=1, on=3)
+    dpadapter_claims(ledger, frame(dpadapter_rows("cifar", "standard", 0.0, [standard]),
+                                   dpadapter_rows("cifar", "dpadapter", 0.05, [dpadapter]),
+                                   dpadapter_rows("cifar", "sam", 0.05, [sam])))
+    table = ledger.frame()
+    assert list(table.claim) == ["dpadapter_above_sam", "sam_above_standard"]
+    assert list(table.compared) == ["DPAdapter vs vanilla SAM pre-training", "vanilla SAM vs standard pre-training"]
+    assert (table.setting == "ε = 1, ρ = 0.05").all() and (table.dataset == "cifar").all()
+    assert (table.quantity == "DP-SGD downstream test accuracy").all() and (table.design == "paired by record").all()
+    assert (table.test == "a − b > 0").all() and (table.note == "").all()
+    assert list(table.verdict) == ["unresolved", "reproduced"]
+    per_record = dpadapter.astype(float) - sam
+    assert table.difference.iloc[0] == pytest.approx(2 / N_TEST)
+    assert table.n_for_80pct_power.iloc[0] == need(2 / N_TEST, per_record.var(ddof=1))
+    assert np.isnan(table.n_for_80pct_power.iloc[1])
+
+
+def test_dpcl_rows_come_in_dataset_and_eps_order_and_skip_a_one_sided_eps(ledger):
+    """utility.csv lists b at ε = 10, b at ε = 1, then a at ε = 5 with DPCL only: the ledger has b
+    at ε = 1 then ε = 10, and nothing for a (no naive release to compare with)."""
+    rng = np.random.default_rng(33)
+    base = exact(rng, N_TEST, 240)
+    high, low = draws_of(rng, base, 2), draws_of(rng, flip(rng, base, off=90), 2)
+    dpcl_claims(ledger, frame(utility_rows("b", "dpcl", 10, high), utility_rows("b", "dpcl_naive", 10, low),
+                              utility_rows("b", "dpcl", 1, low), utility_rows("b", "dpcl_naive", 1, high),
+                              utility_rows("a", "dpcl", 5, high)))
+    table = ledger.frame()
+    assert list(zip(table.dataset, table.setting, table.verdict)) == [("b", "ε = 1", "contradicted"),
+                                                                      ("b", "ε = 10", "reproduced")]
+    assert (table.quantity == "test accuracy (test records × repeats)").all()
+    assert (table.compared == "DPCL vs naive contrastive DP-SGD at equal target ε").all()
+    assert (table.design == "paired by record").all() and (table.test == "a − b > 0").all()
+    assert (table.note == "DPCL's ε rests on the paper's heuristic gradient sensitivity (heuristic_dp), the naive "
+                          "variant's on a proven one (approx_dp): equal ε is not an equal guarantee").all()
+
+
+def accounting_setting(variant, shared) -> dict:
+    return {"objective": "simclr", "variant": variant, "steps": 10, "paper_noise_multipliers": "0.4, 0.6",
+            "eps": 1000.0, "delta": 1e-5, "eps_rdp_without_replacement": shared,
+            "eps_rdp_without_replacement_separate": 1000.5, "eps_pld_poisson": 20.0}
+
+
+def test_dpcl_accounting_rows_in_full(ledger, catalogue):
+    """ε = 1010 is exactly 1 % off the paper's 1000: reproduced; 1.1e5 is not, and stays open."""
+    dpcl_accounting_claims(ledger, [accounting_setting("naive", 1010.0), accounting_setting("dpcl", 1.1e5)])
+    table = ledger.frame()
+    assert list(table.verdict) == ["reproduced", "unresolved"]
+    assert list(table.setting) == ["simclr, naive: 10 steps, σ = 0.4, 0.6", "simclr, dpcl: 10 steps, σ = 0.4, 0.6"]
+    assert (table.dataset == "cifar10 (the paper's settings)").all()
+    assert (table.quantity == "ε at δ = 1e-05, RDP accountant, batches without replacement").all()
+    assert (table.compared == "our accountant vs the paper's ε").all() and (table.test == "|ε − 1000| ≤ 0.01 ε").all()
+    assert list(table.note) == ["", "the mechanisms share each step's batch; sampled separately (the paper's "
+                                "accounting) they give ε = 1000; sharing, the RDP bound is 1.1e+05, an upper bound "
+                                "that is loose there, and the PLD accountant on the Poisson analogue gives 20: the "
+                                "claim needs an accountant for mechanisms sharing a batch, not more data"]
+    # a computed value and the stated one: intervals of width 0, no records, no draws, no difference
+    assert list(table.value_lo) == [1010.0, 1.1e5] and list(table.value_hi) == [1010.0, 1.1e5]
+    assert (table[["reference", "reference_lo", "reference_hi"]] == 1000.0).all().all()
+    for column in ("n", "draws", "n_reference", "difference", "difference_lo", "difference_hi", "n_for_80pct_power"):
+        assert np.isnan(table[column].to_numpy()).all(), column
+    alone = Ledger(catalogue)  # an open computation alone: still no records to ask for
+    dpcl_accounting_claims(alone, [accounting_setting("dpcl", 1.1e5)])
+    assert math.isnan(alone.frame().n_for_80pct_power.iloc[0])
+
+
+MARKDOWN_RULES = (
+    "Intervals are 95 % with the record as the independent unit: (records × draws) counts the records and the noise "
+    "draws or trainings each was decided under, which are repeated measurements, not new records. Two releases "
+    "decided on the same records are compared by their difference paired on the records. A claim is tested as "
+    "worded: 'a > b' is reproduced when the difference's interval lies above 0 and contradicted when below; "
+    "'roughly', 'barely' and 'no cost' by the margin named in the test column (the ledger's; the papers give none). "
+    "Otherwise unresolved, with the records at which a replication would settle the claim with 80 % power if the "
+    "measured difference held ('more draws, not records' where the noise draws' spread alone prevents it). A value "
+    "without an interval is a bound or a computation.")
+
+
+def test_markdown_writes_every_row_in_full(ledger, catalogue):
+    """Three rows added by hand, in an order that is not the claims' alphabetical one: a paired
+    difference measured once (no '× draws'), a value against a margin (0.5 ± 0.05) with a note
+    holding a '|', and a computation (no interval, no difference)."""
+    ledger.add("d", "dpcl_above_naive", "ε = 10", "test accuracy", "DPCL vs naive", side(0.8, 0.75, 0.85, 300),
+               side(0.7, 0.65, 0.75, 300, 3), Estimate(0.1, 0.05, 0.15, 300, 1, 0.0006, 0.0, 299.0),
+               "paired by record", "a − b > 0", "reproduced")
+    ledger.add("d", "alm_protects_to_chance", "ε = 1", "MIA accuracy", "ALM vs chance", side(0.52, 0.5, 0.54, 2000, 3),
+               side(0.5, 0.45, 0.55, np.nan, np.nan), Estimate(0.02, 0.0, 0.04, 2000, 3, 0.0001, 0.0, 1999.0),
+               "against a fixed value", "|a − 0.5| < 0.05", "unresolved", 1234.0, "n | b")
+    ledger.add("cifar10", "dpcl_paper_sigmas_eps_1000", "simclr", "ε at δ = 1e-05", "accountant vs paper",
+               bound(1010.0), bound(1000.0), Estimate(np.nan, np.nan, np.nan, 0, 0, 0.0, 0.0, np.nan), "computation",
+               "|ε − 1000| ≤ 0.01 ε", "reproduced")
+    table = ledger.frame()
+    assert list(table.paper_value) == list(catalogue.set_index("claim").paper_value[
+        ["dpcl_above_naive", "alm_protects_to_chance", "dpcl_paper_sigmas_eps_1000"]])
+    entry = catalogue.set_index("claim")
+    claims = [f"- **{c}** ({entry.seed[c]}, {entry.source[c]}): {entry.statement[c]}"
+              for c in ("dpcl_above_naive", "alm_protects_to_chance", "dpcl_paper_sigmas_eps_1000")]
+    assert markdown(table) == "\n".join([
+        "| seed | reproduced | contradicted | unresolved | not tested |",
+        "|---|---:|---:|---:|---:|",
+        "| 000 Yang, Gohari & Topcu: Additive Logistic Mechanism | 0 | 0 | 1 | 0 |",
+        "| 004 DPCL | 2 | 0 | 0 | 0 |",
+        "",
+        "| dataset | claim | setting | paper | ours [95 % CI] (records × draws) | reference [95 % CI] "
+        "| difference [95 % CI] | test | verdict | records for 80 % power | note |",
+        "|---|---|---|---|---:|---:|---:|---|---|---:|---|",
+        "| d | dpcl_above_naive | ε = 10 | curves in Figs. 2 and 5, no numbers in the text | 0.800 [0.750, 0.850] (300) "
+        "| 0.700 [0.650, 0.750] (300) | +0.100 [+0.050, +0.150] (paired by record) | a − b > 0 | **reproduced** |  "
+        "| test accuracy; DPCL vs naive |",
+        "| d | alm_protects_to_chance | ε = 1 | MIA accuracy ≈ 0.50 at utility loss < 0.05 (no ε named) "
+        "| 0.520 [0.500, 0.540] (2000 × 3) | 0.5 ± 0.05 (margin) | +0.020 [+0.000, +0.040] (against a fixed value) "
+        "| \\|a − 0.5\\| < 0.05 | **unresolved** | 1234 | MIA accuracy; ALM vs chance; n \\| b |",
+        "| cifar10 | dpcl_paper_sigmas_eps_1000 | simclr | ε = 1000 at δ = 1e-5 | 1010 | 1000 |  "
+        "| \\|ε − 1000\\| ≤ 0.01 ε | **reproduced** |  | ε at δ = 1e-05; accountant vs paper |",
+        "",
+        "The claims:",
+        "",
+        *claims,
+        "",
+        MARKDOWN_RULES]) + "\n"
+
+
+def test_not_tested_rows_in_the_table_and_in_markdown(ledger, catalogue):
+    """A ledger nothing was measured for: its frame still has the ledger's columns, and every claim
+    gets a not-tested row with the catalogue's words and empty texts where nothing was compared."""
+    assert list(ledger.frame().columns) == LEDGER_COLUMNS and ledger.frame().empty
+    ledger.add_not_tested()
+    table = ledger.frame()
+    assert list(table.claim) == list(LEDGER_CLAIMS) and (table.verdict == "not tested").all()
+    entry = catalogue.set_index("claim").loc[list(LEDGER_CLAIMS)]
+    for column in ("seed", "source", "statement", "paper_value"):
+        assert list(table[column]) == list(entry[column]), column
+    for column in ("dataset", "setting", "quantity", "compared", "design", "test"):
+        assert (table[column] == "").all(), column
+    text = markdown(table)
+    assert ("\n| | alm_loss_below_gaussian | | 'significantly higher' for Gaussian (Fig. 1), no numbers in the text "
+            "| | | | | **not tested** | | this run measured nothing the claim compares; it needs an image dataset "
+            "with `alm` and `gaussian` in protect.mechanisms at a common ε |\n") in text
+    assert f"\n- **semileak_views** ({entry.seed['semileak_views']}, Sec. 3.4.5, Fig. 3.5): More augmented views make " \
+           "A_DA stronger.\n" in text

@@ -33,10 +33,10 @@ import pandas as pd
 import torch
 
 from privssl.attacks.contrastive_spec import CLAIMS
+from privssl.cli import FileObject, json_object
 from privssl.data.images import load_pool
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
-from privssl.cli import FileObject, json_object
 from privssl.io import InputError, unpack_decisions, unpack_ranks
 from privssl.release.methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
 from privssl.release.training_time import EVALUATED, PrivateSets

@@ -296,7 +296,7 @@ def _value(value, lo, hi, n, draws) -> str:
         return f"{value:.4g}"
     if pd.isna(n):  # a bound with a margin ("roughly 50 %")
         return f"{value:.3g} ± {(hi - lo) / 2:.3g} (margin)"
-    units = "" if pd.isna(n) else f" ({int(n)}{'' if pd.isna(draws) or draws == 1 else f' × {int(draws)}'})"
+    units = f" ({int(n)}{'' if pd.isna(draws) or draws == 1 else f' × {int(draws)}'})"
     return interval_text(value, lo, hi) + units
 
 
