@@ -139,11 +139,12 @@ def stage_seed(stage):
 
 
 def tuning_sections(section):
-    """The config sections a section's tuning reads: its own, with `tuning`, and the release grid
-    (`protect`) where its score is taken after noise; so a change of the certified grid does not
-    retune (and retrain) the released head."""
+    """The config sections a section's tuning reads: its own, the release grid (`protect`) where
+    its score is taken after noise, and of `tuning` only the folds and its own grid; so a change of
+    the certified grid does not retune (and retrain) the released head."""
     keys = {"head": ["head"], "certified": ["certified", "protect"], "dpsgd": ["dpsgd", "protect"]}[section]
-    return {key: config[key] for key in keys} | {"tuning": config.get("tuning", {})}
+    tuning = config.get("tuning", {})
+    return {key: config[key] for key in keys} | {"tuning": {k: tuning[k] for k in ("folds", section) if k in tuning}}
 
 
 def tuning_config(section):

@@ -223,3 +223,11 @@ def test_training_time_sections_need_an_image_dataset(config):
         check_training_time(config)
     del config["dpcl"], config["dpadapter"]
     check_training_time(config)  # without the sections there is nothing to check
+
+
+def test_a_phase_takes_a_batch_of_one_and_refuses_a_noiseless_mechanism():
+    # a batch of one record is a phase (sampling rate 1/n); a noise multiplier of 0 releases the
+    # clipped sum itself, which no (ε, δ) bounds: refused, not accounted as infinitely private
+    assert Phase(n=5, batch_size=1, steps=3, noise_multipliers=(1.0,)).batch_size == 1
+    with pytest.raises(ValueError, match="noise_multipliers must be a non-empty tuple of finite values > 0"):
+        Phase(n=5, batch_size=2, steps=3, noise_multipliers=(1.0, 0.0))

@@ -512,6 +512,18 @@ def test_editing_the_semileak_attack_settings_does_not_retrain_the_targets(tiny_
     assert planned_jobs(proc) == {"semileak_attack": 1, "semileak_report": 1, "claims": 1, "digest": 1, "all": 1}
 
 
+def test_editing_the_certified_grid_retunes_only_the_certified_head(tiny_run, tmp_path):
+    # each tuned section's job and each reader of a choice read only their own section's grid
+    config = yaml.safe_load(tiny_run.config.read_text())
+    config["tuning"]["certified"]["l2"] = [0.01, 0.2]
+    edited = write_config(config, tmp_path / "edited.yaml")
+    planned = planned_jobs(run_snakemake(tiny_run.workdir, edited, "-n", snakefile=tiny_run.snakefile))
+    assert planned["tune"] == len(PROTECTED_GRAPHS) + 1 and planned["certified_head"] == len(PROTECTED_GRAPHS) + 1
+    untouched = {"finetune", "shadow", "sensitivity", "protect_dpsgd", "dpcl_train", "dpadapter_train"}
+    assert not untouched & set(planned), planned
+    assert {"protect", "attack", "lira_heads"} <= set(planned), planned
+
+
 def test_training_time_branches(tiny_run):
     """Both branches end to end: DPCL's per-epoch history and accounting, DPAdapter's three
     pre-trainings, and each release's claim within its budget, of the kind its sensitivity allows."""
