@@ -1059,9 +1059,9 @@ CHOICE_OPTIONS = {"head": "head", "head_spec": "head", "certified": "certified",
 
 def _same_value(cell, value) -> bool:
     """A table cell (NaN for an empty one) equals a config value (None for null)."""
-    if value is None or (isinstance(cell, float) and math.isnan(cell)):
-        return value is None and isinstance(cell, float) and math.isnan(cell)
-    return cell == value
+    if value is None:
+        return isinstance(cell, float) and math.isnan(cell)
+    return cell == value  # NaN equals nothing
 
 
 def _canonical(value) -> str:
