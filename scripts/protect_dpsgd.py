@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.accounting.dpsgd import SEARCH_SECONDS, calibrate_grid
+from privssl.accounting.dpsgd import calibrate_grid
 from privssl.artefacts import HEAD, features, load_tensor_file, parse_checking_choices
 from privssl.cli import device_argument, json_object, positive_float, thread_count
 from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
@@ -53,8 +53,6 @@ def main() -> None:
     parser.add_argument("--out-heads", required=True)
     parser.add_argument("--threads", type=thread_count, default=None)
     parser.add_argument("--graph", action="store_true", help="the head is on a graph's node embeddings")
-    parser.add_argument("--search-seconds", type=positive_float, default=SEARCH_SECONDS,
-                        help="time limit of the σ search per ε; slower means unreachable")
     device_argument(parser)
     args = parse_checking_choices(parser)
     # Opacus calls logging.basicConfig (level WARNING) when imported, which would make
@@ -114,7 +112,7 @@ def main() -> None:
             continue
         spec = per_eps[eps]
         sample_rate, steps = sampling_plan(n, spec)
-        found, missed = calibrate_grid([eps], args.delta, sample_rate, steps, spec.accountant, args.search_seconds)
+        found, missed = calibrate_grid([eps], args.delta, sample_rate, steps, spec.accountant)
         reached += [(cal, spec) for cal in found]
         unreachable += [f"ε = {u.eps:g}: {u.reason}" for u in missed]
     log.info("n = %d: σ per ε %s (search %.1f s)", n, {c.eps: (round(c.noise_multiplier, 6), c.sample_rate, c.steps,

@@ -9,9 +9,8 @@ import time
 
 import torch
 
-from privssl.accounting.dpsgd import SEARCH_SECONDS
 from privssl.artefacts import load_tuning_folds, parse_checking_choices
-from privssl.cli import json_object, positive_float, tuning_parser
+from privssl.cli import json_object, tuning_parser
 from privssl.io import script_logger
 from privssl.release import tuning
 from privssl.release.dpsgd_spec import DPSGDSpec
@@ -23,7 +22,6 @@ from privssl.training.heads import HeadSpec
 def main() -> None:
     parser = tuning_parser(__doc__)
     parser.add_argument("--head-spec", type=json_object, required=True, help="the head's choice, @<head.json>")
-    parser.add_argument("--search-seconds", type=positive_float, default=SEARCH_SECONDS)
     args = parse_checking_choices(parser)
     log = script_logger("tune")
     protect = args.config["protect"]
@@ -37,7 +35,7 @@ def main() -> None:
     x, y, n_classes, n, splits = load_tuning_folds(args.features, args.config, args.seed, log.info)
     start = time.perf_counter()
     rows = tuning.tune_dpsgd(x, y, n_classes, head_spec, points, splits, protect["eps"], protect["delta"],
-                             args.seed, args.search_seconds, log=log.info)
+                             args.seed, log=log.info)
     per_eps = {eps: tuning.best_point(rows, eps) for eps in [*protect["eps"], math.inf]}
     choice = {"per_eps": [{"eps": eps, "spec": points[p]} for eps, p in per_eps.items()
                           if p is not None and math.isfinite(eps)],

@@ -119,7 +119,7 @@ def test_noise_multiplier_reaches_target_eps_and_falls_as_eps_grows():
     q, steps = 1 / 3, 30
     reached, unreachable = calibrate_grid([0.5, 8.0], DELTA, q, steps, "rdp")
     assert unreachable == [] and [c.eps for c in reached] == [0.5, 8.0]
-    reached.insert(1, noise_multiplier(2.0, DELTA, q, steps, "rdp", time_limit=None))
+    reached.insert(1, noise_multiplier(2.0, DELTA, q, steps, "rdp"))
     for cal in reached:
         again = accountant_epsilon(cal.noise_multiplier, q, steps, DELTA, "rdp")
         assert again == pytest.approx(cal.eps_at_sigma, rel=1e-12)
@@ -161,14 +161,15 @@ def test_unreachable_eps_is_reported_naming_it():
     # q = 1/4 over 8 steps: even Opacus' largest σ (1e6) leaves ε above 1e-4 at δ = 1e-5
     with pytest.raises(UnreachableEpsilon, match=r"ε = 0\.0001 is unreachable: .*privacy budget is too low"):
         noise_multiplier(1e-4, DELTA, 0.25, 8, "rdp")
-    # a search that outlasts its time limit (PRV at a large ε) is killed and reported, not waited for
-    # (and the larger ε of the grid, which need a smaller σ still, are not searched)
-    reached, unreachable = calibrate_grid([3000.0, 1000.0, 5000.0], DELTA, 1 / 3, 90, "prv", time_limit=0.5)
+    # a search whose PRV accountant would exceed its work bound (a large ε: a small σ, a large grid) is
+    # reported, and the larger ε of the grid, which need a smaller σ still, are not searched
+    reached, unreachable = calibrate_grid([3000.0, 1000.0, 5000.0], DELTA, 1 / 3, 90, "prv")
     assert reached == []
     assert [(u.eps, u.delta) for u in unreachable] == [(3000.0, DELTA), (1000.0, DELTA), (5000.0, DELTA)]
-    assert "did not finish in 0.5 s" in unreachable[1].reason
+    assert "above its bound of 8,388,608 (PRV_MAX_POINTS)" in unreachable[1].reason
     for skipped in (unreachable[0], unreachable[2]):
-        assert skipped.reason.startswith("not searched: the search for the smaller ε = 1000 already timed out")
+        assert skipped.reason.startswith("not searched: the search for the smaller ε = 1000 already exceeded the work "
+                                         "bound")
 
 
 @pytest.mark.parametrize("field, value", [("clip_norm", 0.0), ("clip_norm", float("inf")), ("batch_size", 0),

@@ -5,6 +5,7 @@ privssl.release.calibration), the ordering PLD ≤ RDP at the default config's q
 calibration's promise: the accountant's ε at the calibrated σ lies in [(1 − 1e-3) ε, ε]."""
 
 import math
+import re
 import types
 import warnings
 
@@ -15,7 +16,7 @@ from dp_accounting.pld import PLDAccountant
 from opacus.accountants import PRVAccountant
 from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
 
-from privssl.accounting import pld
+from privssl.accounting import dpsgd, pld
 from privssl.accounting.dpsgd import accountant_epsilon, calibrate_grid, epsilon_spent, noise_multiplier
 from privssl.accounting.rdp import RDP_ORDERS, UnreachableEpsilon
 from privssl.release.calibration import analytic_gaussian_delta
@@ -103,7 +104,7 @@ def test_calibrated_sigma_reaches_each_eps_of_the_grid_within_0_1_percent(accoun
     """ε(σ) ∈ [(1 − 1e-3) ε, ε] at the σ returned, and for PLD also by dp_accounting's accountant
     at a 5× finer interval (never above the target). PRV at ε = 1 only: it takes seconds to
     minutes per evaluation at the grid's small σ."""
-    reached, unreachable = calibrate_grid(eps_grid, DELTA, DEFAULT_Q, DEFAULT_STEPS, accountant, time_limit=60)
+    reached, unreachable = calibrate_grid(eps_grid, DELTA, DEFAULT_Q, DEFAULT_STEPS, accountant)
     assert unreachable == [] and [c.eps for c in reached] == eps_grid
     for cal in reached:
         again = accountant_epsilon(cal.noise_multiplier, DEFAULT_Q, DEFAULT_STEPS, DELTA, accountant)
@@ -122,8 +123,8 @@ def test_pld_reaches_an_eps_that_rdp_cannot_and_every_accountant_names_what_it_c
     """RDP's conversion keeps ε above ~log(1/δ)/(α_max − 1) at any σ; PLD's ε falls to 0 once the
     Gaussians' total variation is below δ, so it calibrates ε = 1e-4 at q = 1/4 over 8 steps."""
     with pytest.raises(UnreachableEpsilon, match=r"ε = 0\.0001 is unreachable: .*privacy budget is too low"):
-        noise_multiplier(1e-4, DELTA, 0.25, 8, "rdp", time_limit=None)
-    cal = noise_multiplier(1e-4, DELTA, 0.25, 8, "pld", time_limit=None)
+        noise_multiplier(1e-4, DELTA, 0.25, 8, "rdp")
+    cal = noise_multiplier(1e-4, DELTA, 0.25, 8, "pld")
     assert (1 - 1e-3) * 1e-4 <= cal.eps_at_sigma <= 1e-4
     with pytest.raises(UnreachableEpsilon, match="must be finite and > 0"):
         noise_multiplier(0.0, DELTA, 0.25, 8, "pld")
@@ -171,38 +172,20 @@ def test_the_search_refuses_an_accountant_whose_epsilon_jumps_over_the_band(monk
 
     monkeypatch.setattr(dpsgd, "accountant_epsilon", lambda sigma, *args: 1 / sigma if sigma >= 1 else math.inf)
     with pytest.raises(UnreachableEpsilon, match="ε jumps from 1 at σ = 1 to inf just below it"):
-        noise_multiplier(1.5, DELTA, 0.5, 10, "rdp", time_limit=None)
+        noise_multiplier(1.5, DELTA, 0.5, 10, "rdp")
     monkeypatch.setattr(dpsgd, "accountant_epsilon", lambda sigma, *args: 3 / sigma ** 2)  # smooth: found
-    cal = noise_multiplier(1.5, DELTA, 0.5, 10, "rdp", time_limit=None)
+    cal = noise_multiplier(1.5, DELTA, 0.5, 10, "rdp")
     assert (1 - 1e-3) * 1.5 <= cal.eps_at_sigma <= 1.5 and cal.noise_multiplier == pytest.approx(math.sqrt(2), 1e-3)
-
-
-def test_the_search_child_sends_its_result_or_the_error_it_met():
-    """The PRV search's child process sends ("ok", (σ, ε(σ))) or ("error", "Type: message") and
-    closes its end (run here in this process, so that what it sends is checked)."""
-    import multiprocessing
-
-    from privssl.accounting.dpsgd import _search_child
-
-    receive, send = multiprocessing.Pipe(duplex=False)
-    _search_child(send, (3.0, DELTA, 0.5, 4, "rdp"))
-    status, (sigma, eps) = receive.recv()
-    assert status == "ok" and send.closed
-    assert eps == accountant_epsilon(sigma, 0.5, 4, DELTA, "rdp") and 0.999 * 3.0 <= eps <= 3.0
-    receive, send = multiprocessing.Pipe(duplex=False)
-    _search_child(send, (None, DELTA, 0.5, 4, "rdp"))
-    status, message = receive.recv()
-    assert status == "error" and message.startswith("TypeError: ") and send.closed
 
 
 def test_calibrate_grid_defaults_to_pld_and_records_an_unreachable_eps_with_its_delta():
     """PLD, the default accountant, reaches ε = 1e-4 at q = 1/4 over 8 steps; RDP cannot (its
     conversion keeps ε above ~log(1/δ)/(α_max − 1)), and the grid records that ε at its δ."""
-    reached, unreachable = calibrate_grid([1e-4], DELTA, 0.25, 8, time_limit=None)
+    reached, unreachable = calibrate_grid([1e-4], DELTA, 0.25, 8)
     assert unreachable == [] and [(c.eps, c.delta, c.accountant) for c in reached] == [(1e-4, DELTA, "pld")]
     assert (1 - 1e-3) * 1e-4 <= reached[0].eps_at_sigma <= 1e-4
-    assert noise_multiplier(1e-4, DELTA, 0.25, 8, time_limit=None) == reached[0]  # its default is PLD too
-    reached, unreachable = calibrate_grid([1e-4], DELTA, 0.25, 8, "rdp", time_limit=None)
+    assert noise_multiplier(1e-4, DELTA, 0.25, 8) == reached[0]  # its default is PLD too
+    reached, unreachable = calibrate_grid([1e-4], DELTA, 0.25, 8, "rdp")
     assert reached == [] and [(u.eps, u.delta) for u in unreachable] == [(1e-4, DELTA)]
     assert unreachable[0].reason.startswith("the σ search failed (ValueError: the privacy budget is too low")
 
@@ -218,37 +201,66 @@ def test_calibrate_grid_defaults_to_pld_and_records_an_unreachable_eps_with_its_
 ])
 def test_noise_multiplier_refuses_a_bad_target_or_run_naming_the_value(args, message):
     with pytest.raises(ValueError, match=message):
-        noise_multiplier(*args, "rdp", time_limit=None)
+        noise_multiplier(*args, "rdp")
 
 
-def test_a_one_step_full_batch_is_calibrated_and_pld_or_rdp_ignore_the_time_limit():
-    """q = 1 over one step is a valid run (the Gaussian mechanism itself). Only a PRV search runs
-    under `time_limit`: PLD and RDP searches run in this process, so a limit of 0 s stops neither."""
+def test_a_one_step_full_batch_is_calibrated():
+    """q = 1 over one step is a valid run (the Gaussian mechanism itself)."""
     for accountant in ("rdp", "pld"):
-        cal = noise_multiplier(1.0, DELTA, 1.0, 1, accountant, time_limit=0.0)
+        cal = noise_multiplier(1.0, DELTA, 1.0, 1, accountant)
         assert (cal.sample_rate, cal.steps, cal.accountant) == (1.0, 1, accountant)
         assert (1 - 1e-3) * 1.0 <= accountant_epsilon(cal.noise_multiplier, 1.0, 1, DELTA, accountant) <= 1.0
     exact = exact_gaussian_epsilon(cal.noise_multiplier, 1)  # PLD without subsampling is exact within 1e-3
     assert exact * (1 - 1e-9) <= cal.eps_at_sigma <= exact * (1 + 1e-3)
 
 
-def test_a_prv_search_that_fails_in_its_child_is_reported_with_the_childs_error_and_time():
-    """PRV's ε stays near 0.01 at σ = 1e6 (q = 1/4, 8 steps): ε = 1e-9 fails in the forked child,
-    which sends its error; the parent reports it and the seconds the search took."""
+def test_a_prv_search_that_fails_is_reported_with_the_accountants_error():
+    """PRV's ε stays near 0.01 at σ = 1e6 (q = 1/4, 8 steps): ε = 1e-9 is unreachable, and says why."""
     with pytest.raises(UnreachableEpsilon, match=r"^ε = 1e-09 is unreachable: the σ search failed \(ValueError: the "
-                                                 r"privacy budget is too low: .* prv accountant .*\) after \d+\.\d s$"):
-        noise_multiplier(1e-9, DELTA, 0.25, 8, "prv", time_limit=120)
+                                                 r"privacy budget is too low: .* prv accountant .*\)$"):
+        noise_multiplier(1e-9, DELTA, 0.25, 8, "prv")
 
 
-def test_a_prv_search_child_that_dies_is_reported_naming_the_eps(monkeypatch):
-    """A child that exits without sending (here: at once, exit code 3) closes the pipe: the
-    parent reports the ε it was searching for and that the search process died."""
-    import os
+@pytest.mark.parametrize("sigma, q, steps", [(2.0, 1 / 3, 90), (0.3, 1 / 3, 90), (0.5, 0.25, 8), (1.0, 1.0, 1)])
+def test_the_prv_work_bound_counts_the_points_opacus_discretises_on(sigma, q, steps):
+    """prv_grid_points, from Opacus' public functions, against the domain that Opacus' own
+    PRVAccountant builds for its default errors (a private method: what the bound must count)."""
+    from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV
 
-    import privssl.accounting.dpsgd as dpsgd
+    reference = PRVAccountant()._get_domain([PoissonSubsampledGaussianPRV(q, sigma)], [steps], 0.01, DELTA / 1000)
+    assert dpsgd.prv_grid_points(((sigma, q, steps),), DELTA) == reference.size
 
-    monkeypatch.setattr(dpsgd, "_search", lambda *args: os._exit(3))
-    with pytest.raises(UnreachableEpsilon, match=r"^ε = 2 is unreachable: the σ search process died \(exit code "
-                                                 r"(3|None)\)$") as err:
-        noise_multiplier(2.0, DELTA, 0.25, 8, "prv", time_limit=120)
-    assert err.value.eps == 2.0
+
+def test_a_prv_evaluation_above_the_work_bound_is_refused_before_it_runs(monkeypatch):
+    """At q = 1/3 over 90 steps the grid has 224,872 points at σ = 1 and 93,518 at σ = 2: with the
+    bound between them, σ = 2 is evaluated and σ = 1 refused without a discretisation."""
+    monkeypatch.setattr(dpsgd, "PRV_MAX_POINTS", 150_000)
+    assert accountant_epsilon(2.0, DEFAULT_Q, DEFAULT_STEPS, DELTA, "prv") == pytest.approx(8.424, abs=0.01)
+
+    def no_discretisation(*args, **kwargs):
+        raise AssertionError("the PRV accountant ran above its work bound")
+
+    monkeypatch.setattr(PRVAccountant, "_get_dprv", no_discretisation)
+    with pytest.raises(dpsgd.PrvTooCostly, match=r"^the PRV accountant would discretise the privacy loss at σ = 1 "
+                                                 r"\(q = 0\.3333, 90 steps, δ = 1e-05\) on 224,872 points, above "
+                                                 r"its bound of 150,000 \(PRV_MAX_POINTS\)"):
+        accountant_epsilon(1.0, DEFAULT_Q, DEFAULT_STEPS, DELTA, "prv")
+
+
+def test_a_search_that_would_exceed_the_prv_work_bound_is_unreachable_and_stops_the_larger_eps(monkeypatch):
+    """ε = 8 needs σ ≈ 2 (93,518 points), ε = 20 and 50 a smaller σ: with a bound of 150,000 points
+    ε = 8 is calibrated, ε = 20 is unreachable for the bound, and ε = 50 is not searched. The
+    outcome depends on the arguments only: the same grid gives the same records again."""
+    monkeypatch.setattr(dpsgd, "PRV_MAX_POINTS", 150_000)
+    runs = [calibrate_grid([50.0, 8.0, 20.0], DELTA, DEFAULT_Q, DEFAULT_STEPS, "prv") for _ in range(2)]
+    assert runs[0] == runs[1]
+    reached, unreachable = runs[0]
+    assert [c.eps for c in reached] == [8.0] and [u.eps for u in unreachable] == [50.0, 20.0]
+    assert re.fullmatch(r"the σ search stopped: the PRV accountant would discretise the privacy loss at σ = \S+ "
+                        r"\(q = 0\.3333, 90 steps, δ = 1e-05\) on [\d,]+ points, above its bound of 150,000 "
+                        r"\(PRV_MAX_POINTS\); the pld accountant is tighter and has no such bound",
+                        unreachable[1].reason)
+    assert unreachable[0].reason == ("not searched: the search for the smaller ε = 20 already exceeded the work "
+                                     f"bound ({unreachable[1].reason})")
+    with pytest.raises(dpsgd.SearchTooCostly):
+        noise_multiplier(20.0, DELTA, DEFAULT_Q, DEFAULT_STEPS, "prv")

@@ -137,7 +137,7 @@ def test_noise_multiplier_full_batch_reaches_the_target_by_the_exact_curve():
     target, delta, steps = 2.0, 1e-5, 50
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        calibration = noise_multiplier(target, delta, 1.0, steps, accountant="prv", time_limit=None)
+        calibration = noise_multiplier(target, delta, 1.0, steps, accountant="prv")
     sigma = calibration.noise_multiplier
     assert (1 - 1e-3) * target <= calibration.eps_at_sigma <= target
     assert calibration.eps_at_sigma == prv_epsilon(sigma, 1.0, steps, delta)
@@ -150,7 +150,7 @@ def test_noise_multiplier_subsampled_reaches_the_target_by_dp_accounting_pld():
     optimistic PLD (a lower bound on the true ε) is ≤ target; its pessimistic PLD at (1 − 2e-3) δ
     is ≥ (1 − 1e-3) target − 2 ε_err (σ not larger than the PRV's error allows)."""
     target, delta, q, steps = 1.0, 1e-5, 0.01, 500
-    calibration = noise_multiplier(target, delta, q, steps, accountant="prv", time_limit=None)
+    calibration = noise_multiplier(target, delta, q, steps, accountant="prv")
     sigma = calibration.noise_multiplier
     assert (1 - 1e-3) * target <= calibration.eps_at_sigma <= target
     assert pld_epsilon(sigma, q, steps, delta, pessimistic=False) <= target

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from privssl.accounting import dpsgd as dpsgd_accounting
 from privssl.accounting.dpsgd import Unreachable, accountant_epsilon
 from privssl.accounting.dpsgd import calibrate_grid as tuning_calibrate_grid
 from privssl.cli import json_object
@@ -139,8 +140,7 @@ def test_dpsgd_scores_calibrate_sigma_per_eps_and_add_the_noise_free_limit():
     splits = tuning.folds(60, 30, 2, seed=3)
     points = [{"clip_norm": 1.0, "batch_size": 10, "epochs": 5, "lr": 0.5, "momentum": 0.9, "repeats": 1,
                "accountant": "rdp"}]
-    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), points, splits, [0.5, 50.0], 1e-5, seed=0,
-                             search_seconds=None)
+    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), points, splits, [0.5, 50.0], 1e-5, seed=0)
     by = {r["eps"]: r for r in rows}
     assert set(by) == {0.5, 50.0, math.inf}
     assert by[math.inf]["noise_multiplier"] == 0.0
@@ -211,8 +211,7 @@ def test_dpsgd_tuning_trains_on_the_training_records_at_opacus_rate():
     x, y, splits = split_rule()
     points = [{"clip_norm": 1.0, "batch_size": 10, "epochs": 20, "lr": 0.5, "momentum": 0.5, "repeats": 1,
                "accountant": "rdp"}]
-    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), points, splits, [2.0], 1e-5, seed=0,
-                             search_seconds=None)
+    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), points, splits, [2.0], 1e-5, seed=0)
     by = {r["eps"]: r for r in rows}
     # 15 records in batches of 10: Opacus samples at 1/⌈15/10⌉ = 1/2 (not 10/15), 2 steps an epoch
     assert {(r["sample_rate"], r["steps"]) for r in rows} == {(0.5, 40)}
@@ -288,9 +287,8 @@ def test_every_row_holds_its_fields_and_an_unreachable_eps_is_a_row_without_a_sc
     monkeypatch.setattr(tuning, "calibrate_grid", calibrate)
     point = {"clip_norm": 1.0, "batch_size": 10, "epochs": 2, "lr": 0.5, "momentum": 0.5, "repeats": 1,
              "accountant": "rdp"}
-    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), [point], splits, [1e-6, 3.0], 1e-5, seed=0,
-                             search_seconds=None)
-    reached = tuning_calibrate_grid([3.0], 1e-5, 0.5, 4, "rdp", None)[0][0].noise_multiplier
+    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), [point], splits, [1e-6, 3.0], 1e-5, seed=0)
+    reached = tuning_calibrate_grid([3.0], 1e-5, 0.5, 4, "rdp")[0][0].noise_multiplier
     fields = ["point", "eps", "method", "noise_multiplier", "sample_rate", "steps", "correct", "decisions", "accuracy"]
     assert all(list(r) == fields for r in rows)
     assert [(r["point"], r["eps"], r["method"], r["noise_multiplier"], r["sample_rate"], r["steps"], r["decisions"])
@@ -311,8 +309,8 @@ def test_points_of_different_sampling_plans_are_calibrated_each_for_its_own():
     x, y, splits = split_rule()
     points = [{"clip_norm": 1.0, "batch_size": b, "epochs": 2, "lr": 0.5, "momentum": 0.5, "repeats": 1,
                "accountant": "rdp"} for b in (5, 15)]
-    rows = [r for r in tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), points, splits, [3.0], 1e-5, seed=0,
-                                         search_seconds=None) if r["eps"] == 3.0]
+    rows = [r for r in tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), points, splits, [3.0], 1e-5, seed=0)
+            if r["eps"] == 3.0]
     assert [(r["sample_rate"], r["steps"]) for r in rows] == [(1 / 3, 6), (1.0, 2)]
     for r in rows:
         spent = accountant_epsilon(r["noise_multiplier"], r["sample_rate"], r["steps"], 1e-5, "rdp")
@@ -320,14 +318,14 @@ def test_points_of_different_sampling_plans_are_calibrated_each_for_its_own():
     assert rows[0]["noise_multiplier"] < rows[1]["noise_multiplier"]
 
 
-def test_the_search_time_limit_reaches_the_prv_accountant():
-    """A PRV σ search that outlasts `search_seconds` leaves its ε unreachable (no score), however
-    reachable it would be with time."""
+def test_the_prv_work_bound_reaches_the_tuning(monkeypatch):
+    """A PRV σ search above the accountant's work bound leaves its ε unreachable (no score), however
+    reachable it would be with a larger bound."""
+    monkeypatch.setattr(dpsgd_accounting, "PRV_MAX_POINTS", 100)
     x, y, splits = split_rule()
     point = {"clip_norm": 1.0, "batch_size": 10, "epochs": 2, "lr": 0.5, "momentum": 0.5, "repeats": 1,
              "accountant": "prv"}
-    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), [point], splits, [3.0], 1e-5, seed=0,
-                             search_seconds=1e-4)
+    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), [point], splits, [3.0], 1e-5, seed=0)
     by = {r["eps"]: r for r in rows}
     assert by[3.0]["decisions"] == 0 and math.isnan(by[3.0]["noise_multiplier"]) and by[math.inf]["decisions"] == 50
 
@@ -372,7 +370,7 @@ def test_each_section_logs_its_grid_points_done_out_of_all():
         "DP-SGD grid points": lambda log: tuning.tune_dpsgd(
             x, y, 3, HeadSpec(architecture="linear"),
             [{"clip_norm": 1.0, "batch_size": 10, "epochs": 1, "lr": lr, "momentum": 0.0, "repeats": 1,
-              "accountant": "rdp"} for lr in (0.1, 0.5)], splits, [3.0], 1e-5, seed=0, search_seconds=None,
+              "accountant": "rdp"} for lr in (0.1, 0.5)], splits, [3.0], 1e-5, seed=0,
             log=log),
     }
     for what, run in runs.items():

@@ -112,8 +112,7 @@ def tune_certified(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: lis
 
 def tune_dpsgd(x: torch.Tensor, y: torch.Tensor, n_classes: int, head_spec: HeadSpec, points: list[dict],
                splits: list[tuple[torch.Tensor, torch.Tensor]], eps_grid: list[float], delta: float,
-               seed: int, search_seconds: float | None,
-              log: Callable[[str], None] | None = None) -> list[dict]:
+               seed: int, log: Callable[[str], None] | None = None) -> list[dict]:
     """Validation accuracy of every DP-SGD point at every ε of the grid that its (q, steps) can
     reach (σ by the point's accountant) and at σ = 0: per point one batched training of
     (ε's + 1) × folds heads (privssl.release.dpsgd_batched, Opacus' algorithm). An unreachable
@@ -127,7 +126,7 @@ def tune_dpsgd(x: torch.Tensor, y: torch.Tensor, n_classes: int, head_spec: Head
         sample_rate, steps = sampling_plan(n, spec)
         plan = (sample_rate, steps, spec.accountant)
         if plan not in calibrated:
-            calibrated[plan] = calibrate_grid(eps_grid, delta, sample_rate, steps, spec.accountant, search_seconds)
+            calibrated[plan] = calibrate_grid(eps_grid, delta, sample_rate, steps, spec.accountant)
         reached, unreachable = calibrated[plan]
         levels = [(c.eps, c.noise_multiplier) for c in reached] + [(math.inf, 0.0)]
         sigma = torch.tensor([s for _, s in levels], dtype=DTYPE).repeat_interleave(len(splits))
