@@ -267,23 +267,24 @@ def final_outputs():
     return outputs
 
 
-def digest_tables():
-    """(section, title, path) of every Markdown table of the run that the digest includes whole."""
-    tables = [("claims", "Claims ledger", f"{RESULTS}/tables/claims.md")]
-    if DATASETS:
-        tables += [("image", "Sensitivity (Table 1)", f"{RESULTS}/tables/table1.md")]
-        tables += [("image", "Table 2", f"{RESULTS}/tables/table2.md")]
-    if config.get("semileak", {}).get("datasets"):
-        tables.append(("branches", "Semi-supervised learning (Semi-Leak)", f"{RESULTS}/tables/semileak.md"))
-    if CONTRASTIVE:
-        tables.append(("branches", "Contrastive privacy", f"{RESULTS}/tables/contrastive.md"))
+def branch_arguments(input):
+    """The claim branches' arguments of a job that builds the claims ledger (rules `claims` and
+    `digest`), from the job's inputs of each branch: none where the config runs no such branch."""
+    words = []
+    if input.contrastive:
+        words += ["--contrastive", *input.contrastive]
+    if input.semileak:
+        defaults = {
+            "--early-stopping": config["semileak"]["defences"]["early_stopping"],
+            "--views": config["semileak"]["attack"]["views"],
+            "--similarity": config["semileak"]["attack"]["similarity"],
+        }
+        words += ["--semileak", *input.semileak, *(word for pair in defaults.items() for word in pair)]
+    if input.dpadapter:
+        words += ["--dpadapter", *input.dpadapter]
     if DPCL_METHODS:
-        tables.append(("branches", "DPCL accounting", f"{RESULTS}/tables/dpcl_accounting.md"))
-    if DPADAPTER_METHODS:
-        tables.append(("branches", "DPAdapter", f"{RESULTS}/tables/dpadapter.md"))
-    if GRAPHS:
-        tables.append(("graphs", "Link stealing", f"{RESULTS}/tables/link_stealing.md"))
-    return tables
+        words.append("--dpcl-paper")
+    return " ".join(shlex.quote(str(word)) for word in words)
 
 
 def lira_head_kind(method):

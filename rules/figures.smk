@@ -91,15 +91,7 @@ rule claims:
         md=f"{RESULTS}/tables/claims.md",
     params:
         library=library("claims_ledger.py"),
-        contrastive=lambda w, input: f"--contrastive {' '.join(input.contrastive)}" if input.contrastive else "",
-        semileak=lambda w, input: (
-            f"--semileak {' '.join(input.semileak)} --early-stopping {config['semileak']['defences']['early_stopping']}"
-            f" --views {config['semileak']['attack']['views']} --similarity {config['semileak']['attack']['similarity']}"
-            if input.semileak
-            else ""
-        ),
-        dpadapter=lambda w, input: f"--dpadapter {' '.join(input.dpadapter)}" if input.dpadapter else "",
-        dpcl_paper="--dpcl-paper" if DPCL_METHODS else "",
+        branches=lambda w, input: branch_arguments(input),
         expect=expect(
             grid("utility", "utility.csv", DATASETS),
             grid("mia", "mia.csv", DATASETS),
@@ -114,8 +106,8 @@ rule claims:
         ENV
     shell:
         "python {input.script:q} --catalogue {input.catalogue:q} --utility {input.utility:q} --mia {input.mia:q}"
-        " --contrastive-thesis {input.contrastive_thesis:q} {params.contrastive}"
-        " --semileak-thesis {input.semileak_thesis:q} {params.semileak} {params.dpadapter} {params.dpcl_paper}"
+        " --contrastive-thesis {input.contrastive_thesis:q}"
+        " --semileak-thesis {input.semileak_thesis:q} {params.branches}"
         " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
 
 
@@ -160,8 +152,9 @@ rule contrastive_report:
 
 
 rule digest:
-    """The run's headline figures in one page, each beside the file and column it comes from;
-    docs/results.md is the default run's digest (`make docs`)."""
+    """The run's headline figures in one page, each beside the file and column it comes from, and
+    every report table built again from the files it is computed from (never copied from another
+    rule's Markdown); docs/results.md is the default run's digest (`make docs`)."""
     input:
         script=script("results_digest.py"),
         splits=expand(f"{RESULTS}/{{dataset}}/splits.json", dataset=DATASETS),
@@ -170,18 +163,35 @@ rule digest:
         mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
         lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
         audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
+        sensitivity=expand(f"{RESULTS}/{{dataset}}/sensitivity.json", dataset=DATASETS),
         link_protection=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=PROTECTED_GRAPHS),
-        tables=[path for _, _, path in digest_tables()],
+        link_parts=expand(f"{RESULTS}/{{dataset}}/link/attacks.csv", dataset=GRAPHS)
+        + [f"{RESULTS}/{t}/link/transfer_{s}.csv" for t, s in transfer_pairs()],
+        catalogue=resource("claims.csv"),
+        contrastive_thesis=resource("thesis_contrastive.csv"),
+        contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
+        semileak_thesis=resource("thesis_semileak.csv"),
+        semileak=expand(f"{RESULTS}/{{dataset}}/semileak/metrics.csv", dataset=SEMILEAK),
+        dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
+        accounting=expand(f"{RESULTS}/{{dataset}}/dpcl/accounting.csv", dataset=DATASETS if DPCL_METHODS else []),
     output:
         f"{RESULTS}/digest.md",
     params:
         library=library("results_digest.py"),
         datasets=" ".join(DATASETS),
         graphs=" ".join(PROTECTED_GRAPHS),
-        tables=" ".join(f"--table {s} {shlex.quote(title)} {path}" for s, title, path in digest_tables()),
+        branches=lambda w, input: branch_arguments(input),
+        delta=config["protect"]["delta"],
         expect=expect(
             *(grid(table, f"{table}.csv", DATASETS) for table in ("utility", "mia", "lira", "audit")),
             grid("link_protection", "link_protection.csv", PROTECTED_GRAPHS),
+            {f"{RESULTS}/{d}/sensitivity.json": grids.sensitivity_record(config, d, "finetune") for d in DATASETS},
+            grid("link_attacks", "link/attacks.csv", GRAPHS),
+            {f"{RESULTS}/{t}/link/transfer_{s}.csv": grids.link_transfer(config, t, s) for t, s in transfer_pairs()},
+            grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE),
+            grid("semileak", "semileak/metrics.csv", SEMILEAK),
+            grid("dpadapter", "dpadapter/results.csv", DATASETS if DPADAPTER_METHODS else []),
+            grid("dpcl_accounting", "dpcl/accounting.csv", DATASETS if DPCL_METHODS else []),
         ),
     log:
         f"{RESULTS}/logs/digest.log",
@@ -190,6 +200,10 @@ rule digest:
         ENV
     shell:
         "python {input.script:q} --datasets {params.datasets} --splits {input.splits:q} --metrics {input.metrics:q}"
-        " --utility {input.utility:q}"
-        " --mia {input.mia:q} --lira {input.lira:q} --audit {input.audit:q} --graphs {params.graphs}"
-        " --link-protection {input.link_protection:q} {params.tables} --out {output:q} {params.expect} 2> {log:q}"
+        " --utility {input.utility:q} --mia {input.mia:q} --lira {input.lira:q} --audit {input.audit:q}"
+        " --sensitivity {input.sensitivity:q} --graphs {params.graphs} --link-protection {input.link_protection:q}"
+        " --link-parts {input.link_parts:q} --catalogue {input.catalogue:q}"
+        " --contrastive-thesis {input.contrastive_thesis:q}"
+        " --semileak-thesis {input.semileak_thesis:q} {params.branches}"
+        " --accounting {input.accounting:q} --delta {params.delta} --targets 1 10"
+        " --out {output:q} {params.expect} 2> {log:q}"

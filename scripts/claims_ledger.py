@@ -7,7 +7,6 @@ without a branch has no rows of its claims."""
 
 import argparse
 
-from privssl.accounting.dpcl import paper_settings_rows
 from privssl.artefacts import (
     CONTRASTIVE,
     DPADAPTER_RESULTS,
@@ -22,17 +21,8 @@ from privssl.artefacts import (
 )
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
-from privssl.reports import contrastive_report, semileak_report
-from privssl.reports.claims_ledger import (
-    Ledger,
-    alm_claims,
-    contrastive_claims,
-    dpadapter_claims,
-    dpcl_accounting_claims,
-    dpcl_claims,
-    markdown,
-    semileak_claims,
-)
+from privssl.reports import contrastive_report, run_tables, semileak_report
+from privssl.reports.claims_ledger import markdown
 
 
 def main() -> None:
@@ -61,25 +51,18 @@ def main() -> None:
         parser.error("--contrastive needs --contrastive-thesis")
     if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
         parser.error("--semileak needs --semileak-thesis, --early-stopping, --views and --similarity")
-    ledger = Ledger(load_csv_file(args.catalogue, PAPER_CLAIMS))
-    if args.utility:
-        utility, mia = load_csv_files(args.utility, UTILITY, args.expect), load_csv_files(args.mia, MIA, args.expect)
-        alm_claims(ledger, utility, mia)
-        dpcl_claims(ledger, utility)
-    if args.dpcl_paper:
-        dpcl_accounting_claims(ledger, paper_settings_rows())
-    if args.dpadapter:
-        dpadapter_claims(ledger, load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect))
-    if args.contrastive:
-        contrastive_claims(ledger, contrastive_report.claims_table(
+    table = run_tables.ledger(
+        load_csv_file(args.catalogue, PAPER_CLAIMS),
+        *((load_csv_files(args.utility, UTILITY, args.expect), load_csv_files(args.mia, MIA, args.expect))
+          if args.utility else (None, None)),
+        dpcl_paper=args.dpcl_paper,
+        dpadapter=load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect) if args.dpadapter else None,
+        contrastive_claims=contrastive_report.claims_table(
             load_csv_files(args.contrastive, CONTRASTIVE, args.expect),
-            load_csv_file(args.contrastive_thesis, THESIS_CLAIMS)))
-    if args.semileak:
-        semileak_claims(ledger, semileak_report.claims_table(
+            load_csv_file(args.contrastive_thesis, THESIS_CLAIMS)) if args.contrastive else None,
+        semileak_claims=semileak_report.claims_table(
             load_csv_files(args.semileak, SEMILEAK, args.expect), load_csv_file(args.semileak_thesis, THESIS_SEMILEAK),
-            args.early_stopping, args.views, args.similarity))
-    ledger.add_not_tested()
-    table = ledger.frame()
+            args.early_stopping, args.views, args.similarity) if args.semileak else None)
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:
         tmp.write_text(markdown(table))

@@ -1,25 +1,43 @@
 #!/usr/bin/env python
 """Rule `digest`: the run's headline figures in one Markdown page (results/digest.md), each beside
-the file and column it comes from (privssl.reports.digest). The per-dataset lists are parallel:
-the i-th file of each belongs to the i-th dataset (graph)."""
+the file and column it comes from (privssl.reports.digest), and every table of the run's reports
+built again from the files it is computed from, each validated as its report rule validates it
+(privssl.reports.run_tables), never copied from another rule's Markdown. The per-dataset lists
+are parallel: the i-th file of each belongs to the i-th dataset (graph)."""
 
 import argparse
+from pathlib import Path
 
+import pandas as pd
+
+from privssl.accounting.dpcl import paper_settings_rows
 from privssl.artefacts import (
     AUDIT,
+    CONTRASTIVE,
+    DPADAPTER_RESULTS,
+    DPCL_ACCOUNTING,
     HEAD_METRICS,
     LINK_PROTECTION,
+    LINK_ROWS,
     LIRA,
     MIA,
+    PAPER_CLAIMS,
+    SEMILEAK,
+    THESIS_CLAIMS,
+    THESIS_SEMILEAK,
     UTILITY,
     expected_of,
     load_csv_file,
+    load_csv_files,
     load_image_splits,
     load_json_file,
+    load_sensitivity,
 )
 from privssl.cli import expect_argument
+from privssl.graphs import link_report
 from privssl.io import atomic_path, script_logger
-from privssl.reports import digest
+from privssl.reports import claims_ledger, contrastive_report, digest, release_table, run_tables, semileak_report
+from privssl.reports import training_time_report as training_time
 
 
 def parallel(parser, args, names, lists) -> None:
@@ -29,45 +47,92 @@ def parallel(parser, args, names, lists) -> None:
                          f"got {len(getattr(args, flag))}")
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--datasets", nargs="*", default=[])
-    for flag in ("splits", "metrics", "utility", "mia", "lira", "audit"):
+    for flag in ("splits", "metrics", "utility", "mia", "lira", "audit", "sensitivity"):
         parser.add_argument(f"--{flag}", nargs="*", default=[], help=f"{flag} file of each dataset")
     parser.add_argument("--graphs", nargs="*", default=[])
     parser.add_argument("--link-protection", nargs="*", default=[], help="link_protection.csv of each graph")
-    parser.add_argument("--table", nargs=3, action="append", default=[], metavar=("SECTION", "TITLE", "PATH"),
-                        help="a Markdown table of the run to include whole under SECTION")
+    parser.add_argument("--link-parts", nargs="*", default=[], help="link/attacks.csv and transfer_*.csv files")
+    parser.add_argument("--targets", nargs="*", type=float, default=[1.0, 10.0], help="Table 2's target budgets ε")
+    parser.add_argument("--catalogue", required=True, help="resources/claims.csv")
+    parser.add_argument("--contrastive", nargs="*", default=[], help="contrastive/metrics.csv of each dataset")
+    parser.add_argument("--contrastive-thesis", help="resources/thesis_contrastive.csv")
+    parser.add_argument("--semileak", nargs="*", default=[], help="semileak/metrics.csv of each dataset")
+    parser.add_argument("--semileak-thesis", help="resources/thesis_semileak.csv")
+    parser.add_argument("--early-stopping", type=int, help="semileak.defences.early_stopping")
+    parser.add_argument("--views", type=int, help="semileak.attack.views")
+    parser.add_argument("--similarity", help="semileak.attack.similarity")
+    parser.add_argument("--dpadapter", nargs="*", default=[], help="dpadapter/results.csv of each dataset")
+    parser.add_argument("--accounting", nargs="*", default=[], help="dpcl/accounting.csv of each dataset")
+    parser.add_argument("--delta", type=float, default=1e-5, help="δ of the DPCL paper's rows")
+    parser.add_argument("--dpcl-paper", action="store_true", help="the DPCL paper's noise multipliers' rows")
     parser.add_argument("--out", required=True)
     expect_argument(parser)
     args = parser.parse_args()
-    script_logger("results_digest")  # an input error in one line
-    parallel(parser, args, args.datasets, ("splits", "metrics", "utility", "mia", "lira", "audit"))
+    parallel(parser, args, args.datasets, ("splits", "metrics", "utility", "mia", "lira", "audit", "sensitivity"))
     parallel(parser, args, args.graphs, ("link_protection",))
+    if args.contrastive and not args.contrastive_thesis:
+        parser.error("--contrastive needs --contrastive-thesis")
+    if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
+        parser.error("--semileak needs --semileak-thesis, --early-stopping, --views and --similarity")
+    return args
+
+
+def main() -> None:
+    args = arguments()
+    script_logger("results_digest")  # an input error in one line
     # everything read and validated before the page is written
-    files = zip(args.datasets, args.splits, args.metrics, args.utility, args.mia, args.lira, args.audit)
     table = lambda path, schema: load_csv_file(path, schema, expected_of(args.expect, path))  # noqa: E731
+    tables = lambda paths, schema: load_csv_files(paths, schema, args.expect) if paths else None  # noqa: E731
+    files = zip(args.datasets, args.splits, args.metrics, args.utility, args.mia, args.lira, args.audit)
     image = [(name, len(load_image_splits(s)["splits"]["test"]), load_json_file(m, HEAD_METRICS),
               table(u, UTILITY), table(i, MIA), table(li, LIRA), table(a, AUDIT))
              for name, s, m, u, i, li, a in files]
+    sensitivity = [(name, load_sensitivity(path, expected_of(args.expect, path)))
+                   for name, path in zip(args.datasets, args.sensitivity)]
     graphs = [(name, table(path, LINK_PROTECTION)) for name, path in zip(args.graphs, args.link_protection)]
-    tables = {}
-    for section, title, path in args.table:
-        level = 3 if section == "graphs" else 2  # the graph track's tables sit under its own heading
-        with open(path, encoding="utf-8") as handle:
-            tables.setdefault(section, []).append(digest.included(title, path, handle.read(), level))
+    utility, mia = tables(args.utility, UTILITY), tables(args.mia, MIA)
+    dpadapter, accounting = tables(args.dpadapter, DPADAPTER_RESULTS), tables(args.accounting, DPCL_ACCOUNTING)
+    link_rows = tables(args.link_parts, LINK_ROWS)
+    contrastive = semileak = None
+    if args.contrastive:
+        contrastive = contrastive_report.claims_table(tables(args.contrastive, CONTRASTIVE),
+                                                      load_csv_file(args.contrastive_thesis, THESIS_CLAIMS))
+    if args.semileak:
+        semileak = semileak_report.claims_table(tables(args.semileak, SEMILEAK),
+                                                load_csv_file(args.semileak_thesis, THESIS_SEMILEAK),
+                                                args.early_stopping, args.views, args.similarity)
+    ledger = run_tables.ledger(load_csv_file(args.catalogue, PAPER_CLAIMS), utility, mia, args.dpcl_paper, dpadapter,
+                               contrastive, semileak)
 
-    parts = [digest.HEADER] + tables.get("claims", [])  # the verdicts first, the evidence after
-    if image:
+    where = Path(args.out).parent / "tables"
+    shown = lambda title, name, text, level=2: digest.section(title, where / f"{name}.md", text, level)  # noqa: E731
+    parts = [digest.HEADER, shown("Claims ledger", "claims", claims_ledger.markdown(ledger))]
+    if image:  # the verdicts first, the evidence after
         parts += ["## Non-private head and attacks"]
         parts += [digest.clean_head(n, m, i, li) for n, _, m, _, i, li, _ in image]
         parts += ["## Release methods"] + [digest.release_accuracy(n, u, t) for n, t, _, u, _, _, _ in image]
-    parts += tables.get("image", [])
-    if image:
+        parts += [shown("Sensitivity (Table 1)", "table1", run_tables.table1_markdown(run_tables.table1(sensitivity))),
+                  shown("Table 2", "table2", release_table.markdown(release_table.table2(utility, mia, args.targets)))]
         parts += ["## Audits"] + [digest.audits(n, a) for n, _, _, _, _, _, a in image]
-    parts += tables.get("branches", [])
-    if graphs or tables.get("graphs"):
-        parts += ["## Graph track"] + tables.get("graphs", []) + [digest.link_protection(g, t) for g, t in graphs]
+    if semileak is not None:
+        parts.append(shown("Semi-supervised learning (Semi-Leak)", "semileak", semileak_report.markdown(semileak)))
+    if contrastive is not None:
+        parts.append(shown("Contrastive privacy", "contrastive", contrastive_report.markdown(contrastive)))
+    if accounting is not None:
+        parts.append(shown("DPCL accounting", "dpcl_accounting", training_time.accounting_markdown(
+            accounting, pd.DataFrame(paper_settings_rows(delta=args.delta)))))
+    if dpadapter is not None:
+        parts.append(shown("DPAdapter", "dpadapter", training_time.dpadapter_markdown(
+            training_time.dpadapter_table(dpadapter), training_time.dpadapter_verdicts(dpadapter))))
+    if graphs or link_rows is not None:
+        parts += ["## Graph track"]
+        if link_rows is not None:
+            parts.append(shown("Link stealing", "link_stealing",
+                               link_report.markdown(link_report.headline(link_report.summarise(link_rows))), 3))
+        parts += [digest.link_protection(g, t) for g, t in graphs]
     with atomic_path(args.out) as tmp:
         tmp.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 

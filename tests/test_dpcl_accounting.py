@@ -553,3 +553,12 @@ def test_poisson_events_share_each_steps_batch_by_default_and_skip_phases_withou
     assert [s for _, _, s in shared] == pytest.approx([1.92, 2.2], rel=1e-12)
     separate = [(e.count, e.event.event.noise_multiplier) for e in poisson_events(phases, separate=True)]
     assert separate == [(40, 2.4), (40, 3.2), (90, 2.2)]
+
+
+def test_the_paper_rows_are_computed_once_per_process_and_each_caller_gets_its_own_copy():
+    """paper_settings_rows is cached (it takes seconds): a caller that edits its rows must not
+    change what the next caller gets."""
+    first = paper_settings_rows()
+    first[0]["eps_at"] = -1.0
+    second = paper_settings_rows()
+    assert second[0]["eps_at"] > 0 and second[0] is not first[0]

@@ -740,14 +740,19 @@ def test_editing_the_plot_script_reruns_only_the_figures(tiny_run):
     assert_nothing_to_do(tiny_run.workdir, tiny_run.config, tiny_run.snakefile)
 
 
-def test_digest_quotes_the_files_of_the_run(tiny_run):
-    """The digest includes every Markdown table of the run whole and copies its figures from the
-    files it names: the head's accuracy from metrics.json, each method's mean accuracy over draws."""
+DIGEST_TABLES = ("claims", "table1", "table2", "semileak", "contrastive", "dpcl_accounting", "dpadapter",
+                 "link_stealing")
+
+
+def test_digest_shows_every_table_as_its_report_wrote_it_and_quotes_the_files_of_the_run(tiny_run):
+    """The digest builds every report table again from that table's sources, and each comes out as
+    its own report rule wrote it (another script, the same sources: a source or an argument the
+    digest got wrong would differ); it copies its figures from the files it names: the head's
+    accuracy from metrics.json, each method's mean accuracy over draws."""
     text = tiny_run.path(f"{RESULTS}/digest.md").read_text()
-    for table in ("claims", "table1", "table2", "semileak", "contrastive", "dpcl_accounting", "dpadapter",
-                  "link_stealing"):
-        included = tiny_run.path(f"{RESULTS}/tables/{table}.md").read_text().strip()
-        assert f"*Included whole from `{RESULTS}/tables/{table}.md`.*\n\n{included}" in text, table
+    for table in DIGEST_TABLES:
+        written = tiny_run.path(f"{RESULTS}/tables/{table}.md").read_text().strip()
+        assert f"*Built from this run's checked inputs, as `{RESULTS}/tables/{table}.md` is.*\n\n{written}" in text, table
     metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())
     assert f"test accuracy {metrics['test_accuracy']:.3f}" in text
     utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
@@ -778,6 +783,25 @@ def run_words(tiny_run, words: list[str]) -> subprocess.CompletedProcess:
 def replaced(words: list[str], old: str, new: Path) -> list[str]:
     assert words.count(old) == 1, old
     return [str(new) if w == old else w for w in words]
+
+
+def test_the_digest_reads_no_table_of_another_rule_and_refuses_a_cut_source(tiny_run, tmp_path):
+    """A row cut from tables/semileak.md used to reach the digest. The digest's command names no
+    report table at all, and a row cut from one of the sources it builds them from (the Semi-Leak
+    metrics) is refused, naming the file, before anything is written."""
+    digest = f"{RESULTS}/digest.md"
+    words = rule_command(tiny_run, "digest", digest)
+    assert not [w for w in words if "/tables/" in w], words
+    metrics = tiny_run.path(f"{RESULTS}/digits/semileak/metrics.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "metrics.csv").write_text("".join(metrics[:-1]))
+    words = replaced(replaced(words, f"{RESULTS}/digits/semileak/metrics.csv", tmp_path / "metrics.csv"),
+                     digest, tmp_path / "digest.md")
+    words = [w.replace(f'"{RESULTS}/digits/semileak/metrics.csv"', json.dumps(str(tmp_path / "metrics.csv")))
+             for w in words]  # its grid in --expect, under the new path
+    proc = run_words(tiny_run, words)
+    assert proc.returncode != 0 and not (tmp_path / "digest.md").exists()
+    (last,) = [line for line in proc.stderr.splitlines() if line.strip()][-1:]
+    assert str(tmp_path / "metrics.csv") in last and "is missing" in last, proc.stderr[-2000:]
 
 
 def test_semileak_attack_checks_every_input_before_it_attacks(tiny_run, tmp_path):

@@ -191,9 +191,11 @@ def link_protection(graph: str, table: pd.DataFrame) -> str:
                "attack-0 with `distance == correlation`, attack-3")])
 
 
-def included(title: str, path: str, text: str, level: int = 2) -> str:
-    """A Markdown table another rule wrote, included whole under its title."""
-    return "\n".join([f"{'#' * level} {title}", "", f"*Included whole from `{path}`.*", "", text.strip()])
+def section(title: str, path, text: str, level: int = 2) -> str:
+    """A table of the run under its title, built here from the files it is computed from (the
+    same table as `path`, which the digest does not read)."""
+    return "\n".join([f"{'#' * level} {title}", "", f"*Built from this run's checked inputs, as `{path}` is.*", "",
+                       text.strip()])
 
 
 HEADER = """# Results of the run
