@@ -7,7 +7,7 @@ import argparse
 from privssl.artefacts import expected_of, load_sensitivity
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
-from privssl.reports.run_tables import table1, table1_markdown
+from privssl.reports.table1 import table1, table1_markdown
 
 
 def main() -> None:

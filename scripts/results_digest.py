@@ -36,7 +36,7 @@ from privssl.artefacts import (
 from privssl.cli import expect_argument
 from privssl.graphs import link_report
 from privssl.io import atomic_path, script_logger
-from privssl.reports import claims_ledger, contrastive_report, digest, release_table, run_tables, semileak_report
+from privssl.reports import claims_ledger, contrastive_report, digest, release_table, run_tables, semileak_report, table1
 from privssl.reports import training_time_report as training_time
 
 
@@ -114,7 +114,7 @@ def main() -> None:
         parts += ["## Non-private head and attacks"]
         parts += [digest.clean_head(n, m, i, li) for n, _, m, _, i, li, _ in image]
         parts += ["## Release methods"] + [digest.release_accuracy(n, u, t) for n, t, _, u, _, _, _ in image]
-        parts += [shown("Sensitivity (Table 1)", "table1", run_tables.table1_markdown(run_tables.table1(sensitivity))),
+        parts += [shown("Sensitivity (Table 1)", "table1", table1.table1_markdown(table1.table1(sensitivity))),
                   shown("Table 2", "table2", release_table.markdown(release_table.table2(utility, mia, args.targets)))]
         parts += ["## Audits"] + [digest.audits(n, a) for n, _, _, _, _, _, a in image]
     if semileak is not None:

@@ -24,27 +24,37 @@ import json
 import math
 import pickle
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import TYPE_CHECKING, Callable, NoReturn
 
 import numpy as np
 import pandas as pd
-import torch
 
 from privssl.attacks.contrastive_spec import CLAIMS
 from privssl.cli import FileObject, json_object
-from privssl.data.images import load_pool
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
 from privssl.io import InputError, unpack_decisions, unpack_ranks
 from privssl.release.methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
-from privssl.release.training_time import EVALUATED, PrivateSets
 from privssl.release.tuning_spec import grid_points, varied_fields
 from privssl.reports.claims_spec import LEDGER_CLAIMS
-from privssl.training.encoders import ENCODERS, build_encoder
+from privssl.training.encoder_names import ENCODERS
 from privssl.training.semi_supervised_spec import ARCHITECTURES, ATTACKS, DEFENCES, MEMBER_KINDS, SIMILARITIES, TARGETS
 from privssl.training.semi_supervised_spec import CLAIMS as SEMILEAK_CLAIMS
+
+if TYPE_CHECKING:
+    import torch
+
+    from privssl.release.training_time import PrivateSets
+
+
+def _is_tensor(value) -> bool:
+    """A torch tensor, without importing torch: a process that never imported it holds none (the
+    report scripts read CSV and JSON only, and skip torch's ~2 s import)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.is_tensor(value)
 
 
 class ArtefactError(InputError):
@@ -264,8 +274,8 @@ class Names:
 
 def _as_numbers(path, field, values, expected: str) -> tuple[np.ndarray, str]:
     """The values as a flat float array, and how to name position i (index or CSV line)."""
-    if torch.is_tensor(values):
-        if values.dtype == torch.bool or values.is_complex():
+    if _is_tensor(values):
+        if values.dtype == sys.modules["torch"].bool or values.is_complex():
             fail(path, field, f"a {values.dtype} tensor", expected)
         return values.detach().cpu().double().reshape(-1).numpy(), "index"
     if isinstance(values, pd.Series):  # position i is on line i + 2: line 1 is the header
@@ -304,8 +314,8 @@ def check_numbers(path, field, values, spec: Num, bound: dict | None = None, nan
             bad |= (array >= high) if spec.high_open else (array > high)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        scalar = not isinstance(values, (list, tuple, pd.Series, torch.Tensor)) or (
-            torch.is_tensor(values) and values.ndim == 0)
+        scalar = not (isinstance(values, (list, tuple, pd.Series)) or _is_tensor(values)) or (
+            _is_tensor(values) and values.ndim == 0)
         where = "" if scalar else f" on line {i + 2}" if position == "line" else f" at index {i}"
         what = "missing (NaN)" if nan[i] and isinstance(values, pd.Series) else f"{array[i]:g}"
         fail(path, field, f"{what}{where}", expected)
@@ -328,9 +338,10 @@ def check_tensor(path, field, value, spec: Tensor, bound: dict) -> None:
         if not all(isinstance(v, element) and not isinstance(v, bool) for v in value):
             fail(path, field, f"a list holding {next(v for v in value if not isinstance(v, element))!r}", expected)
         shape = (len(value),)
-    elif torch.is_tensor(value):
-        kinds = {"float": value.is_floating_point(), "bool": value.dtype == torch.bool,
-                 "int": not value.is_floating_point() and not value.is_complex() and value.dtype != torch.bool}
+    elif _is_tensor(value):
+        boolean = value.dtype == sys.modules["torch"].bool
+        kinds = {"float": value.is_floating_point(), "bool": boolean,
+                 "int": not value.is_floating_point() and not value.is_complex() and not boolean}
         kinds["number"] = kinds["float"] or kinds["int"]
         if not kinds[spec.kind]:
             fail(path, field, f"a {value.dtype} tensor", expected)
@@ -369,6 +380,8 @@ def check_fields(path, record, schema: dict, bound: dict | None = None, prefix: 
 def load_tensor_file(path, schema: dict, bound: dict | None = None, recorded: dict | None = None) -> dict:
     """A torch.save'd dict, checked against `schema` (`bound`: sizes known from other files) and
     against what the reading rule expects it to record (`recorded`, see check_recorded)."""
+    import torch
+
     try:
         record = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
@@ -388,7 +401,7 @@ def load_json_file(path, schema: dict, recorded: dict | None = None) -> dict:
 
 def _same(have, wanted) -> bool:
     if isinstance(wanted, list):  # an ε grid: the file may hold it as a tensor, in float32 or float64
-        values = have.tolist() if torch.is_tensor(have) else have
+        values = have.tolist() if _is_tensor(have) else have
         return isinstance(values, list) and len(values) == len(wanted) and all(
             _same(a, b) for a, b in zip(values, wanted))
     numbers = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in (have, wanted)]
@@ -405,7 +418,7 @@ def check_recorded(path, record: dict, recorded: dict | None) -> dict:
         if field not in record:
             fail(path, field, "missing", f"{wanted!r}, as the reading rule's config asks")
         if not _same(record[field], wanted):
-            have = record[field].tolist() if torch.is_tensor(record[field]) else record[field]
+            have = record[field].tolist() if _is_tensor(record[field]) else record[field]
             fail(path, field, f"{have!r}"[:200], f"{wanted!r}, as the reading rule's config asks: is the file "
                                                   f"from another step, run or config?")
     return record
@@ -994,6 +1007,8 @@ def load_semileak_models(path, role: str, target: str | None, dataset: str) -> d
 
 def load_encoder(path, device: torch.device) -> torch.nn.Module:
     """Rebuild the encoder saved by scripts/pretrain.py."""
+    from privssl.training.encoders import build_encoder
+
     saved = load_tensor_file(path, ENCODER)
     encoder = build_encoder(saved["encoder"], saved["in_channels"], saved["image_size"], saved["width"])
     encoder.load_state_dict(saved["state"])
@@ -1005,6 +1020,8 @@ def load_tuning_folds(path, config: dict, seed: int,
     """What rule `tune` scores on: the reference split's features (float64, the heads' dtype) and
     labels, the class count, |d| (the training size of each fold) and the folds
     (privssl.release.tuning.folds, `tuning.folds` of them, drawn from `seed`), said in `log`."""
+    import torch
+
     from privssl.release.tuning import folds  # here only: its accountants' imports would slow every reader
 
     feats = load_tensor_file(path, features("finetune", "reference"))
@@ -1018,6 +1035,11 @@ def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> P
     """What a training-time release trains on and is queried on: the images and labels of d, of
     the evaluated splits and of the attacker's shadow records (those `inside` its shadow model and
     its balanced pairs), from the splits file, the data set and the shadow rule's attacker file."""
+    import torch
+
+    from privssl.data.images import load_pool
+    from privssl.release.training_time import EVALUATED, PrivateSets
+
     splits = load_image_splits(splits_path)
     pool = load_pool(splits["dataset"], data_root, recorded=splits["pool"])
     index = {name: torch.tensor(splits["splits"][name], dtype=torch.long)

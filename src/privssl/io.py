@@ -17,10 +17,12 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _current_umask() -> int:
@@ -65,6 +67,8 @@ def atomic_torch_save(obj, path: str | Path) -> None:
     # Given a path, torch.save names the zip's root record after it (here the random temporary
     # name); given a file object it names it "archive". Its other records are fixed (timestamps
     # 1980-01-01, a serialization id derived from the content), so the bytes follow the object.
+    import torch  # here only: the report scripts import this module and need no torch
+
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         torch.save(obj, f)
 
@@ -144,6 +148,8 @@ def pick_device(requested: str = "auto") -> torch.device:
     is not reproducible across devices); its autotuner would pick kernels by timing."""
     if requested not in DEVICES:
         raise InputError(f"device {requested!r} is not allowed; allowed: {', '.join(DEVICES)}")
+    import torch
+
     cuda = torch.cuda.is_available()
     if requested == "cuda" and not cuda:
         raise InputError("device 'cuda' was asked for, but torch sees no CUDA device "

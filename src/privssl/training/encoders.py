@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-ENCODERS = ("convnet", "resnet18")
+from privssl.training.encoder_names import ENCODERS  # noqa: E402,F401 (re-exported)
 TRAINABLE = ("all", "top")  # what private training updates: every weight, or the convnet's dense layer
 
 
