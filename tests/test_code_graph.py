@@ -222,3 +222,28 @@ def test_no_library_code_looks_up_a_module_attribute_by_a_computed_name():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
                 first = node.args[0]
                 assert not (isinstance(first, ast.Name) and first.id in modules), f"{path}:{node.lineno}"
+
+
+def test_a_kept_answer_serves_only_the_package_it_was_computed_for(src, tmp_path_factory, monkeypatch):
+    """library_code keeps its answers (in __pycache__, for the next Snakemake start) under the
+    script's content and a digest of every module of the package: an edit of the same size made
+    at once is not served the old answer, and the package as it was is served from what was kept,
+    by this process and by a later one, without walking the code again."""
+    from privssl import code_graph
+
+    folder = tmp_path_factory.mktemp("pycache")
+    monkeypatch.setattr(code_graph, "_CACHE", code_graph._Cache(folder))
+    path = script(src, "from pkg.release import release\nrelease(0, 0.5)\n")
+    before = library_code(path, src, "pkg")
+    edit(src, "pkg/noise.py", "SCALE = 2.0", "SCALE = 3.0")  # same size, within one clock tick
+    edited = library_code(path, src, "pkg")
+    assert edited != before
+    edit(src, "pkg/noise.py", "SCALE = 3.0", "SCALE = 2.0")
+
+    def no_walk(*args, **kwargs):
+        raise AssertionError("the answer was computed again, not taken from what was kept")
+
+    monkeypatch.setattr(code_graph, "reached", no_walk)
+    assert library_code(path, src, "pkg") == before
+    monkeypatch.setattr(code_graph, "_CACHE", code_graph._Cache(folder))  # a later process: the file only
+    assert library_code(path, src, "pkg") == before

@@ -174,20 +174,24 @@ class _Cache:
     """Analyses keyed by a file's content (so an edit is seen whatever its time stamp), kept in
     memory and in `__pycache__` beside the package, like Python's own bytecode: the Snakefile asks
     for every script's code at each start of Snakemake, and parsing the library costs about a
-    second. The file is ignored when written by another Python or another version of this module,
-    holds only what the last process that analysed something new used (so it does not grow with
-    every edit), and is not written where the tree is read-only."""
+    second. It also keeps `library_code`'s answers, keyed by the script's content and a digest of
+    every module of the package (`library_digest`): the traversal from each of the workflow's ~45
+    scripts costs another second, at every start of Snakemake. The file is ignored when written by
+    another Python or another version of this module, holds only what the last process that
+    analysed something new used and the answers for the package as it is now (so it does not grow
+    with every edit), and is not written where the tree is read-only."""
 
     def __init__(self, folder: Path):
         self.file = folder / f"code_graph.{sys.implementation.cache_tag}.pickle"
         self.version = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
         self.entries: dict[tuple[str, str, bool], Module] | None = None
+        self.answers: dict[tuple[str, str, str], str] = {}  # (script, library digest, package) -> answer
         self.used: set[tuple[str, str, bool]] = set()
+        self.libraries: set[str] = set()  # the library digests this process computed: the package now
         self.dirty = False
 
     def module(self, file: Path, name: str) -> Module:
-        if self.entries is None:
-            self.entries = self._load()
+        self._ensure_loaded()
         data = file.read_bytes()
         key = (hashlib.sha256(data).hexdigest(), name, file.name == "__init__.py")
         if key not in self.entries:
@@ -196,13 +200,27 @@ class _Cache:
         self.used.add(key)
         return self.entries[key]
 
-    def _load(self) -> dict:
+    def answer(self, key: tuple[str, str, str]) -> str | None:
+        self._ensure_loaded()
+        self.libraries.add(key[1])
+        return self.answers.get(key)
+
+    def keep_answer(self, key: tuple[str, str, str], answer: str) -> None:
+        self.answers[key] = answer
+        self.dirty = True
+
+    def _ensure_loaded(self) -> None:
+        if self.entries is None:
+            self.entries, answers = self._load()
+            self.answers = answers | self.answers
+
+    def _load(self) -> tuple[dict, dict]:
         try:
             with open(self.file, "rb") as handle:
-                version, entries = pickle.load(handle)
-            return entries if version == self.version else {}
+                version, entries, answers = pickle.load(handle)
+            return (entries, answers) if version == self.version else ({}, {})
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError):
-            return {}
+            return {}, {}
 
     def save(self) -> None:
         """Write the entries this process used, atomically (xdist workers and Snakemake runs may
@@ -213,7 +231,8 @@ class _Cache:
             self.file.parent.mkdir(exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=self.file.parent, prefix=self.file.name)
             with os.fdopen(handle, "wb") as out:
-                pickle.dump((self.version, {key: self.entries[key] for key in self.used}), out)
+                pickle.dump((self.version, {key: self.entries[key] for key in self.used},
+                             {key: a for key, a in self.answers.items() if key[1] in self.libraries}), out)
             os.replace(temporary, self.file)
             self.dirty = False
         except OSError:
@@ -331,10 +350,26 @@ def library_code(script: Path, src: Path = SRC, package: str = PACKAGE) -> str:
     """`module=digest` per library module, of the definitions of it that `script` reaches, one
     string sorted by module: the value of a rule's `library` param and of a checkpoint's `code`
     field. A module absent from it is code the script cannot run."""
-    by_module: dict[str, list[str]] = {}
-    found = reached(script, src, package)
+    key = (hashlib.sha256(Path(script).read_bytes()).hexdigest(), library_digest(src, package), package)
+    answer = _CACHE.answer(key)
+    if answer is None:
+        by_module: dict[str, list[str]] = {}
+        for (module, name), digest in reached(script, src, package).items():
+            by_module.setdefault(module, []).append(f"{name}:{digest}")
+        answer = " ".join(f"{module}={hashlib.sha256(' '.join(parts).encode()).hexdigest()[:DIGEST_LENGTH]}"
+                          for module, parts in by_module.items())
+        _CACHE.keep_answer(key, answer)
     _CACHE.save()
-    for (module, key), digest in found.items():
-        by_module.setdefault(module, []).append(f"{key}:{digest}")
-    return " ".join(f"{module}={hashlib.sha256(' '.join(parts).encode()).hexdigest()[:DIGEST_LENGTH]}"
-                    for module, parts in by_module.items())
+    return answer
+
+
+def library_digest(src: Path = SRC, package: str = PACKAGE) -> str:
+    """A digest of every module file of the package, by path and bytes: all that `reached` can
+    read besides the script, so an answer kept under it is the answer for the package as it is.
+    Read anew at every call (~3 ms for the ~100 files here): a time stamp could miss an edit
+    made within the file system's clock tick."""
+    digest = hashlib.sha256()
+    for file in sorted(Path(src, package).rglob("*.py")):
+        digest.update(f"{file.relative_to(src).as_posix()}\0".encode())
+        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()
