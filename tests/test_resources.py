@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_workflow import FASHION_FILES, SHARED_DATA, output_of, run_snakemake
+from test_workflow import FASHION_FILES, SHARED_DATA, output_of, shipped_dry_run
 
 pytestmark = pytest.mark.workflow
 
@@ -50,16 +50,10 @@ def planned_resources(proc: subprocess.CompletedProcess) -> list[tuple[str, dict
 
 
 @pytest.fixture(scope="module")
-def dry_runs(tmp_path_factory) -> dict[str, list[tuple[str, dict[str, str]]]]:
-    runs = {}
-    for config in CONFIGS:
-        workdir = tmp_path_factory.mktemp(Path(config).stem)
-        extra = ["--replace-workflow-config"] if config != "config.yaml" else []
-        if config == "configs/graphs-shared.yaml":
-            extra += ["--config", f"graph_data_root={SHARED_DATA}"]
-        proc = run_snakemake(workdir, REPO / config, "-n", "--forceall", *extra)
-        runs[config] = planned_resources(proc)
-        assert runs[config], f"{config}: no job in the dry run"
+def dry_runs() -> dict[str, list[tuple[str, dict[str, str]]]]:
+    runs = {config: planned_resources(shipped_dry_run(config)) for config in CONFIGS}
+    for config, jobs in runs.items():
+        assert jobs, f"{config}: no job in the dry run"
     return runs
 
 

@@ -9,7 +9,9 @@ repository's own results/ and .snakemake/ are never touched.
 
 from __future__ import annotations
 
+import atexit
 import copy
+import functools
 import json
 import os
 import re
@@ -18,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -88,6 +91,19 @@ def run_snakemake(workdir: Path, configfile: Path | None = None, *args: str, sna
 
 def output_of(proc: subprocess.CompletedProcess) -> str:
     return proc.stdout + proc.stderr
+
+
+@functools.lru_cache(maxsize=None)
+def shipped_dry_run(config: str) -> subprocess.CompletedProcess:
+    """`snakemake -n --forceall` of a shipped config (config.yaml or configs/*.yaml) as written, in
+    a fresh folder: once per test process, for every test that reads its plan (a Snakemake start
+    costs ~2.5 s of CPU, and this suite's budget is CPU)."""
+    extra = ["--replace-workflow-config"] if config != "config.yaml" else []
+    if config == "configs/graphs-shared.yaml":
+        extra += ["--config", f"graph_data_root={SHARED_DATA}"]
+    workdir = Path(tempfile.mkdtemp(prefix="privssl-dry-run-"))
+    atexit.register(shutil.rmtree, workdir, ignore_errors=True)
+    return run_snakemake(workdir, REPO / config, "-n", "--forceall", *extra)
 
 
 def planned_jobs(proc: subprocess.CompletedProcess) -> dict[str, int]:
@@ -207,18 +223,15 @@ def test_every_reader_is_given_the_configs_grid_of_its_tables(tmp_path):
 def test_image_presets_dry_run_without_a_graph_track(tmp_path, preset):
     if preset == "fashion" and not FASHION_FILES:
         pytest.skip(f"Fashion-MNIST not in {DEBIAN_FASHION_MNIST}: apt-get install dataset-fashion-mnist (as root)")
-    proc = run_snakemake(tmp_path / "run", REPO / "configs" / f"{preset}.yaml", "-n", "--replace-workflow-config")
-    jobs = planned_jobs(proc)
+    jobs = planned_jobs(shipped_dry_run(f"configs/{preset}.yaml"))
     assert jobs["pretrain"] == jobs["sensitivity"] == jobs["protect_dpsgd"] == 1
     assert jobs["protect"] == jobs["attack"] == 1
     assert not any(rule.startswith(("graph_", "link_")) for rule in jobs), jobs
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"offline graph copies not found at {SHARED_DATA}")
-def test_shared_graphs_preset_dry_runs(tmp_path):
-    proc = run_snakemake(tmp_path / "run", REPO / "configs" / "graphs-shared.yaml", "-n", "--replace-workflow-config",
-                         "--config", f"graph_data_root={SHARED_DATA}")
-    jobs = planned_jobs(proc)
+def test_shared_graphs_preset_dry_runs():
+    jobs = planned_jobs(shipped_dry_run("configs/graphs-shared.yaml"))
     assert jobs["graph_data"] == jobs["link_target"] == 2  # Cora, CiteSeer
     assert jobs["link_transfer"] == 2 and jobs["protect"] == jobs["link_protect"] == 2
     assert not {"data", "pretrain", "figures", "table1"} & set(jobs), "a graph-only config ran the image track"
