@@ -548,13 +548,6 @@ def _show_grid(blocks: list[dict]) -> str:
 def check_grid(path, frame: pd.DataFrame, groups: tuple[str, ...], axes: tuple[str, ...]) -> None:
     """Within each group, the rows must be the full product of the values of `axes` seen in that
     group, each once: a row lost from a table (cut at a line end) leaves a hole in the grid."""
-    if not frame.duplicated([*groups, *axes]).any():
-        # without repeats a group is complete exactly when its rows number the product of its axes'
-        # distinct values: one vectorised test, where the loop below (which names the first hole)
-        # costs seconds on a table of many small groups
-        grouped = frame.groupby(list(groups), dropna=False, sort=False)
-        if (grouped[list(axes)].nunique(dropna=False).prod(axis=1) == grouped.size()).all():
-            return
     for key, rows in frame.groupby(list(groups), dropna=False, sort=False):
         where = ", ".join(f"{g} = {k}" for g, k in zip(groups, key))
         repeated = rows[rows.duplicated(list(axes), keep=False)]
