@@ -233,16 +233,21 @@ def test_the_prv_work_bound_counts_the_points_opacus_discretises_on(sigma, q, st
 
 def test_a_prv_evaluation_above_the_work_bound_is_refused_before_it_runs(monkeypatch):
     """At q = 1/3 over 90 steps the grid has 224,872 points at σ = 1 and 93,518 at σ = 2: with the
-    bound between them, σ = 2 is evaluated and σ = 1 refused without a discretisation."""
+    bound between them, σ = 2 is evaluated and σ = 1 refused without a discretisation; a grid of
+    exactly the bound is evaluated."""
+    monkeypatch.setattr(dpsgd, "PRV_MAX_POINTS", 224_872)
+    at_bound = accountant_epsilon(1.0, DEFAULT_Q, DEFAULT_STEPS, DELTA, "prv")
+    assert at_bound == pytest.approx(23.76, abs=0.02)
     monkeypatch.setattr(dpsgd, "PRV_MAX_POINTS", 150_000)
     assert accountant_epsilon(2.0, DEFAULT_Q, DEFAULT_STEPS, DELTA, "prv") == pytest.approx(8.424, abs=0.01)
+    dpsgd._history_epsilon.cache_clear()  # σ = 1 was evaluated above: ask the accountant again
 
     def no_discretisation(*args, **kwargs):
         raise AssertionError("the PRV accountant ran above its work bound")
 
     monkeypatch.setattr(PRVAccountant, "_get_dprv", no_discretisation)
     with pytest.raises(dpsgd.PrvTooCostly, match=r"^the PRV accountant would discretise the privacy loss at σ = 1 "
-                                                 r"\(q = 0\.3333, 90 steps, δ = 1e-05\) on 224,872 points, above "
+                                                 r"\(q = 0\.3333, 90 steps\), δ = 1e-05, on 224,872 points, above "
                                                  r"its bound of 150,000 \(PRV_MAX_POINTS\)"):
         accountant_epsilon(1.0, DEFAULT_Q, DEFAULT_STEPS, DELTA, "prv")
 
@@ -257,10 +262,35 @@ def test_a_search_that_would_exceed_the_prv_work_bound_is_unreachable_and_stops_
     reached, unreachable = runs[0]
     assert [c.eps for c in reached] == [8.0] and [u.eps for u in unreachable] == [50.0, 20.0]
     assert re.fullmatch(r"the σ search stopped: the PRV accountant would discretise the privacy loss at σ = \S+ "
-                        r"\(q = 0\.3333, 90 steps, δ = 1e-05\) on [\d,]+ points, above its bound of 150,000 "
+                        r"\(q = 0\.3333, 90 steps\), δ = 1e-05, on [\d,]+ points, above its bound of 150,000 "
                         r"\(PRV_MAX_POINTS\); the pld accountant is tighter and has no such bound",
                         unreachable[1].reason)
     assert unreachable[0].reason == ("not searched: the search for the smaller ε = 20 already exceeded the work "
                                      f"bound ({unreachable[1].reason})")
     with pytest.raises(dpsgd.SearchTooCostly):
         noise_multiplier(20.0, DELTA, DEFAULT_Q, DEFAULT_STEPS, "prv")
+
+
+def test_the_first_sigma_of_a_search_is_within_1_5x_of_the_calibrated_one():
+    """initial_sigma's promise, which keeps a search at 3-6 accountant evaluations: within ×1.5 of
+    the calibrated σ at the default's q and steps for ε = 0.1 … 1e5, from below at small ε (the
+    central-limit σ, within 3 % there) and from above at large ε (the unsubsampled Gaussians')."""
+    for eps in GRID:
+        ratio = dpsgd.initial_sigma(eps, DELTA, DEFAULT_Q, DEFAULT_STEPS) / noise_multiplier(
+            eps, DELTA, DEFAULT_Q, DEFAULT_STEPS).noise_multiplier
+        assert (0.97 <= ratio <= 1.0) if eps <= 10 else (1.3 <= ratio <= 1.5), (eps, ratio)
+
+
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_a_search_asks_its_accountant_at_most_4_times_per_eps_of_the_default_grid(accountant, monkeypatch):
+    """The search's point (the module's docstring): from the closed-form first σ, false position
+    on log ε reaches the band in 2-4 accountant evaluations at the default's q and steps, where
+    Opacus' bisection takes ~20. A slower step rule or a lost bracket would still reach the band,
+    in more evaluations."""
+    asked = []
+    monkeypatch.setattr(dpsgd, "accountant_epsilon", lambda *args: asked.append(args) or
+                        accountant_epsilon(*args))
+    for eps in GRID:
+        asked.clear()
+        cal = noise_multiplier(eps, DELTA, DEFAULT_Q, DEFAULT_STEPS, accountant)
+        assert 1 <= len(asked) <= 4 and (1 - 1e-3) * eps <= cal.eps_at_sigma <= eps, (eps, len(asked))

@@ -17,7 +17,7 @@ accountant.
 
 Choices, and why:
 - One σ search for every accountant (`_search`): from a closed-form first σ (`initial_sigma`),
-  false position on log ε against log σ, so a search costs ~3–6 accountant evaluations where
+  false position on log ε against log σ, so a search costs 2–4 accountant evaluations where
   Opacus' bisection (`get_noise_multiplier`) takes ~20: 0.1–0.5 s per ε for `pld` and `rdp` at
   q = 1/3, 90 steps. The accountants' ε are cached per (σ, q, steps, δ): a pure function, which
   every draw at one ε asks for again.
@@ -276,8 +276,7 @@ def prv_grid_points(history: tuple, delta: float) -> int:
 def _check_prv_work(history: tuple, delta: float) -> None:
     points = prv_grid_points(history, delta)
     if points > PRV_MAX_POINTS:
-        sigma, q, steps = history[0] if len(history) == 1 else (math.nan, math.nan, sum(h[2] for h in history))
-        raise PrvTooCostly(f"the PRV accountant would discretise the privacy loss at σ = {sigma:.4g} "
-                           f"(q = {q:.4g}, {steps} steps, δ = {delta:g}) on {points:,} points, above its bound of "
-                           f"{PRV_MAX_POINTS:,} (PRV_MAX_POINTS); the pld accountant is tighter and has no such "
-                           f"bound")
+        phases = "; ".join(f"σ = {sigma:.4g} (q = {q:.4g}, {steps} steps)" for sigma, q, steps in history)
+        raise PrvTooCostly(f"the PRV accountant would discretise the privacy loss at {phases}, δ = {delta:g}, on "
+                           f"{points:,} points, above its bound of {PRV_MAX_POINTS:,} (PRV_MAX_POINTS); the pld "
+                           f"accountant is tighter and has no such bound")
