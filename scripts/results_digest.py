@@ -13,8 +13,6 @@ import pandas as pd
 from privssl.accounting.dpcl import paper_settings_rows
 from privssl.artefacts import (
     AUDIT,
-    CONTRASTIVE,
-    DPADAPTER_RESULTS,
     DPCL_ACCOUNTING,
     HEAD_METRICS,
     LINK_PROTECTION,
@@ -22,9 +20,6 @@ from privssl.artefacts import (
     LIRA,
     MIA,
     PAPER_CLAIMS,
-    SEMILEAK,
-    THESIS_CLAIMS,
-    THESIS_SEMILEAK,
     UTILITY,
     expected_of,
     load_csv_file,
@@ -56,27 +51,15 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--link-protection", nargs="*", default=[], help="link_protection.csv of each graph")
     parser.add_argument("--link-parts", nargs="*", default=[], help="link/attacks.csv and transfer_*.csv files")
     parser.add_argument("--targets", nargs="*", type=float, default=[1.0, 10.0], help="Table 2's target budgets ε")
-    parser.add_argument("--catalogue", required=True, help="resources/claims.csv")
-    parser.add_argument("--contrastive", nargs="*", default=[], help="contrastive/metrics.csv of each dataset")
-    parser.add_argument("--contrastive-thesis", help="resources/thesis_contrastive.csv")
-    parser.add_argument("--semileak", nargs="*", default=[], help="semileak/metrics.csv of each dataset")
-    parser.add_argument("--semileak-thesis", help="resources/thesis_semileak.csv")
-    parser.add_argument("--early-stopping", type=int, help="semileak.defences.early_stopping")
-    parser.add_argument("--views", type=int, help="semileak.attack.views")
-    parser.add_argument("--similarity", help="semileak.attack.similarity")
-    parser.add_argument("--dpadapter", nargs="*", default=[], help="dpadapter/results.csv of each dataset")
+    run_tables.add_branch_arguments(parser)
     parser.add_argument("--accounting", nargs="*", default=[], help="dpcl/accounting.csv of each dataset")
     parser.add_argument("--delta", type=float, default=1e-5, help="δ of the DPCL paper's rows")
-    parser.add_argument("--dpcl-paper", action="store_true", help="the DPCL paper's noise multipliers' rows")
     parser.add_argument("--out", required=True)
     expect_argument(parser)
     args = parser.parse_args()
     parallel(parser, args, args.datasets, ("splits", "metrics", "utility", "mia", "lira", "audit", "sensitivity"))
     parallel(parser, args, args.graphs, ("link_protection",))
-    if args.contrastive and not args.contrastive_thesis:
-        parser.error("--contrastive needs --contrastive-thesis")
-    if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
-        parser.error("--semileak needs --semileak-thesis, --early-stopping, --views and --similarity")
+    run_tables.check_branch_arguments(parser, args)
     return args
 
 
@@ -94,16 +77,8 @@ def main() -> None:
                    for name, path in zip(args.datasets, args.sensitivity)]
     graphs = [(name, table(path, LINK_PROTECTION)) for name, path in zip(args.graphs, args.link_protection)]
     utility, mia = tables(args.utility, UTILITY), tables(args.mia, MIA)
-    dpadapter, accounting = tables(args.dpadapter, DPADAPTER_RESULTS), tables(args.accounting, DPCL_ACCOUNTING)
-    link_rows = tables(args.link_parts, LINK_ROWS)
-    contrastive = semileak = None
-    if args.contrastive:
-        contrastive = contrastive_report.claims_table(tables(args.contrastive, CONTRASTIVE),
-                                                      load_csv_file(args.contrastive_thesis, THESIS_CLAIMS))
-    if args.semileak:
-        semileak = semileak_report.claims_table(tables(args.semileak, SEMILEAK),
-                                                load_csv_file(args.semileak_thesis, THESIS_SEMILEAK),
-                                                args.early_stopping, args.views, args.similarity)
+    accounting, link_rows = tables(args.accounting, DPCL_ACCOUNTING), tables(args.link_parts, LINK_ROWS)
+    contrastive, semileak, dpadapter = run_tables.branch_tables(args)
     ledger = run_tables.ledger(load_csv_file(args.catalogue, PAPER_CLAIMS), utility, mia, args.dpcl_paper, dpadapter,
                                contrastive, semileak)
 
