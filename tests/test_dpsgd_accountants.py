@@ -250,6 +250,11 @@ def test_a_prv_evaluation_above_the_work_bound_is_refused_before_it_runs(monkeyp
                                                  r"\(q = 0\.3333, 90 steps\), δ = 1e-05, on 224,872 points, above "
                                                  r"its bound of 150,000 \(PRV_MAX_POINTS\)"):
         accountant_epsilon(1.0, DEFAULT_Q, DEFAULT_STEPS, DELTA, "prv")
+    # a history of two phases (σ changed during a training) names both
+    with pytest.raises(dpsgd.PrvTooCostly, match=r"^the PRV accountant would discretise the privacy loss at σ = 1 "
+                                                 r"\(q = 0\.3333, 90 steps\); σ = 0\.5 \(q = 0\.25, 10 steps\), "
+                                                 r"δ = 1e-05, on [\d,]+ points"):
+        dpsgd._history_epsilon("prv", ((1.0, DEFAULT_Q, DEFAULT_STEPS), (0.5, 0.25, 10)), DELTA)
 
 
 def test_a_search_that_would_exceed_the_prv_work_bound_is_unreachable_and_stops_the_larger_eps(monkeypatch):
