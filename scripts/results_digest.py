@@ -31,7 +31,8 @@ from privssl.artefacts import (
 from privssl.cli import expect_argument
 from privssl.graphs import link_report
 from privssl.io import atomic_path, script_logger
-from privssl.reports import claims_ledger, contrastive_report, digest, release_table, run_tables, semileak_report, table1
+from privssl.reports import claims_ledger, contrastive_report, digest, release_table, run_tables, semileak_report
+from privssl.reports import table1
 from privssl.reports import training_time_report as training_time
 
 

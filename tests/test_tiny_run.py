@@ -752,7 +752,8 @@ def test_digest_shows_every_table_as_its_report_wrote_it_and_quotes_the_files_of
     text = tiny_run.path(f"{RESULTS}/digest.md").read_text()
     for table in DIGEST_TABLES:
         written = tiny_run.path(f"{RESULTS}/tables/{table}.md").read_text().strip()
-        assert f"*Built from this run's checked inputs, as `{RESULTS}/tables/{table}.md` is.*\n\n{written}" in text, table
+        caption = f"*Built from this run's checked inputs, as `{RESULTS}/tables/{table}.md` is.*"
+        assert f"{caption}\n\n{written}" in text, table
     metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())
     assert f"test accuracy {metrics['test_accuracy']:.3f}" in text
     utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))

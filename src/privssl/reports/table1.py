@@ -24,8 +24,9 @@ def table1_markdown(table: pd.DataFrame) -> str:
     lines = ["| dataset | \\|D\\| | \\|d\\| | sampling | pool | m | k | ρ | γ | Δ1 | Δ2 | guarantee |",
              "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in table.to_dict("records"):
-        lines.append(f"| {r['dataset']} | {r['|D|']} | {r['|d|']} | {r['sampling']} | {optional(r['pool'], lambda v: str(int(v)))} "
-                     f"| {r['m']} | {r['k']} | {optional(r['rho'], '{:g}'.format)} | {optional(r['gamma'], '{:g}'.format)} "
-                     f"| {r['delta1']:.6g} | {r['delta2']:.6g} | {r['guarantee_kind']} |")
+        pool, rho, gamma = optional(r["pool"], lambda v: str(int(v))), optional(r["rho"], "{:g}".format), optional(
+            r["gamma"], "{:g}".format)
+        lines.append(f"| {r['dataset']} | {r['|D|']} | {r['|d|']} | {r['sampling']} | {pool} | {r['m']} | {r['k']} "
+                     f"| {rho} | {gamma} | {r['delta1']:.6g} | {r['delta2']:.6g} | {r['guarantee_kind']} |")
     notes = "\n".join(f"- {r['dataset']}: {r['statement']}" for r in table.to_dict("records"))
     return "\n".join(lines) + "\n\n" + notes + "\n"

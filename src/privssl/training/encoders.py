@@ -14,7 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from privssl.training.encoder_names import ENCODERS  # noqa: E402,F401 (re-exported)
+from privssl.training.encoder_names import ENCODERS  # noqa: F401 (re-exported)
+
 TRAINABLE = ("all", "top")  # what private training updates: every weight, or the convnet's dense layer
 
 
