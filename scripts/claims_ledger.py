@@ -8,6 +8,7 @@ without a branch has no rows of its claims."""
 import argparse
 
 from privssl.artefacts import MIA, PAPER_CLAIMS, UTILITY, load_csv_file, load_csv_files
+from privssl import claim_sources
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports import run_tables
@@ -18,7 +19,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--utility", nargs="*", default=[], help="utility.csv of each image dataset")
     parser.add_argument("--mia", nargs="*", default=[], help="mia.csv of each image dataset")
-    run_tables.add_branch_arguments(parser)
+    claim_sources.add_branch_arguments(parser)
     parser.add_argument("--csv", required=True)
     parser.add_argument("--md", required=True)
     expect_argument(parser)
@@ -27,10 +28,10 @@ def main() -> None:
     if len(args.utility) != len(args.mia):
         parser.error(f"--utility and --mia need one file per image dataset each, got {len(args.utility)} and "
                      f"{len(args.mia)}")
-    run_tables.check_branch_arguments(parser, args)
+    claim_sources.check_branch_arguments(parser, args)
     utility = load_csv_files(args.utility, UTILITY, args.expect) if args.utility else None
     mia = load_csv_files(args.mia, MIA, args.expect) if args.mia else None
-    contrastive, semileak, dpadapter = run_tables.branch_tables(args)
+    contrastive, semileak, dpadapter = claim_sources.branch_tables(args)
     table = run_tables.ledger(load_csv_file(args.catalogue, PAPER_CLAIMS), utility, mia, args.dpcl_paper, dpadapter,
                               contrastive, semileak)
     atomic_write_csv(table, args.csv)

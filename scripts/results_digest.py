@@ -28,6 +28,7 @@ from privssl.artefacts import (
     load_json_file,
     load_sensitivity,
 )
+from privssl import claim_sources
 from privssl.cli import expect_argument
 from privssl.graphs import link_report
 from privssl.io import atomic_path, script_logger
@@ -52,7 +53,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--link-protection", nargs="*", default=[], help="link_protection.csv of each graph")
     parser.add_argument("--link-parts", nargs="*", default=[], help="link/attacks.csv and transfer_*.csv files")
     parser.add_argument("--targets", nargs="*", type=float, default=[1.0, 10.0], help="Table 2's target budgets ε")
-    run_tables.add_branch_arguments(parser)
+    claim_sources.add_branch_arguments(parser)
     parser.add_argument("--accounting", nargs="*", default=[], help="dpcl/accounting.csv of each dataset")
     parser.add_argument("--delta", type=float, default=1e-5, help="δ of the DPCL paper's rows")
     parser.add_argument("--out", required=True)
@@ -60,7 +61,7 @@ def arguments() -> argparse.Namespace:
     args = parser.parse_args()
     parallel(parser, args, args.datasets, ("splits", "metrics", "utility", "mia", "lira", "audit", "sensitivity"))
     parallel(parser, args, args.graphs, ("link_protection",))
-    run_tables.check_branch_arguments(parser, args)
+    claim_sources.check_branch_arguments(parser, args)
     return args
 
 
@@ -79,7 +80,7 @@ def main() -> None:
     graphs = [(name, table(path, LINK_PROTECTION)) for name, path in zip(args.graphs, args.link_protection)]
     utility, mia = tables(args.utility, UTILITY), tables(args.mia, MIA)
     accounting, link_rows = tables(args.accounting, DPCL_ACCOUNTING), tables(args.link_parts, LINK_ROWS)
-    contrastive, semileak, dpadapter = run_tables.branch_tables(args)
+    contrastive, semileak, dpadapter = claim_sources.branch_tables(args)
     ledger = run_tables.ledger(load_csv_file(args.catalogue, PAPER_CLAIMS), utility, mia, args.dpcl_paper, dpadapter,
                                contrastive, semileak)
 

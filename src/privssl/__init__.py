@@ -4,8 +4,9 @@ The library is laid out by stage of the DAG, one sub-package per stage; imports 
 the top of this list down (a layers contract of import-linter in pyproject.toml, checked by
 `make lint` and tests/test_layers.py):
 
-- `config` (the config check) and `artefacts` (the validated loader of every file a rule reads),
-  which know every stage;
+- `config` (the config check) and `claim_sources` (the claim branches' files, loaded for the
+  claims ledger and the digest);
+- `artefacts` (the validated loader of every file a rule reads), which knows every stage below;
 - `reports`: the figures and tables of every branch;
 - `audit`: empirical lower bounds on ε and the canaries of the one-run audits;
 - `attacks`: membership, attribute and label-only inference, LiRA, the adaptive attacker and the

@@ -1,64 +1,14 @@
-"""The claims ledger of the run from its validated sources: the claim branches' arguments, their
-files loaded with their schemas and grids, and the ledger built from them, shared by rule `claims`
-(which writes tables/claims.*) and rule `digest`, which builds every table again from its sources
-rather than read another rule's Markdown, so that a table edited or cut after it was written
-cannot reach the digest."""
+"""The claims ledger of the run from its validated sources (privssl.claim_sources loads them),
+shared by rule `claims` (which writes tables/claims.*) and rule `digest`, which builds every
+table again from its sources rather than read another rule's Markdown, so that a table edited or
+cut after it was written cannot reach the digest."""
 
 from __future__ import annotations
-
-import argparse
 
 import pandas as pd
 
 from privssl.accounting.dpcl import paper_settings_rows
-from privssl.artefacts import (
-    CONTRASTIVE,
-    DPADAPTER_RESULTS,
-    SEMILEAK,
-    THESIS_CLAIMS,
-    THESIS_SEMILEAK,
-    load_csv_file,
-    load_csv_files,
-)
-from privssl.reports import claims_ledger, contrastive_report, semileak_report
-
-
-def add_branch_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of the claim branches, as rules/common.smk's `branch_arguments` writes them."""
-    parser.add_argument("--catalogue", required=True, help="resources/claims.csv")
-    parser.add_argument("--contrastive", nargs="*", default=[], help="contrastive/metrics.csv of each dataset")
-    parser.add_argument("--contrastive-thesis", help="resources/thesis_contrastive.csv")
-    parser.add_argument("--semileak", nargs="*", default=[], help="semileak/metrics.csv of each dataset")
-    parser.add_argument("--semileak-thesis", help="resources/thesis_semileak.csv")
-    parser.add_argument("--early-stopping", type=int, help="semileak.defences.early_stopping")
-    parser.add_argument("--views", type=int, help="semileak.attack.views")
-    parser.add_argument("--similarity", help="semileak.attack.similarity")
-    parser.add_argument("--dpadapter", nargs="*", default=[], help="dpadapter/results.csv of each dataset")
-    parser.add_argument("--dpcl-paper", action="store_true", help="the DPCL paper's noise multipliers' rows")
-
-
-def check_branch_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.contrastive and not args.contrastive_thesis:
-        parser.error("--contrastive needs --contrastive-thesis")
-    if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
-        parser.error("--semileak needs --semileak-thesis, --early-stopping, --views and --similarity")
-
-
-def branch_tables(args: argparse.Namespace) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
-    """The contrastive and Semi-Leak reports' claims tables and DPAdapter's results, each from its
-    files as the arguments name them (loaded with their schemas and the config's grids, `--expect`);
-    None for a branch the run does not have."""
-    contrastive = semileak = dpadapter = None
-    if args.contrastive:
-        contrastive = contrastive_report.claims_table(load_csv_files(args.contrastive, CONTRASTIVE, args.expect),
-                                                      load_csv_file(args.contrastive_thesis, THESIS_CLAIMS))
-    if args.semileak:
-        semileak = semileak_report.claims_table(load_csv_files(args.semileak, SEMILEAK, args.expect),
-                                                load_csv_file(args.semileak_thesis, THESIS_SEMILEAK),
-                                                args.early_stopping, args.views, args.similarity)
-    if args.dpadapter:
-        dpadapter = load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect)
-    return contrastive, semileak, dpadapter
+from privssl.reports import claims_ledger
 
 
 def ledger(catalogue: pd.DataFrame, utility: pd.DataFrame | None = None, mia: pd.DataFrame | None = None,

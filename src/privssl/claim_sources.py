@@ -1,0 +1,59 @@
+"""The claim branches' files as rules `claims` and `digest` name them: their arguments (written by
+rules/common.smk's `branch_arguments`), the checks between them, and the files loaded with their
+schemas and the config's grids. Above both privssl.artefacts and privssl.reports in the layers of
+pyproject.toml: it reads files and builds the branch reports' claims tables."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from privssl.artefacts import (
+    CONTRASTIVE,
+    DPADAPTER_RESULTS,
+    SEMILEAK,
+    THESIS_CLAIMS,
+    THESIS_SEMILEAK,
+    load_csv_file,
+    load_csv_files,
+)
+from privssl.reports import contrastive_report, semileak_report
+
+
+def add_branch_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of the claim branches, as rules/common.smk's `branch_arguments` writes them."""
+    parser.add_argument("--catalogue", required=True, help="resources/claims.csv")
+    parser.add_argument("--contrastive", nargs="*", default=[], help="contrastive/metrics.csv of each dataset")
+    parser.add_argument("--contrastive-thesis", help="resources/thesis_contrastive.csv")
+    parser.add_argument("--semileak", nargs="*", default=[], help="semileak/metrics.csv of each dataset")
+    parser.add_argument("--semileak-thesis", help="resources/thesis_semileak.csv")
+    parser.add_argument("--early-stopping", type=int, help="semileak.defences.early_stopping")
+    parser.add_argument("--views", type=int, help="semileak.attack.views")
+    parser.add_argument("--similarity", help="semileak.attack.similarity")
+    parser.add_argument("--dpadapter", nargs="*", default=[], help="dpadapter/results.csv of each dataset")
+    parser.add_argument("--dpcl-paper", action="store_true", help="the DPCL paper's noise multipliers' rows")
+
+
+def check_branch_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.contrastive and not args.contrastive_thesis:
+        parser.error("--contrastive needs --contrastive-thesis")
+    if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
+        parser.error("--semileak needs --semileak-thesis, --early-stopping, --views and --similarity")
+
+
+def branch_tables(args: argparse.Namespace) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+    """The contrastive and Semi-Leak reports' claims tables and DPAdapter's results, each from its
+    files as the arguments name them (loaded with their schemas and the config's grids, `--expect`);
+    None for a branch the run does not have."""
+    contrastive = semileak = dpadapter = None
+    if args.contrastive:
+        contrastive = contrastive_report.claims_table(load_csv_files(args.contrastive, CONTRASTIVE, args.expect),
+                                                      load_csv_file(args.contrastive_thesis, THESIS_CLAIMS))
+    if args.semileak:
+        semileak = semileak_report.claims_table(load_csv_files(args.semileak, SEMILEAK, args.expect),
+                                                load_csv_file(args.semileak_thesis, THESIS_SEMILEAK),
+                                                args.early_stopping, args.views, args.similarity)
+    if args.dpadapter:
+        dpadapter = load_csv_files(args.dpadapter, DPADAPTER_RESULTS, args.expect)
+    return contrastive, semileak, dpadapter
