@@ -14,6 +14,7 @@ import torch
 
 from privssl.accounting import dpsgd as dpsgd_accounting
 from privssl.accounting.dpsgd import Unreachable, accountant_epsilon
+from privssl.accounting import dpsgd as dpsgd_accounting
 from privssl.accounting.dpsgd import calibrate_grid as tuning_calibrate_grid
 from privssl.cli import json_object
 from privssl.release import tuning
@@ -284,7 +285,7 @@ def test_every_row_holds_its_fields_and_an_unreachable_eps_is_a_row_without_a_sc
         return reached, unreachable + [Unreachable(1e-6, 1e-5, "σ would exceed 1e6")]
 
     monkeypatch.setattr(tuning, "train_dpsgd_heads", spy)
-    monkeypatch.setattr(tuning, "calibrate_grid", calibrate)
+    monkeypatch.setattr(dpsgd_accounting, "calibrate_grid", calibrate)  # tune_dpsgd imports it at its call
     point = {"clip_norm": 1.0, "batch_size": 10, "epochs": 2, "lr": 0.5, "momentum": 0.5, "repeats": 1,
              "accountant": "rdp"}
     rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), [point], splits, [1e-6, 3.0], 1e-5, seed=0)

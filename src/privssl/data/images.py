@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import zlib
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -136,15 +137,26 @@ def pool_record(pool: ImagePool) -> dict:
     return {"size": len(pool.labels), "sha256": digest.hexdigest()}
 
 
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's bundled copy of the UCI digits, as `sklearn.datasets.load_digits` reads it
+    (images (1797, 8, 8) of 0..16, labels 0..9), read from its file: importing scikit-learn would
+    cost every job that loads the pool a second of CPU (tests/test_images.py compares the two)."""
+    spec = importlib.util.find_spec("sklearn")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the digits dataset is read from scikit-learn's bundled copy: install scikit-learn")
+    path = Path(spec.submodule_search_locations[0]) / "datasets" / "data" / "digits.csv.gz"
+    with gzip.open(path, "rt") as lines:
+        table = np.loadtxt(lines, delimiter=",")  # one row per image: 64 pixels, then its label
+    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(int)
+
+
 def _load_pool(dataset: str, root: str | Path, download: bool) -> ImagePool:
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; allowed: {', '.join(DATASETS)}")
     if dataset == "digits":
-        from sklearn.datasets import load_digits
-
-        bunch = load_digits()
-        images = torch.from_numpy(bunch.images / 16.0).float().unsqueeze(1)  # 0..16 -> [0, 1]
-        return ImagePool(images, torch.from_numpy(bunch.target).long(), 10)
+        pixels, labels = _digits()
+        images = torch.from_numpy(pixels / 16.0).float().unsqueeze(1)  # 0..16 -> [0, 1]
+        return ImagePool(images, torch.from_numpy(labels).long(), 10)
     if dataset == "synthetic_cifar":
         from privssl.data.synthetic import synthetic_images
 

@@ -30,7 +30,6 @@ from typing import Callable
 import numpy as np
 import torch
 
-from privssl.accounting.dpsgd import calibrate_grid
 from privssl.io import with_progress
 from privssl.release.certified import CertifiedSpec, certified_sensitivity, fit_certified_head
 from privssl.release.dpsgd_batched import train_dpsgd_heads
@@ -117,6 +116,10 @@ def tune_dpsgd(x: torch.Tensor, y: torch.Tensor, n_classes: int, head_spec: Head
     reach (σ by the point's accountant) and at σ = 0: per point one batched training of
     (ε's + 1) × folds heads (privssl.release.dpsgd_batched, Opacus' algorithm). An unreachable
     ε gets a row with no score (it cannot be chosen there)."""
+    # here only: the accountants import dp_accounting and SciPy, a second of CPU that the head's and
+    # the certified head's tuning jobs need not pay
+    from privssl.accounting.dpsgd import calibrate_grid
+
     rows = []
     n = len(splits[0][0])
     sets = torch.stack([train for train, _ in splits])
