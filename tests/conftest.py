@@ -20,6 +20,7 @@ import os
 for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[variable] = "1"
 
+import pytest  # noqa: E402
 import torch  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
@@ -32,3 +33,12 @@ LONGEST_FIRST = "test_tiny_run.py"
 def pytest_collection_modifyitems(config, items):
     # stable: every worker collects the same order, as xdist requires
     items.sort(key=lambda item: item.path.name != LONGEST_FIRST)
+
+
+@pytest.fixture(scope="session")
+def session_folder(tmp_path_factory, worker_id):
+    """A folder of this test session that every xdist worker sees (their own temporary folders
+    are siblings in it), for work one worker does and the other reuses; pytest clears it with
+    the rest of its old temporary folders."""
+    base = tmp_path_factory.getbasetemp()
+    return base if worker_id == "master" else base.parent

@@ -50,8 +50,8 @@ def planned_resources(proc: subprocess.CompletedProcess) -> list[tuple[str, dict
 
 
 @pytest.fixture(scope="module")
-def dry_runs() -> dict[str, list[tuple[str, dict[str, str]]]]:
-    runs = {config: planned_resources(shipped_dry_run(config)) for config in CONFIGS}
+def dry_runs(session_folder) -> dict[str, list[tuple[str, dict[str, str]]]]:
+    runs = {config: planned_resources(shipped_dry_run(config, session_folder)) for config in CONFIGS}
     for config, jobs in runs.items():
         assert jobs, f"{config}: no job in the dry run"
     return runs

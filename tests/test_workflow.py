@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import copy
+import fcntl
 import functools
 import json
 import os
@@ -94,10 +95,26 @@ def output_of(proc: subprocess.CompletedProcess) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def shipped_dry_run(config: str) -> subprocess.CompletedProcess:
+def shipped_dry_run(config: str, shared: Path | None = None) -> subprocess.CompletedProcess:
     """`snakemake -n --forceall` of a shipped config (config.yaml or configs/*.yaml) as written, in
-    a fresh folder: once per test process, for every test that reads its plan (a Snakemake start
-    costs ~2.5 s of CPU, and this suite's budget is CPU)."""
+    a fresh folder: once per test session for every test that reads its plan (a Snakemake start
+    costs ~2.5 s of CPU, and this suite's budget is CPU). `shared`: a folder every xdist worker of
+    the session sees (fixture `session_folder`), where the first worker to plan a config leaves its
+    output for the other (test_workflow.py and test_resources.py run on different workers)."""
+    if shared is None:
+        return _dry_run(config)
+    stored = shared / f"dry-run-{config.replace('/', '--')}.json"
+    with open(stored.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for this plan rather than repeat it
+        if stored.exists():
+            return subprocess.CompletedProcess(**json.loads(stored.read_text()))
+        proc = _dry_run(config)
+        fields = {"args": proc.args, "returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+        stored.write_text(json.dumps(fields))
+        return proc
+
+
+def _dry_run(config: str) -> subprocess.CompletedProcess:
     extra = ["--replace-workflow-config"] if config != "config.yaml" else []
     if config == "configs/graphs-shared.yaml":
         extra += ["--config", f"graph_data_root={SHARED_DATA}"]
@@ -150,10 +167,10 @@ def test_tiny_config_is_valid():
     validate_config(tiny_config(), SCHEMA)
 
 
-def test_dry_run_of_default_config_lists_every_stage(tmp_path):
+def test_dry_run_of_default_config_lists_every_stage(session_folder):
     # The Snakefile's `configfile: "config.yaml"` is looked up in the working directory, so a run
-    # in another --directory names the repository's config.yaml explicitly.
-    proc = run_snakemake(tmp_path / "run", REPO / "config.yaml", "-n")
+    # in another --directory names the repository's config.yaml explicitly (as shipped_dry_run does).
+    proc = shipped_dry_run("config.yaml", session_folder)
     jobs = planned_jobs(proc)
     expected = {"data", "pretrain", "encode", "finetune", "certified_head", "sensitivity", "protect", "protect_dpsgd",
                 "attack", "shadow", "figures", "table1", "table2", "graph_data", "graph_pretrain", "graph_encode", "link_target", "link_steal",
@@ -186,7 +203,8 @@ def test_dry_run_of_default_config_lists_every_stage(tmp_path):
     semileak = default["semileak"]
     n_semileak, n_kinds = len(semileak["datasets"]), len(semileak["algorithms"]) + 2
     assert jobs["semileak_train"] == 2 * n_kinds * n_semileak and jobs["semileak_attack"] == n_semileak
-    assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
+    workdir = Path(proc.args[proc.args.index("--directory") + 1])
+    assert not (workdir / RESULTS).exists(), "a dry run wrote results"
 
 
 # inputs a reader must be told what to expect of: every table of results/, every release file and
@@ -220,18 +238,18 @@ def test_every_reader_is_given_the_configs_grid_of_its_tables(tmp_path):
 
 
 @pytest.mark.parametrize("preset", ["paper-cifar10", "paper-cifar100", "paper-stl10", "digits-large-d", "fashion"])
-def test_image_presets_dry_run_without_a_graph_track(tmp_path, preset):
+def test_image_presets_dry_run_without_a_graph_track(session_folder, preset):
     if preset == "fashion" and not FASHION_FILES:
         pytest.skip(f"Fashion-MNIST not in {DEBIAN_FASHION_MNIST}: apt-get install dataset-fashion-mnist (as root)")
-    jobs = planned_jobs(shipped_dry_run(f"configs/{preset}.yaml"))
+    jobs = planned_jobs(shipped_dry_run(f"configs/{preset}.yaml", session_folder))
     assert jobs["pretrain"] == jobs["sensitivity"] == jobs["protect_dpsgd"] == 1
     assert jobs["protect"] == jobs["attack"] == 1
     assert not any(rule.startswith(("graph_", "link_")) for rule in jobs), jobs
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"offline graph copies not found at {SHARED_DATA}")
-def test_shared_graphs_preset_dry_runs():
-    jobs = planned_jobs(shipped_dry_run("configs/graphs-shared.yaml"))
+def test_shared_graphs_preset_dry_runs(session_folder):
+    jobs = planned_jobs(shipped_dry_run("configs/graphs-shared.yaml", session_folder))
     assert jobs["graph_data"] == jobs["link_target"] == 2  # Cora, CiteSeer
     assert jobs["link_transfer"] == 2 and jobs["protect"] == jobs["link_protect"] == 2
     assert not {"data", "pretrain", "figures", "table1"} & set(jobs), "a graph-only config ran the image track"
@@ -454,7 +472,8 @@ def test_a_nested_config_override_keeps_its_numbers(tmp_path):
     proc = run_snakemake(tmp_path / "run", configfile, "-n", "-p", "--config", "protect={eps: [2, 20], delta: 1.0e-5}",
                          timeout=300)
     assert "--eps 2 20 " in output_of(proc) and "--delta 1e-05" in output_of(proc), output_of(proc)[-3000:]
-    assert not (tmp_path / "run" / RESULTS).exists(), "a dry run wrote results"
+    workdir = Path(proc.args[proc.args.index("--directory") + 1])
+    assert not (workdir / RESULTS).exists(), "a dry run wrote results"
 
 
 def test_a_nested_config_override_that_is_no_number_is_refused(tmp_path):
