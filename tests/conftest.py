@@ -10,9 +10,12 @@ cover a library that was loaded first anyway.
 
 Order: `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`, so every module
 stays on one worker (its module-scoped fixtures are built once) and the workers take modules in
-collection order. test_tiny_run.py, the whole DAG on the tiny config and by far the longest
-module, is put first, so that one worker runs it while the other works through the rest.
-(xdist's `loadgroup` would be finer, but it renames node ids in a way pytest 9 ignores.)
+collection order. The longest modules go first, longest first: test_tiny_run.py (the whole DAG
+on the tiny config, by far the longest) on one worker while the other starts on the next ones,
+so that the short modules are left for the end, where they fill whichever worker is free. (In
+alphabetical order test_workflow.py, ~75 s, came last and ran alone for its last ~50 s while
+the other worker, done with the tiny DAG, had nothing left to take.) (xdist's `loadgroup` would
+be finer, but it renames node ids in a way pytest 9 ignores.)
 """
 
 import os
@@ -27,12 +30,15 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 torch.set_num_threads(1)
 threadpool_limits(limits=1)
 
-LONGEST_FIRST = "test_tiny_run.py"
+# measured on 2 cores (pytest --durations, summed per module), longest first
+LONGEST_FIRST = ("test_tiny_run.py", "test_workflow.py", "test_resources.py", "test_certified.py",
+                 "test_figure_canvas.py", "test_dpsgd_accountants.py", "test_dpcl_accounting.py")
 
 
 def pytest_collection_modifyitems(config, items):
     # stable: every worker collects the same order, as xdist requires
-    items.sort(key=lambda item: item.path.name != LONGEST_FIRST)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))
 
 
 @pytest.fixture(scope="session")
