@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """Start-up cost of the workflow's processes, which is most of what the tiny DAG and `make test`
-spend: a script's imports (`python scripts/X.py --help`) and a Snakemake start (a dry run of the
+spend: a script's imports (`python scripts/X.py --help`), a process that loads the digits pool
+(the first thing of every job that trains on images), and a Snakemake start (a dry run of the
 tiny config, which parses the Snakefile and asks every script's library code). With `--baseline
 DIR` (another checkout, e.g. `git worktree add /tmp/base <rev>`), each measurement alternates
 between the two trees, run after run, so that both see the same load; the figures are medians of
@@ -23,7 +24,10 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = ["merge_csv", "make_table2", "plot_figures", "claims_ledger", "lira"]
+SCRIPTS = ["merge_csv", "make_table2", "plot_figures", "claims_ledger", "lira", "tune_head"]
+# what every job that reads the image pool does first (pretrain, encode, the Semi-Leak and
+# contrastive targets, DPCL, DPAdapter): import torch and load the default's digits
+LOAD_DIGITS = "from privssl.data.images import load_pool; load_pool('digits', '.')"
 
 
 def seconds(command: list[str], cwd: Path, env: dict) -> float:
@@ -35,6 +39,7 @@ def seconds(command: list[str], cwd: Path, env: dict) -> float:
 def commands(tree: Path, workdir: Path, config: Path) -> dict[str, list[str]]:
     found = {f"{name}.py --help": [sys.executable, str(tree / "scripts" / f"{name}.py"), "--help"]
              for name in SCRIPTS}
+    found["load_pool('digits')"] = [sys.executable, "-c", LOAD_DIGITS]
     found["snakemake -n (tiny config)"] = [sys.executable, "-m", "snakemake", "-n", "--snakefile",
                                            str(tree / "Snakefile"), "--directory", str(workdir), "--configfile",
                                            str(config)]
