@@ -94,3 +94,9 @@ def test_large_epsilon_is_beyond_doubles_but_not_beyond_the_formula():
     sigma = analytic_gaussian_sigma(1.0, 1e5, 1e-5)
     assert math.isfinite(analytic_gaussian_delta(sigma, 1.0, 1e5))
     assert float(theorem8_delta(sigma, 1.0, 1e5)) == pytest.approx(1e-5, rel=1e-8)
+
+
+def test_a_release_of_zero_sensitivity_needs_no_noise():
+    """Δ = 0 (a head that no record can move): σ = 0 at every budget, where any positive σ would
+    be noise the guarantee does not ask for."""
+    assert [analytic_gaussian_sigma(0.0, eps, delta) for eps in (0.1, 10.0) for delta in DELTAS] == [0.0] * 4
