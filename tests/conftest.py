@@ -42,9 +42,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def session_folder(tmp_path_factory, worker_id):
+def session_folder(tmp_path_factory):
     """A folder of this test session that every xdist worker sees (their own temporary folders
     are siblings in it), for work one worker does and the other reuses; pytest clears it with
     the rest of its old temporary folders."""
     base = tmp_path_factory.getbasetemp()
-    return base if worker_id == "master" else base.parent
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base

@@ -140,7 +140,7 @@ def pool_record(pool: ImagePool) -> dict:
 def _digits() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's bundled copy of the UCI digits, as `sklearn.datasets.load_digits` reads it
     (images (1797, 8, 8) of 0..16, labels 0..9), read from its file: importing scikit-learn would
-    cost every job that loads the pool a second of CPU (tests/test_images.py compares the two)."""
+    cost every job that loads the pool a second of CPU (tests/test_protection_data.py compares the two)."""
     spec = importlib.util.find_spec("sklearn")  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("the digits dataset is read from scikit-learn's bundled copy: install scikit-learn")
