@@ -172,9 +172,12 @@ def features_file(path: Path, finetune_seed: int) -> Path:
     return path
 
 
+SCRIPT_HEAD = {"hidden": 6, "epochs": 10, "lr": 0.05}  # the head that the sensitivity script trains in these tests
+
+
 def run_sensitivity_script(features: Path, out: Path, sampling: str) -> dict:
     cmd = [sys.executable, str(REPO / "scripts" / "sensitivity.py"), "--features", str(features),
-           "--head", json.dumps({"hidden": 6, "epochs": 10, "lr": 0.05}), "--sampling", sampling, "--m", "16",
+           "--head", json.dumps(SCRIPT_HEAD), "--sampling", sampling, "--m", "16",
            "--rho", "0.3", "--gamma", "0.5", "--chunk-size", "8", "--seed", "1", "--out", str(out), "--device", "cpu"]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
@@ -189,7 +192,7 @@ def test_population_delta_does_not_depend_on_the_private_set(tmp_path):
     assert (a["delta1"], a["delta2"]) == (b["delta1"], b["delta2"]) and a["delta1"] > 0
     # the control: the two d differ where it shows, since the paper's sampler inside d (the
     # script's other branch, the same call with the same settings) gives two different Δ1
-    spec = HeadSpec(hidden=6, epochs=10, lr=0.05)
+    spec = HeadSpec.from_config(SCRIPT_HEAD)
     c, d = (paper_sensitivity(spec, feats["finetune"], feats["finetune_labels"], N_CLASSES, m=16, seed=1,
                               chunk_size=8)
             for feats in (torch.load(tmp_path / name, weights_only=True) for name in ("a.pt", "b.pt")))

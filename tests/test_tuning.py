@@ -14,7 +14,6 @@ import torch
 
 from privssl.accounting import dpsgd as dpsgd_accounting
 from privssl.accounting.dpsgd import Unreachable, accountant_epsilon
-from privssl.accounting import dpsgd as dpsgd_accounting
 from privssl.accounting.dpsgd import calibrate_grid as tuning_calibrate_grid
 from privssl.cli import json_object
 from privssl.release import tuning
