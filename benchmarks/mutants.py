@@ -213,7 +213,8 @@ def commit() -> str:
     return done.stdout.strip()
 
 
-def record(chosen: list[Module], rows: list[dict], total_wall: float, idle: str, command: str) -> None:
+def record(chosen: list[Module], rows: list[dict], total_wall: float, idle: str, command: str,
+           processes: int) -> None:
     day, head, cores = datetime.date.today().isoformat(), commit(), os.cpu_count()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
                            text=True).stdout.strip()
@@ -229,7 +230,8 @@ def record(chosen: list[Module], rows: list[dict], total_wall: float, idle: str,
             return
         writer.writerow([day, command, head, "", f"{total_wall:.0f}", "", cores, idle, "",
                          f"mutation testing of {len(rows)} modules ({', '.join(r['module'] for r in rows)}); "
-                         f"{sum(r['mutants'] for r in rows)} mutants; one mutant process at a time{tree}"])
+                         f"{sum(r['mutants'] for r in rows)} mutants; {processes} mutant process{'es' if processes > 1 else ''} "
+                         f"at a time{tree}"])
 
 
 def main() -> int:
@@ -262,7 +264,7 @@ def main() -> int:
         if module.error or not module.status or not row["score"] >= THRESHOLD or problems:
             failed.append(module.name)
 
-    print(f"\n| module | mutants | killed | equivalent | survived | score | wall (s) |\n|---|---|---|---|---|---|---|")
+    print("\n| module | mutants | killed | equivalent | survived | score | wall (s) |\n|---|---|---|---|---|---|---|")
     for row in rows:
         wall = "" if row["wall"] is None else f"{row['wall']:.0f}"
         print(f"| {row['module']} | {row['mutants']} | {row['killed']} | {row['equivalent']} | {row['survived']} "
@@ -280,7 +282,7 @@ def main() -> int:
             print(f"{module.name}: no results in mutants/ (run without --no-run)")
     if args.record:
         command = " ".join(["python benchmarks/mutants.py", *sys.argv[1:]])  # what `make mutants` runs
-        record(chosen, rows, total_wall, args.idle, command)
+        record(chosen, rows, total_wall, args.idle, command, args.max_children)
     if failed:
         print(f"\nbelow {THRESHOLD:.0%}, failed or with stale equivalents: {', '.join(failed)}")
         return 1

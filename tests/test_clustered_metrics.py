@@ -4,10 +4,12 @@ interval, while independent decisions narrow it as pooled ones do."""
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.metrics import roc_auc_score
 
+from privssl.attacks import clustered
 from privssl.attacks.clustered import cluster_bootstrap_auc, clustered_membership_metrics, clustered_rate
-from privssl.attacks.statistics import bootstrap_auc, clopper_pearson
+from privssl.attacks.statistics import bootstrap_auc, clopper_pearson, tpr_at_fpr
 
 
 def one_target(rng, records=400):
@@ -97,3 +99,144 @@ def test_metrics_of_a_lira_layout():
     threshold = nonmember_scores[int(np.ceil(0.9 * nonmember_scores.size))]
     assert metrics["tpr_at_10pct_fpr"] == pytest.approx((scores[member] >= threshold).mean(), abs=0.02)
     assert metrics["fp_at_10pct_fpr"] <= 0.1 * (~member).sum()
+
+
+# ------------------------------------------------------------------------------ exact values (issue 28's mutants)
+
+
+def brute_force_interval(scores, member, n_boot, seed, confidence=0.95):
+    """The cluster bootstrap written out: the seed's (n_boot, records) draw of record indices, each
+    resample all decisions of the drawn records (a record drawn twice counts twice), its AUC by
+    scikit-learn (NaN without both kinds), the percentile interval ignoring NaN."""
+    records = scores.shape[1]
+    draws = np.random.default_rng(seed).integers(0, records, (n_boot, records))
+    aucs = []
+    for idx in draws:
+        s, m = scores[:, idx].reshape(-1), member[:, idx].reshape(-1)
+        aucs.append(roc_auc_score(m, s) if 0 < m.sum() < m.size else np.nan)
+    alpha = 1 - confidence
+    return np.nanquantile(aucs, [alpha / 2, 1 - alpha / 2])
+
+
+def tied_layout(seed=11, targets=3, records=30):
+    """Scores on a coarse grid (ties within and across targets), members not half of the decisions."""
+    rng = np.random.default_rng(seed)
+    member = rng.random((targets, records)) < 0.35
+    return np.round(rng.normal(0.8 * member, 1.0) * 2) / 2, member
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.8])
+def test_the_cluster_bootstrap_is_the_resampling_of_records_written_out(confidence):
+    scores, member = tied_layout()
+    _, lo, hi = cluster_bootstrap_auc(scores, member, n_boot=60, seed=9, confidence=confidence)
+    assert (lo, hi) == pytest.approx(brute_force_interval(scores, member, 60, 9, confidence), abs=1e-12)
+
+
+def test_the_cluster_bootstrap_in_chunks_draws_the_same_resamples(monkeypatch):
+    """Memory caps the resamples held at once; drawing them 4 at a time (the last chunk short)
+    draws the same ones as drawing them at once."""
+    scores, member = tied_layout(seed=12)
+    monkeypatch.setattr(clustered, "_MAX_BOOT_ELEMENTS", 4 * scores.size + 1)
+    _, lo, hi = cluster_bootstrap_auc(scores, member, n_boot=10, seed=3)
+    assert (lo, hi) == pytest.approx(brute_force_interval(scores, member, 10, 3), abs=1e-12)
+
+
+def test_the_cluster_bootstrap_defaults_to_1000_resamples_at_seed_0():
+    scores, member = tied_layout(seed=13, records=12)
+    assert cluster_bootstrap_auc(scores, member) == cluster_bootstrap_auc(scores, member, 1000, 0, 0.95)
+    assert cluster_bootstrap_auc(scores, member) != cluster_bootstrap_auc(scores, member, 1001, 0, 0.95)
+    assert cluster_bootstrap_auc(scores, member) != cluster_bootstrap_auc(scores, member, 1000, 1, 0.95)
+
+
+def test_one_resample_is_allowed_and_a_count_that_is_not_one_is_refused():
+    scores, member = tied_layout(seed=14)
+    _, lo, hi = cluster_bootstrap_auc(scores, member, n_boot=1, seed=2)
+    assert lo == hi == pytest.approx(brute_force_interval(scores, member, 1, 2)[0], abs=1e-12)
+    for bad in (0, 2.5):
+        with pytest.raises(ValueError, match=f"n_boot must be a positive integer, got {bad}"):
+            cluster_bootstrap_auc(scores, member, n_boot=bad)
+
+
+@pytest.mark.parametrize("scores_shape, member_shape", [((6,), (6,)), ((2, 6), (2, 5)), ((3, 1), (3, 1))])
+def test_decisions_not_laid_out_as_targets_by_at_least_2_records_are_refused(scores_shape, member_shape):
+    with pytest.raises(ValueError, match=r"\(targets, records\) of one shape with at least 2 records"):
+        cluster_bootstrap_auc(np.zeros(scores_shape), np.ones(member_shape, bool))
+
+
+def test_two_records_are_enough():
+    scores, member = np.array([[0.2, 0.9], [0.4, 0.7]]), np.array([[False, True], [True, False]])
+    auc, _, _ = cluster_bootstrap_auc(scores, member, n_boot=5)
+    assert auc == pytest.approx(roc_auc_score(member.reshape(-1), scores.reshape(-1)))
+
+
+def test_clustered_rate_of_a_case_computed_by_hand():
+    """Records with 2, 2, 1, 3 member decisions (and one with none, which does not count), 1, 2, 0,
+    3 of them flagged: rate 6/8. Residuals h − r·m = −½, ½, −¾, ¾ sum to 13/8 in squares, so the
+    clustered variance is (13/8)/8² · 4/3 = 13/384 and n* = (3/16)/(13/384) = 72/13 decisions
+    (fewer than the 8 decisions), of which r·n* = 54/13 flagged."""
+    rate, lo, hi = clustered_rate([1, 2, 0, 0, 3], [2, 2, 0, 1, 3])
+    n, x = 72 / 13, 54 / 13
+    assert rate == 0.75
+    assert lo == pytest.approx(stats.beta.ppf(0.025, x, n - x + 1), rel=1e-12)
+    assert hi == pytest.approx(stats.beta.ppf(0.975, x + 1, n - x), rel=1e-12)
+
+
+def test_clustered_rate_at_80_percent_confidence_and_2_records():
+    """1 of 5 and 0 of 5 flagged: rate 0.1, variance (½² + ½²)/10² · 2 = 0.01, n* = 0.09/0.01 = 9,
+    0.9 flagged decisions (a count below 1 still has a lower bound above 0)."""
+    rate, lo, hi = clustered_rate([1, 0], [5, 5], confidence=0.8)
+    assert rate == pytest.approx(0.1)
+    assert lo == pytest.approx(stats.beta.ppf(0.1, 0.9, 9.1), rel=1e-9)
+    assert hi == pytest.approx(stats.beta.ppf(0.9, 1.9, 8.1), rel=1e-9)
+
+
+def test_a_rate_without_variance_counts_its_records():
+    """Every record flagged in the same proportion (1 of 2, 2 of 4, 3 of 6): the linearised variance
+    is 0, so n* falls back to the 3 records, not to the 12 decisions."""
+    rate, lo, hi = clustered_rate([1, 2, 3], [2, 4, 6])
+    assert rate == 0.5
+    assert (lo, hi) == pytest.approx((stats.beta.ppf(0.025, 1.5, 2.5), stats.beta.ppf(0.975, 2.5, 1.5)), rel=1e-12)
+
+
+def test_rates_of_0_and_1_have_the_clopper_pearson_end_at_their_records():
+    """No or every member decision flagged: [0, 1 − (α/2)^(1/k)] and [(α/2)^(1/k), 1] with k = 3
+    records, the exact Clopper–Pearson ends for 0 and k of k."""
+    assert clustered_rate([0, 0, 0], [1, 2, 3]) == pytest.approx((0.0, 0.0, 1 - 0.025 ** (1 / 3)), rel=1e-12)
+    assert clustered_rate([1, 2, 3], [1, 2, 3]) == pytest.approx((1.0, 0.025 ** (1 / 3), 1.0), rel=1e-12)
+
+
+def test_metrics_are_the_clustered_intervals_at_the_given_seed_and_threshold():
+    """Unbalanced members (fewer members than non-members), a score exactly at the threshold (a
+    decision for member), ties at the TPR's threshold: every metric is its clustered estimate."""
+    scores, member = tied_layout(seed=15, targets=4, records=40)
+    threshold = 0.5  # a grid value: some decisions sit exactly on it
+    assert (scores == threshold).any()
+    metrics = clustered_membership_metrics(scores, member, threshold, (0.05, 0.2), n_boot=50, seed=5)
+    right = (scores >= threshold) == member
+    assert (metrics["n_members"], metrics["n_nonmembers"]) == (member.sum(), (~member).sum())
+    assert metrics["n_members"] < metrics["n_nonmembers"]
+    assert metrics["accuracy"] == pytest.approx(right.mean(), abs=1e-12)
+    assert (metrics["auc"], metrics["auc_lo"], metrics["auc_hi"]) == \
+        cluster_bootstrap_auc(scores, member, n_boot=50, seed=5)
+    pooled = tpr_at_fpr(scores.reshape(-1), member.reshape(-1), 0.2)
+    flagged = scores >= pooled["threshold"]
+    assert metrics["tpr_at_20pct_fpr"] == pytest.approx(pooled["tpr"], abs=1e-12)
+    assert (metrics["tpr_at_20pct_fpr_lo"], metrics["tpr_at_20pct_fpr_hi"]) == \
+        pytest.approx(clustered_rate((flagged & member).sum(0), member.sum(0))[1:], abs=1e-12)
+    assert metrics["fp_at_20pct_fpr"] == (flagged & ~member).sum()
+
+
+def test_metrics_default_to_1000_resamples_at_seed_0_and_refuse_a_nan_threshold():
+    scores, member = tied_layout(seed=16, records=12)
+    assert clustered_membership_metrics(scores, member, 0.0) == \
+        clustered_membership_metrics(scores, member, 0.0, n_boot=1000, seed=0)
+    assert clustered_membership_metrics(scores, member, 0.0)["auc_lo"] != \
+        clustered_membership_metrics(scores, member, 0.0, n_boot=1000, seed=1)["auc_lo"]
+    with pytest.raises(ValueError, match=r"^threshold must be a number \(±inf allowed\), got nan$"):
+        clustered_membership_metrics(scores, member, float("nan"))
+
+
+@pytest.mark.parametrize("hits, members", [([2, 0], [1, 1]), ([-1, 1], [1, 1]), ([1, 1, 1], [1, 1])])
+def test_hits_outside_0_to_their_member_decisions_are_refused(hits, members):
+    with pytest.raises(ValueError, match="hits must be per record between 0 and its member decisions"):
+        clustered_rate(hits, members)

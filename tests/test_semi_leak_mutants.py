@@ -7,6 +7,7 @@ attacks and the empty A_DA settings of the other attacks' rows."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -201,3 +202,19 @@ def test_mlp_attacks_decide_at_one_half_and_only_a_da_rows_have_a_similarity_and
     assert {r["attack"] for r in rows} == set(ATTACKS)
     # the default is K = 3 and JS both: K = 2 at JS is not
     assert settings == {("leaky", "js", VIEWS, True), ("leaky", "js", 2, False), ("alike", "js", VIEWS, True)}
+
+
+def test_the_progress_log_counts_each_case_once_and_each_of_its_a_da_settings_once():
+    """The job's log says how far the attacks are, in the unit its label names: the leaky case
+    has two A_DA settings and the silent one one, so 2 cases + 3 settings = 5 units, each logged
+    as it finishes (every unit is at least a tenth of the work), the last at 5/5."""
+    data = records()
+    leaking = Case({"target": "leaky"}, leaky_observations(data.target_labels, data.target_member, 1),
+                   leaky_observations(data.shadow_labels, data.shadow_member, 2), [(VIEWS, "js"), (2, "js")])
+    silent = Case({"target": "alike"}, alike_observations(60, 10), alike_observations(60, 20), [(VIEWS, "js")])
+    lines: list[str] = []
+    run_attacks([leaking, silent], data, SPEC, (0.1,), BOOTSTRAP, SEED, VIEWS, "js", log=lines.append)
+    label = "cases scored (A_NN and metric attacks, then each A_DA setting)"
+    counts = [re.match(rf"{re.escape(label)}: (\d+)/(\d+) \(", line) for line in lines]
+    assert all(counts), lines
+    assert [(int(m[1]), int(m[2])) for m in counts] == [(done, 5) for done in range(1, 6)]

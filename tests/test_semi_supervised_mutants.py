@@ -19,7 +19,10 @@ Networks are linear (a few dozen weights), runs a few steps: the file takes a fe
 from __future__ import annotations
 
 import copy
+import dataclasses
+import fractions
 import math
+import pickle
 
 import pytest
 import torch
@@ -27,15 +30,19 @@ import torch.nn.functional as F
 from scipy import stats
 from torch import nn
 
+from privssl.io import InputError
 from privssl.training import semi_supervised
-from privssl.training.augment import AugmentSpec, keyed_hash
+from privssl.training.augment import AugmentSpec, keyed_hash, strong_keyed
+from privssl.training.checkpoints import differing
 from privssl.training.semi_supervised import (
     PrivateSpec,
     TrainingSet,
     TrainSpec,
+    checkpoint_fingerprint,
     cosine_lr,
     flexmatch_thresholds,
     poisson_rates,
+    private_batch,
     sampling_rate,
     train,
     train_private,
@@ -803,3 +810,125 @@ def test_training_on_a_gpu_moves_every_input_there_and_keeps_cpu_states(algorith
         for name, value in state.items():
             assert value.device.type == "cpu"
             assert torch.allclose(value, runs["cpu"][0][step][name], rtol=rtol, atol=atol), (step, name)
+
+
+# ------------------------------------------------------------------------------ DP-SGD's draws and records
+
+
+def test_a_record_whose_hash_is_the_rate_threshold_is_not_sampled():
+    """hash < ⌊q · 2³²⌋, not ≤: a record is sampled with probability ⌊q · 2³²⌋ / 2³² ≤ q, never
+    above the rate the accountant is given. At q = hash / 2³² exactly, the record is left out,
+    and one 2⁻³² above it, taken."""
+    data = private_set()
+    ids_l, _ = data.record_ids()
+    seed = 11
+    chosen = int(keyed_hash(seed, semi_supervised._LABELLED_SAMPLE, 0, ids_l[:1]))
+    at_threshold = private_batch(data, PRIVATE_SPEC, (chosen / 2**32, 0.5), PLAIN, seed)
+    just_above = private_batch(data, PRIVATE_SPEC, ((chosen + 1) / 2**32, 0.5), PLAIN, seed)
+    assert not at_threshold.sampled_labelled[0] and just_above.sampled_labelled[0]
+
+
+def test_record_ids_of_any_integer_type_key_the_same_draws():
+    """Ids given as int32 are the same records as the int64 ones: the same sampling and views."""
+    data = private_set()
+    narrow = copy.copy(data)
+    narrow.labelled_ids, narrow.unlabelled_ids = data.labelled_ids.int(), data.unlabelled_ids.int()
+    assert [ids.dtype for ids in narrow.record_ids()] == [torch.int64, torch.int64]
+    augment = AugmentSpec(1, True, 0, 0)
+    a, b = (private_batch(d, PRIVATE_SPEC, (0.5, 0.5), augment, 5) for d in (data, narrow))
+    assert torch.equal(a.sampled_unlabelled, b.sampled_unlabelled) and torch.equal(a.weak, b.weak)
+
+
+def test_the_strong_views_of_a_private_batch_share_draws_in_groups_of_the_expected_batch():
+    """With images_per_draw = 2, RandAugment's groups are ⌈μB / 2⌉ (the expected unlabelled batch
+    μB = 3 · 2 = 6, not B / μ): the strong views are strong_keyed's at expected batch 6."""
+    g = torch.Generator().manual_seed(2)
+    data = TrainingSet(torch.rand(8, 1, 8, 8, generator=g), torch.arange(8) % CLASSES,
+                       torch.rand(24, 1, 8, 8, generator=g), CLASSES, torch.arange(8) * 5 + 3, torch.arange(24) * 7 + 1)
+    augment = AugmentSpec(0, False, 2, 10, images_per_draw=2)
+    batch = private_batch(data, PRIVATE_SPEC, (0.5, 0.5), augment, 21)
+    ids_u = data.unlabelled_ids[batch.sampled_unlabelled]
+    expected = strong_keyed(data.unlabelled[batch.sampled_unlabelled], ids_u, augment, 21,
+                            semi_supervised._UNLABELLED_STRONG, 6)
+    assert torch.equal(batch.strong, expected)
+    other = strong_keyed(data.unlabelled[batch.sampled_unlabelled], ids_u, augment, 21,
+                         semi_supervised._UNLABELLED_STRONG, 1.5)
+    assert not torch.equal(batch.strong, other)  # where the test tells the two group counts apart
+
+
+def test_poisson_rates_refusal_says_what_is_allowed():
+    with pytest.raises(ValueError, match=r"allowed: B <= n_l and μB <= n_u \(Poisson sampling rates <= 1\)$"):
+        poisson_rates(spec(), 3, 32)
+
+
+def test_every_private_step_is_taken_once_and_kept_at_every_checkpoint():
+    """Checkpoints at every step: one history row and one EMA state per step, and no step after
+    the last (it would change the network the caller holds without a row)."""
+    kept, history = train_private(linear_network(), private_set(), spec(steps=3, checkpoint_every=1, batch_size=3,
+                                                               unlabelled_ratio=2, thresholds={"fixmatch": 0.5}),
+                                  PrivateSpec(1.0, 0.5), PLAIN, 0, CPU, log=quiet)
+    assert [row["step"] for row in history] == [1, 2, 3] and sorted(kept) == [1, 2, 3]
+
+
+# ------------------------------------------------------------------------------ resuming
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_a_resumed_run_counts_its_progress_from_where_it_resumed(tmp_path, private):
+    """Resumed at step 2 of 4, the progress log counts the 2 steps left (2/2 at the end), not 4 + 2."""
+    checkpoint = tmp_path / "run.pt"
+    train_spec = spec(steps=4, checkpoint_every=2, batch_size=3, unlabelled_ratio=2, thresholds={"fixmatch": 0.5})
+
+    def run(log):
+        if private:
+            return train_private(linear_network(), private_set(), train_spec, PrivateSpec(1.0, 0.5), PLAIN, 0, CPU,
+                                 checkpoint, {"run": "p"}, log)
+        return train("fixmatch", linear_network(), private_set(), train_spec, PLAIN, 0, CPU, checkpoint, {"run": "p"},
+                     log)
+
+    with pytest.raises(Interrupted):
+        run(stop_after("step 2/4:"))
+    messages = []
+    run(messages.append)
+    label = "fixmatch (DP-SGD) steps" if private else "fixmatch steps"
+    counts = [m.split(":")[1].split("(")[0].strip() for m in messages if m.startswith(f"{label}: ")]
+    assert counts == ["1/2", "2/2"]
+
+
+def test_a_checkpoint_that_is_not_tensors_is_refused_quoting_the_loaders_first_line(tmp_path):
+    """A pickle of anything else (here a Fraction, which weights_only refuses) is not unpickled: the
+    job says so, quoting the first line of torch's reason, and how to go on."""
+    checkpoint = tmp_path / "bad.pt"
+    torch.save({"step": fractions.Fraction(1, 3)}, checkpoint)
+    with pytest.raises(pickle.UnpicklingError) as reason:
+        torch.load(checkpoint, map_location="cpu", weights_only=True)
+    first_line = str(reason.value).splitlines()[0]
+    assert len(str(reason.value).splitlines()) > 1  # where quoting another line would show
+    with pytest.raises(InputError) as refused:
+        train("fixmatch", linear_network(), full_batch_set(), spec(), PLAIN, 0, CPU, checkpoint, {"run": "f"}, quiet)
+    message = str(refused.value)
+    assert message.startswith(f"{checkpoint}: not a checkpoint of this training")
+    assert f"containers: {first_line}); allowed: the file this job writes; delete it to train from the start" in message
+
+
+def test_the_checkpoint_fingerprint_names_every_setting_it_is_resumed_under():
+    """Each argument is a field of the record (a dataclass or dict spread by field), so changing one
+    changes exactly its entries; the device's arithmetic and the thread count are recorded too."""
+    args = dict(target="fixmatch_target", spec=spec(), augment=PLAIN, network={"depth": 28, "width": 2}, seed=3,
+                device=CPU, data="digest-1", code="code-1")
+    base = checkpoint_fingerprint(**args, noise_multiplier=1.5, clip_norm=0.5)
+    assert {k: base[k] for k in ("target", "seed", "data", "code", "arithmetic", "threads", "noise_multiplier",
+                                 "clip_norm", "network.depth", "train.steps", "augment.ops")} == {
+        "target": "'fixmatch_target'", "seed": "3", "data": "'digest-1'", "code": "'code-1'", "arithmetic": "'cpu'",
+        "threads": repr(torch.get_num_threads()), "noise_multiplier": "1.5", "clip_norm": "0.5", "network.depth": "28",
+        "train.steps": "4", "augment.ops": "0"}
+    assert set(base) == {"target", "seed", "data", "code", "arithmetic", "threads", "noise_multiplier", "clip_norm",
+                         "network.depth", "network.width", *(f"train.{f.name}" for f in dataclasses.fields(TrainSpec)),
+                         *(f"augment.{f.name}" for f in dataclasses.fields(AugmentSpec))}
+    changes = {"target": ("other",), "seed": (4,), "data": ("digest-2",), "code": ("code-2",),
+               "spec": (spec(steps=5), "train.steps"), "augment": (AugmentSpec(1, False, 0, 0), "augment.padding"),
+               "network": ({"depth": 16, "width": 2}, "network.depth")}
+    for name, (value, *entry) in changes.items():
+        changed = checkpoint_fingerprint(**(args | {name: value}), noise_multiplier=1.5, clip_norm=0.5)
+        assert differing(base, changed) == [entry[0] if entry else name], name
+    assert differing(base, checkpoint_fingerprint(**args, noise_multiplier=2.0, clip_norm=0.5)) == ["noise_multiplier"]

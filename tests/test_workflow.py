@@ -263,7 +263,7 @@ def test_killed_pretraining_resumes(tmp_path):
     config = tiny_config()
     # the kill lands right after the first epoch's checkpoint, nine epochs (~0.2 s each) before the end
     config["datasets"]["digits"]["splits"]["pretrain"] = 897
-    config["simclr"].update(width=128, batch_size=128, epochs=RESUME_EPOCHS)
+    config["simclr"].update(width=32, batch_size=128, epochs=RESUME_EPOCHS)
     validate_config(config, SCHEMA)
     configfile = write_config(config, tmp_path / "resume_config.yaml")
     workdir = tmp_path / "run"

@@ -78,9 +78,13 @@ def clustered_rate(hits, members, confidence: float = 0.95) -> tuple[float, floa
     """(rate, lo, hi) of Σ hits / Σ members over records (per record: its flagged member decisions
     and its member decisions): the ratio's record-clustered variance by linearisation, as a
     Clopper–Pearson interval at the effective number of decisions n* = rate (1 − rate) / V, at
-    most the member decisions; a rate of 0 or 1 takes n* = the records with a member decision."""
+    most the member decisions; a variance of 0 (a rate of 0 or 1, or every record flagged in the
+    same proportion) takes n* = the records with a member decision."""
     confidence = check_confidence(confidence)
     hits, members = np.asarray(hits, float), np.asarray(members, float)
+    if hits.shape != members.shape or np.any(hits < 0) or np.any(hits > members):
+        raise ValueError(f"hits must be per record between 0 and its member decisions, got hits {hits} "
+                         f"and members {members}")
     present = members > 0
     hits, members = hits[present], members[present]
     if len(members) < 2:
@@ -89,7 +93,8 @@ def clustered_rate(hits, members, confidence: float = 0.95) -> tuple[float, floa
     rate = hits.sum() / total
     k = len(members)
     variance = ((hits - rate * members) ** 2).sum() / total ** 2 * k / (k - 1)
-    effective = float(k) if rate in (0.0, 1.0) or variance <= 0 else min(rate * (1 - rate) / variance, total)
+    # a rate of 0 or 1 has no variance (every record's hits are 0, or all its member decisions)
+    effective = float(k) if variance <= 0 else min(rate * (1 - rate) / variance, total)
     alpha = 1 - confidence
     count = rate * effective
     lo = stats.beta.ppf(alpha / 2, count, effective - count + 1) if count > 0 else 0.0

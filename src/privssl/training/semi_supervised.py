@@ -283,7 +283,7 @@ def _resume(run: _Run, checkpoint: Path | None, fingerprint: dict[str, str] | No
             log(f"resumed from {checkpoint} at step {run.step}")
 
 
-def _keep(run: _Run, spec: TrainSpec, checkpoint: Path | None, fingerprint: dict[str, str] | None, row: dict) -> None:
+def _keep(run: _Run, checkpoint: Path | None, fingerprint: dict[str, str] | None, row: dict) -> None:
     run.kept[run.step] = _cpu_state(run.ema)
     run.history.append(row)
     if checkpoint is not None:
@@ -354,7 +354,7 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
             row["clipped_fraction"] = float("nan")  # no clipping without DP-SGD
             if not semi:
                 row["loss_unlabelled"] = row["mask_rate"] = float("nan")
-            _keep(run, spec, checkpoint, fingerprint, row)
+            _keep(run, checkpoint, fingerprint, row)
             log(f"{algorithm} step {run.step}/{spec.steps}: " + ", ".join(f"{k} {v:.4g}" for k, v in row.items()
                                                                            if k != "step"))
             sums = dict.fromkeys(sums, 0.0)
@@ -474,15 +474,14 @@ def train_private(network: nn.Module, data: TrainingSet, spec: TrainSpec, privat
         with torch.no_grad():
             sums["loss_labelled"] += F.cross_entropy(run.model(x), y).item() if len(y) else 0.0
         sums["mask_rate"] += mask.double().mean().item() if len(mask) else 0.0
-        all_norms = torch.cat(norms) if norms else torch.zeros(0)
-        sums["clipped_fraction"] += (all_norms > private.clip_norm).double().mean().item() if len(all_norms) else 0.0
+        sums["clipped_fraction"] += (torch.cat(norms) > private.clip_norm).double().mean().item() if norms else 0.0
         run.step += 1
         progress.advance()
         if run.step % spec.checkpoint_every == 0:
             row = {"step": run.step, "lr": cosine_lr(spec.lr, run.step - 1, spec.steps),
                    **{k: v / spec.checkpoint_every for k, v in sums.items()}}
             row["loss_unlabelled"] = float("nan")  # not computed: it would cost a forward pass per step
-            _keep(run, spec, checkpoint, fingerprint, row)
+            _keep(run, checkpoint, fingerprint, row)
             log(f"fixmatch (DP-SGD, σ = {private.noise_multiplier:.4g}) step {run.step}/{spec.steps}: "
                 + ", ".join(f"{k} {v:.4g}" for k, v in row.items() if k != "step"))
             sums = dict.fromkeys(sums, 0.0)
