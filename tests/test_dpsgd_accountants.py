@@ -299,3 +299,152 @@ def test_a_search_asks_its_accountant_at_most_4_times_per_eps_of_the_default_gri
         asked.clear()
         cal = noise_multiplier(eps, DELTA, DEFAULT_Q, DEFAULT_STEPS, accountant)
         assert 1 <= len(asked) <= 4 and (1 - 1e-3) * eps <= cal.eps_at_sigma <= eps, (eps, len(asked))
+
+
+# ------------------------------------------------------------------------------ the checks around the search
+
+
+@pytest.mark.parametrize("returned, refused", [
+    ((1.0, 2.0 * (1 + 1e-6)), True),   # ε above the target, beyond rounding
+    ((1.0, 2.0 * (1 + 1e-9)), False),  # within 1e-9 of the target (the search's rounding) is a calibration
+    ((0.0, 1.0), True),                # σ = 0 is no noise
+    ((1.0, math.inf), True),
+])
+def test_a_sigma_the_search_returns_is_checked_against_the_target(monkeypatch, returned, refused):
+    """The search promises ε(σ) ≤ ε; whatever it returns, noise_multiplier releases no σ that is not
+    finite and > 0 with a finite ε(σ) within 1e-9 of the target (a guard against a search bug)."""
+    monkeypatch.setattr(dpsgd, "_search", lambda *args, **kwargs: returned)
+    if not refused:
+        calibration = noise_multiplier(2.0, 1e-5, 0.01, 100)
+        assert (calibration.noise_multiplier, calibration.eps_at_sigma) == returned
+        return
+    with pytest.raises(UnreachableEpsilon) as err:
+        noise_multiplier(2.0, 1e-5, 0.01, 100)
+    assert err.value.eps == 2.0
+    assert err.value.reason == (f"the search returned σ = {returned[0]:g}, at which the pld accountant reports "
+                                f"ε = {returned[1]:g} (> target or not finite)")
+
+
+def test_accountant_epsilon_defaults_to_pld_and_names_an_unknown_accountant():
+    assert accountant_epsilon(1.0, 0.01, 100, 1e-5) == accountant_epsilon(1.0, 0.01, 100, 1e-5, "pld")
+    assert accountant_epsilon(1.0, 0.01, 100, 1e-5) != accountant_epsilon(1.0, 0.01, 100, 1e-5, "rdp")
+    with pytest.raises(ValueError, match=r"^unknown accountant 'moments'; allowed: rdp, pld, prv$"):
+        accountant_epsilon(1.0, 0.01, 100, 1e-5, "moments")
+
+
+def test_the_search_starts_at_sigma_1_where_the_closed_form_fails(monkeypatch):
+    def overflow(*args):
+        raise OverflowError("math range error")
+
+    monkeypatch.setattr(dpsgd, "analytic_gaussian_sigma", overflow)
+    assert dpsgd.initial_sigma(2.0, 1e-5, 0.01, 100) == 1.0
+
+
+def test_the_prv_work_bound_names_every_phase_of_the_history(monkeypatch):
+    monkeypatch.setattr(dpsgd, "PRV_MAX_POINTS", 10)
+    with pytest.raises(dpsgd.PrvTooCostly, match=r"at σ = 1 \(q = 0\.01, 100 steps\); σ = 2 \(q = 0\.02, 50 steps\), "
+                                                 r"δ = 1e-05, on [\d,]+ points, above its bound of 10"):
+        dpsgd._check_prv_work(((1.0, 0.01, 100), (2.0, 0.02, 50)), 1e-5)
+
+
+def test_the_prv_grid_is_sized_without_opacus_warning_that_its_rdp_orders_end(monkeypatch):
+    """At σ = 5, q = 0.001 the RDP bound Opacus sizes the PRV domain with is optimal at its largest
+    order, and Opacus warns so; the warning says nothing about the grid and is not passed on, while
+    any other warning of the domain's sizing is."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert dpsgd.prv_grid_points(((5.0, 0.001, 10),), 1e-5) > 0
+
+    from opacus.accountants.analysis import prv
+
+    def sizing(*args):
+        warnings.warn("Optimal order is the largest alpha. Please consider expanding the range of alphas")
+        warnings.warn("another note of the sizing", UserWarning)
+        return 10.0
+
+    monkeypatch.setattr(prv, "compute_safe_domain_size", sizing)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dpsgd.prv_grid_points(((5.0, 0.001, 10),), 1e-5)
+    assert [str(w.message) for w in caught] == ["another note of the sizing"]
+
+
+def synthetic_accountant(monkeypatch, epsilon_of):
+    """The search's accountant replaced by ε(σ) = epsilon_of(σ) (which may raise, or return NaN)."""
+    monkeypatch.setattr(dpsgd, "accountant_epsilon", lambda sigma, *args: epsilon_of(sigma))
+
+
+def inverse_square(sigma: float) -> float:
+    return 1 / sigma**2
+
+
+@pytest.mark.parametrize("start, failure, floor, target", [(0.1, "raises", 0.5, 3.9), (0.2, "nan", 0.5, 3.9),
+                                                           (1000.0, "zero", 0.5, 3.9), (0.01, "raises", 0.05, 100.0)])
+def test_the_search_steps_out_of_sigmas_where_the_accountant_fails_or_reports_0(monkeypatch, start, failure, floor,
+                                                                               target):
+    """ε(σ) = 1/σ² where the accountant works; below σ = `floor` it raises (PRV overflows) or returns
+    NaN, both read as ε = ∞ (step up, then bisect towards the failing end); above σ = 100 it reports
+    0 (log ε = −∞: step down). From a start in either region, the search still lands in the band
+    (ε = 3.9: σ ≈ 0.506; ε = 100: σ ≈ 0.1, a bracket below σ = 1, where log σ < 0)."""
+    def epsilon_of(sigma):
+        if sigma < floor:
+            if failure == "raises":
+                raise ValueError("overflow in the privacy loss")
+            return math.nan
+        return 0.0 if sigma > 100 else inverse_square(sigma)
+
+    synthetic_accountant(monkeypatch, epsilon_of)
+    sigma, eps_at = dpsgd._search(target, 1e-5, 0.01, 100, "pld", start=start)
+    assert (1 - dpsgd.EPS_RTOL) * target <= eps_at <= target
+    assert eps_at == pytest.approx(inverse_square(sigma), rel=1e-12)
+
+
+def test_illinois_false_position_needs_8_evaluations_on_a_curved_accountant(monkeypatch):
+    """ε(σ) = e^{3/σ} − 1 is far from a power law, so plain false position keeps one end of the
+    bracket for many steps (16 evaluations here); Illinois halves that end's weight when it stays
+    twice, and the search lands in the band of ε = 1000 after 8 (from σ = 1)."""
+    calls = []
+
+    def epsilon_of(sigma):
+        calls.append(sigma)
+        return math.expm1(3 / sigma)
+
+    synthetic_accountant(monkeypatch, epsilon_of)
+    _, eps_at = dpsgd._search(1000.0, 1e-5, 0.01, 100, "pld", start=1.0)
+    assert (1 - dpsgd.EPS_RTOL) * 1000 <= eps_at <= 1000
+    assert len(calls) <= 8, calls
+
+
+def test_an_accountant_that_jumps_over_the_band_is_reported_with_both_sides(monkeypatch):
+    """ε(σ) = 10 below σ = 1 and 1 from it: no σ has ε in [0.999 · 5, 5]; the search narrows the
+    jump to σ = 1 and says so, with the band."""
+    synthetic_accountant(monkeypatch, lambda sigma: 10.0 if sigma < 1 else 1.0)
+    band = f"[{(1 - dpsgd.EPS_RTOL) * 5:.6g}, 5]"
+    with pytest.raises(ValueError, match=re.escape(f"the pld accountant's ε jumps from 1 at σ = 1 to 10 just below "
+                                                   f"it, over {band}")):
+        dpsgd._search(5.0, 1e-5, 0.01, 100, "pld", start=3.0)
+
+
+def test_a_target_reached_below_the_smallest_sigma_is_refused_naming_it(monkeypatch):
+    """ε = 1e12 needs σ = 1e-6 under ε = 1/σ²: below the smallest σ searched, whose ε (1e6) is
+    already under the target, so no σ is calibrated to within the band."""
+    synthetic_accountant(monkeypatch, inverse_square)
+    with pytest.raises(ValueError, match=re.escape(f"ε = 1e+12 is reached at σ = {dpsgd.MIN_MULTIPLIER:g}, the "
+                                                   f"smallest searched (ε there: 1e+06), so no σ is calibrated to "
+                                                   f"within {dpsgd.EPS_RTOL:g} of it")):
+        dpsgd._search(1e12, 1e-5, 0.01, 100, "pld", start=1.0)
+
+
+def test_only_the_accountants_overflow_warnings_are_silenced(monkeypatch):
+    """RuntimeWarnings (PRV's overflows at small σ, read as ε = ∞) are the search's to ignore; any
+    other warning of the accountant reaches the caller."""
+    def epsilon_of(sigma):
+        warnings.warn("accountant note", UserWarning)
+        warnings.warn("overflow encountered", RuntimeWarning)
+        return inverse_square(sigma)
+
+    synthetic_accountant(monkeypatch, epsilon_of)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dpsgd._search(3.9, 1e-5, 0.01, 100, "pld", start=0.6)
+    assert {w.category for w in caught} == {UserWarning}
