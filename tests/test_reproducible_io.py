@@ -150,7 +150,12 @@ def test_umask_without_proc_is_read_and_kept(tmp_path, umask, monkeypatch):
 
 
 def test_sigterm_during_an_atomic_write_leaves_no_temporary_file(tmp_path):
-    """scancel sends SIGTERM: the script exits through its cleanup, removing the temporary file."""
+    """scancel sends SIGTERM: the script exits through its cleanup, removing the temporary file.
+
+    The script waits in short sleeps, as a job's Python loop returns to the interpreter between
+    its steps: Python runs a signal's handler in the main thread only, and the kernel may hand a
+    process's SIGTERM to another of its threads (one that torch's import started), which would not
+    interrupt one long sleep of the main thread (the test once waited out its 30 s that way)."""
     import signal
     import subprocess
     import sys
@@ -158,7 +163,8 @@ def test_sigterm_during_an_atomic_write_leaves_no_temporary_file(tmp_path):
 
     code = ("import sys, time; from privssl.io import atomic_path, script_logger; script_logger('t')\n"
             "with atomic_path(sys.argv[1]) as tmp:\n"
-            "    tmp.write_text('half'); print('writing', flush=True); time.sleep(60)\n")
+            "    tmp.write_text('half'); print('writing', flush=True)\n"
+            "    for _ in range(600): time.sleep(0.1)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "out.csv")], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "writing"
     proc.send_signal(signal.SIGTERM)
