@@ -145,15 +145,15 @@ def records() -> Records:
                    {"all": member, "labelled": labelled, "unlabelled": member & ~labelled})
 
 
-def attack_rows() -> list[dict]:
-    """run_attacks on a leaky and a silent case. Called in each test's body, not by a shared
-    fixture: mutmut maps a function to the tests that call it while they run (a module fixture's
-    call is mapped to none), and runs only those against its mutants."""
+def attack_rows(log=None) -> list[dict]:
+    """run_attacks on a leaky case (two A_DA settings) and a silent one (one). Called in each
+    test's body, not by a shared fixture: mutmut maps a function to the tests that call it while
+    they run (a module fixture's call is mapped to none), and runs only those against its mutants."""
     data = records()
     leaking = Case({"target": "leaky"}, leaky_observations(data.target_labels, data.target_member, 1),
                    leaky_observations(data.shadow_labels, data.shadow_member, 2), [(VIEWS, "js"), (2, "js")])
     silent = Case({"target": "alike"}, alike_observations(60, 10), alike_observations(60, 20), [(VIEWS, "js")])
-    return run_attacks([leaking, silent], data, SPEC, (0.1,), BOOTSTRAP, SEED, VIEWS, "js")
+    return run_attacks([leaking, silent], data, SPEC, (0.1,), BOOTSTRAP, SEED, VIEWS, "js", log=log)
 
 
 def target_order(ranks: np.ndarray, chosen_member: np.ndarray) -> np.ndarray:
@@ -208,12 +208,8 @@ def test_the_progress_log_counts_each_case_once_and_each_of_its_a_da_settings_on
     """The job's log says how far the attacks are, in the unit its label names: the leaky case
     has two A_DA settings and the silent one one, so 2 cases + 3 settings = 5 units, each logged
     as it finishes (every unit is at least a tenth of the work), the last at 5/5."""
-    data = records()
-    leaking = Case({"target": "leaky"}, leaky_observations(data.target_labels, data.target_member, 1),
-                   leaky_observations(data.shadow_labels, data.shadow_member, 2), [(VIEWS, "js"), (2, "js")])
-    silent = Case({"target": "alike"}, alike_observations(60, 10), alike_observations(60, 20), [(VIEWS, "js")])
     lines: list[str] = []
-    run_attacks([leaking, silent], data, SPEC, (0.1,), BOOTSTRAP, SEED, VIEWS, "js", log=lines.append)
+    attack_rows(lines.append)
     label = "cases scored (A_NN and metric attacks, then each A_DA setting)"
     counts = [re.match(rf"{re.escape(label)}: (\d+)/(\d+) \(", line) for line in lines]
     assert all(counts), lines

@@ -863,7 +863,7 @@ def test_poisson_rates_refusal_says_what_is_allowed():
 
 def test_every_private_step_is_taken_once_and_kept_at_every_checkpoint():
     """Checkpoints at every step: one history row and one EMA state per step, and no step after
-    the last (it would change the network the caller holds without a row)."""
+    the last (`run.step <= steps` would take a fourth and keep its row)."""
     kept, history = train_private(linear_network(), private_set(), spec(steps=3, checkpoint_every=1, batch_size=3,
                                                                unlabelled_ratio=2, thresholds={"fixmatch": 0.5}),
                                   PrivateSpec(1.0, 0.5), PLAIN, 0, CPU, log=quiet)
