@@ -240,7 +240,7 @@ def test_paper_dpcl_sigmas_reach_1000_when_each_mechanism_is_amplified_alone():
 
 import mpmath  # noqa: E402
 
-from privssl.accounting.dpcl import dp_event  # noqa: E402
+from privssl.accounting import wor_rdp  # noqa: E402
 
 WOR_ORDERS = list(range(2, 33))
 # (n, batch size, σ): small q = 1/6000 … 1/2, σ from 0.5 to 5
@@ -271,11 +271,9 @@ def mixture_renyi_divergence(q: float, sigma: float, alpha: int) -> mpmath.mpf:
 
 
 def code_step_rdp(n: int, batch_size: int, sigma: float) -> np.ndarray:
-    """The RDP at WOR_ORDERS of one step of the event the code builds (dpcl.dp_event), read from
-    dp_accounting's RdpAccountant through its public `rdp` property (orders passed explicitly)."""
-    accountant = RdpAccountant(orders=WOR_ORDERS, neighboring_relation=REPLACE_ONE)
-    accountant.compose(dp_event([Phase(n, batch_size, 1, (sigma,))]))
-    return accountant.rdp
+    """The RDP at WOR_ORDERS of one step, as the code computes it (wor_rdp, which dpcl.epsilon
+    composes)."""
+    return wor_rdp.rdp(batch_size / n, sigma, WOR_ORDERS)
 
 
 @pytest.mark.parametrize("n, batch_size, sigma", WOR_CASES)
