@@ -7,7 +7,7 @@ Why not dp_accounting's function: at order α the bound needs the forward differ
 up to order α, which it recomputes for every order, O(α²) scalar Python steps each: ≈ 0.2 s per
 evaluation at `RDP_ORDERS` (exact up to α = 256), and a calibration evaluates it ~20 times. The
 k-th difference does not depend on α, so here dp_accounting's own difference routine runs once per
-σ, up to the largest order, and the terms of every order are summed as numpy vectors: 3-4x faster,
+σ, up to the largest order, and the terms of every order are summed as numpy vectors: 3x faster,
 and equal to dp_accounting's bound to rounding (tests/test_wor_rdp.py, relative 1e-12), also where
 σ is large and the log-space differences have lost most of their digits to cancellation (there
 the bound is not the exact Thm. 27 value, for dp_accounting as here, but it is the same one).
