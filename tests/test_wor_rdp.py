@@ -48,7 +48,7 @@ def test_orders_all_beyond_the_differences_take_the_library_bound_without_them()
     np.testing.assert_allclose(wor_rdp.rdp(0.01, 1.5, orders), library_rdp(10, 1000, 1.5, orders), rtol=1e-12)
 
 
-def test_an_infinite_order_has_infinite_rdp_and_leaves_the_others_as_alone():
+def test_an_infinite_order_has_infinite_rdp_and_leaves_the_others_alone():
     with_inf = wor_rdp.rdp(0.01, 1.0, [2.0, math.inf, 20.0])
     assert math.isinf(with_inf[1])
     np.testing.assert_array_equal(with_inf[[0, 2]], wor_rdp.rdp(0.01, 1.0, [2.0, 20.0]))
