@@ -31,8 +31,8 @@ Times are medians of --repeats runs, all in this one process, with --threads thr
 sequential loop (the k-th order statistic for population, the maximum for paper) must match the
 batched one to --tolerance (relative); on a subset the per-pair distances are compared.
 
-Throughput: the peak is the median time of a --matmul-size square float64 `torch.matmul`
-(2·s³ FLOPs) on the same device and threads, measured before and after the samplers (both sets
+Throughput: the peak is the median time of a --matmul-size square `torch.matmul` in the head's
+precision (2·s³ FLOPs) on the same device and threads, measured before and after the samplers (both sets
 of runs pooled, so load that drifts during the run shows up in the spread). Each trainer's
 achieved FLOP/s is its counted FLOPs (see `head_flops`) over its median time; the table prints
 it as a fraction of that peak. --json PATH writes every figure.
@@ -98,11 +98,11 @@ def head_flops(spec: HeadSpec, rows: int, in_dim: int, n_classes: int) -> int:
     return 4 * rows * in_dim * spec.hidden + 6 * rows * spec.hidden * n_classes
 
 
-def matmul_runs(size: int, repeats: int, device: torch.device) -> list[float]:
-    """Times of `repeats` float64 (size × size) @ (size × size) products, after one warm-up."""
+def matmul_runs(size: int, repeats: int, device: torch.device, dtype: torch.dtype = DTYPE) -> list[float]:
+    """Times of `repeats` (size × size) @ (size × size) products in `dtype`, after one warm-up."""
     generator = torch.Generator().manual_seed(0)
-    a = torch.randn(size, size, generator=generator, dtype=DTYPE).to(device)
-    b = torch.randn(size, size, generator=generator, dtype=DTYPE).to(device)
+    a = torch.randn(size, size, generator=generator, dtype=dtype).to(device)
+    b = torch.randn(size, size, generator=generator, dtype=dtype).to(device)
     torch.matmul(a, b)
     _, times, _ = timed(lambda: torch.matmul(a, b), repeats, device)
     return times
@@ -227,6 +227,10 @@ def main() -> None:
     parser.add_argument("--gamma", type=float, default=None, help="override sensitivity.gamma")
     parser.add_argument("--pool-size", type=int, default=None, help="--paper: synthetic pool (default 20000)")
     parser.add_argument("--head-epochs", type=int, default=None, help="override the head's epochs")
+    parser.add_argument("--head-batch-size", type=int, default=None,
+                        help="override the head's batch size (0: full batch)")
+    parser.add_argument("--precision", choices=["float64", "float32"], default=None,
+                        help="override head.precision (the peak is measured in the same precision)")
     parser.add_argument("--sequential-pairs", type=int, default=None,
                         help="pairs the sequential loops are timed on (default: all at default scale, 5 with --paper)")
     parser.add_argument("--chunk-size", type=int, default=None)
@@ -249,6 +253,10 @@ def main() -> None:
     head_cfg = dict(config["head"])
     if args.head_epochs:
         head_cfg["epochs"] = args.head_epochs
+    if args.precision:
+        head_cfg["precision"] = args.precision
+    if args.head_batch_size is not None:
+        head_cfg["batch_size"] = args.head_batch_size or None
     spec = HeadSpec.from_config(head_cfg)
     sens = config["sensitivity"]
     chunk = args.chunk_size or sens["chunk_size"]
@@ -273,8 +281,8 @@ def main() -> None:
         scale = "default"
     seq_pairs = min(seq_pairs, m)
     n_classes = int(feats["n_classes"])
-    d, d_labels = feats["finetune"].to(device, DTYPE), feats["finetune_labels"].to(device)
-    pool, pool_labels = feats["reference"].to(device, DTYPE), feats["reference_labels"].to(device)
+    d, d_labels = feats["finetune"].to(device, spec.dtype), feats["finetune_labels"].to(device)
+    pool, pool_labels = feats["reference"].to(device, spec.dtype), feats["reference_labels"].to(device)
     n, dim = d.shape
     k = order_statistic_index(m, rho, gamma) if "population" in samplers else None
     if "population" in samplers and pool.shape[0] < 2:
@@ -288,10 +296,10 @@ def main() -> None:
           f"{n_classes} classes")
     print(f"head {spec.architecture}{f' {spec.hidden} hidden' if spec.architecture == 'mlp' else ''}, "
           f"{spec.epochs} epochs, {'full batch' if spec.batch_size is None else f'batches of {spec.batch_size}'}, "
-          f"{spec.optimizer} lr {spec.lr:g}; m = {m}" + (f", rho = {rho:g}, gamma = {gamma:g}, k = {k}" if k else "")
+          f"{spec.optimizer} lr {spec.lr:g}, {spec.precision}; m = {m}" + (f", rho = {rho:g}, gamma = {gamma:g}, k = {k}" if k else "")
           + f"; chunks of {chunk} pairs; medians of {args.repeats} runs", flush=True)
 
-    peak_runs = matmul_runs(args.matmul_size, args.matmul_repeats, device)
+    peak_runs = matmul_runs(args.matmul_size, args.matmul_repeats, device, spec.dtype)
     results: dict[str, dict] = {}
 
     def record(name, batched, sequential, heads_batched, rows_batched, heads_seq, rows_seq, check):
@@ -334,14 +342,14 @@ def main() -> None:
         # batched: one head per distinct removed index over all n rows (masked); sequential: 2 per pair, n - 1 rows
         record("paper", (b_t, b_all), (s_t, s_all), distinct, n, 2 * seq_pairs, n - 1, check)
 
-    peak_runs += matmul_runs(args.matmul_size, args.matmul_repeats, device)
+    peak_runs += matmul_runs(args.matmul_size, args.matmul_repeats, device, spec.dtype)
     peak_t = statistics.median(peak_runs)
     peak = 2 * args.matmul_size ** 3 / peak_t
     load_after = os.getloadavg()
 
     # ---------------------------------------------------------------- report
     print()
-    print(f"float64 matmul {args.matmul_size}x{args.matmul_size}: median {peak_t * 1e3:.1f} ms of "
+    print(f"{spec.precision} matmul {args.matmul_size}x{args.matmul_size}: median {peak_t * 1e3:.1f} ms of "
           f"{len(peak_runs)} runs (range {min(peak_runs) * 1e3:.1f}-{max(peak_runs) * 1e3:.1f} ms) "
           f"-> peak {peak / 1e9:.2f} GFLOP/s")
     header = (f"{'sampler':<11} {'trainer':<11} {'heads':>6} {'rows':>6} {'median s':>10} {'runs s':<27} "

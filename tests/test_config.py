@@ -55,6 +55,8 @@ def refused(config: dict) -> str:
     (("protect", "delta"), "0.5", "'0.5' is a string, not a number (write it without quotes)"),
     (("head", "batch_size"), 0, "config key 'head.batch_size': 0 is less than the minimum of 1 (or null)"),
     (("head", "batch_size"), "all", "config key 'head.batch_size': 'all' is not of type 'null' or 'integer'"),
+    (("head", "precision"), "float16", "config key 'head.precision': 'float16' is not one of ['float64', 'float32'] "
+                                       "(allowed: float64, float32)"),
     (("link_stealing", "gcn", "weight_decay_layers"), "second",
      "config key 'link_stealing.gcn.weight_decay_layers': 'second' is not one of ['first', 'all'] "
      "(allowed: first, all)"),

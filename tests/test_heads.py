@@ -149,6 +149,31 @@ def test_headspec_rejects_unknown_choices():
         HeadSpec(architecture="cnn")
     with pytest.raises(ValueError, match="'rmsprop'"):
         HeadSpec(optimizer="rmsprop")
+    with pytest.raises(ValueError, match=r"head precision 'float16' unknown; allowed: \('float64', 'float32'\)"):
+        HeadSpec(precision="float16")
+
+
+@pytest.mark.parametrize("spec", SPECS[:2], ids=lambda s: f"{s.architecture}-{s.optimizer}")
+def test_a_float32_head_is_trained_in_float32_from_the_float64_start(spec):
+    """precision float32: every computation in float32 (the batched heads equal separate float32
+    trainings to float32's rounding), from the float64 initialisation rounded, ending near the
+    float64 head on this well-conditioned problem, and not equal to it."""
+    features, labels = make_data()
+    single = replace(spec, precision="float32")
+    start = init_heads(single, IN_DIM, N_CLASSES, 2)
+    for name, value in init_heads(spec, IN_DIM, N_CLASSES, 2).items():
+        assert start[name].dtype == torch.float32
+        assert torch.equal(start[name], value.to(torch.float32))
+    sets = torch.randint(0, N, (3, 17), generator=torch.Generator().manual_seed(5))
+    batched = train_heads_on_sets(single, features, labels, sets, N_CLASSES)
+    for b, rows in enumerate(sets):
+        alone = train_head(single, features[rows], labels[rows], N_CLASSES)
+        assert all(v.dtype == torch.float32 for v in alone.values())
+        assert_heads_close(one_head(batched, b), alone, atol=1e-5)
+    ours = flatten(train_head(single, features, labels, N_CLASSES)).double()
+    reference = flatten(train_head(spec, features, labels, N_CLASSES))
+    gap = float((ours - reference).norm() / reference.norm())
+    assert 1e-9 < gap < 1e-4
 
 
 @pytest.mark.parametrize("batch_size", [None, 7])

@@ -36,6 +36,7 @@ from test_workflow import (
 
 from privssl.audit.bounds import one_run_ceiling
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
+from privssl.training.heads import HeadSpec
 
 pytestmark = pytest.mark.workflow
 
@@ -268,7 +269,7 @@ def test_the_tuning_rules_choice_is_what_the_releases_train_with(tiny_run):
     tuning = tiny_run.path(f"{RESULTS}/digits/tuning")
     head = json.loads((tuning / "head.json").read_text())
     released = torch.load(tiny_run.path(f"{RESULTS}/digits/finetune/head.pt"), weights_only=True)
-    assert released["spec"] == head
+    assert released["spec"] == HeadSpec.from_config(head).__dict__  # the chosen point, its defaults filled in
     table = pd.read_csv(tuning / "head.csv")
     grid = tiny_run.expected["tuning"]["head"]["epochs"]
     assert sorted(table.epochs) == sorted(grid) and table.chosen.sum() == 1

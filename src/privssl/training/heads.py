@@ -6,7 +6,11 @@ set*, otherwise Δ measures seed noise instead of the influence of one record. H
 - mini-batches follow one fixed permutation of d per epoch, shared by every head; a head
   whose data set lacks an element simply skips it (its mask is 0 there), so the batch order
   never depends on which element is missing;
-- computation is in float64, so reduction order does not blur differences of ~1e-5.
+- computation is in float64 by default (`precision`), so rounding does not blur differences of
+  ~1e-5. float32 is twice as fast, and is a different algorithm A_S: the released head and the
+  sampler's heads must share it. For a chaotic recipe (Adam without regularisation, the default)
+  the float32 and float64 heads of the same data differ by more than their own norm: see
+  docs/sensitivity_ablation.md before choosing it.
 
 Heads are stacked along a leading dimension B and share the features; only their data masks
 differ. Adam is element-wise, so one optimiser over stacked parameters is B independent Adams.
@@ -23,7 +27,8 @@ import torch.nn.functional as F
 
 ARCHITECTURES = ("linear", "mlp")
 OPTIMIZERS = ("adam", "sgd")
-DTYPE = torch.float64
+DTYPE = torch.float64  # the default precision, and the one of the other trainers' arithmetic
+PRECISIONS = {"float64": torch.float64, "float32": torch.float32}
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,11 @@ class HeadSpec:
     momentum: float = 0.0  # sgd only
     weight_decay: float = 0.0
     init_seed: int = 0
+    precision: str = "float64"  # the arithmetic of A_S: float64 | float32
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return PRECISIONS[self.precision]
 
     def __post_init__(self) -> None:
         # A spec also arrives from a file (the tune rule's tuning/head.json), not only from the
@@ -47,6 +57,8 @@ class HeadSpec:
             raise ValueError(f"head architecture {self.architecture!r} unknown; allowed: {ARCHITECTURES}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"head optimizer {self.optimizer!r} unknown; allowed: {OPTIMIZERS}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"head precision {self.precision!r} unknown; allowed: {tuple(PRECISIONS)}")
 
         def whole(value) -> bool:
             return isinstance(value, int) and not isinstance(value, bool)
@@ -88,7 +100,9 @@ def init_heads(spec: HeadSpec, in_dim: int, n_classes: int, n_heads: int,
     for name, shape in parameter_shapes(spec, in_dim, n_classes).items():
         fan_in = shape[0] if name.startswith("weight") else params[name.replace("bias", "weight")].shape[1]
         bound = 1.0 / math.sqrt(fan_in)
-        value = (torch.rand(shape, generator=generator, dtype=DTYPE) * 2 - 1) * bound
+        # drawn in float64 whatever the precision, then rounded: a float32 head starts where the
+        # float64 one does, up to rounding
+        value = ((torch.rand(shape, generator=generator, dtype=DTYPE) * 2 - 1) * bound).to(spec.dtype)
         params[name] = value.to(device).expand(n_heads, *shape).clone()
     return params
 
@@ -128,11 +142,14 @@ def _fit(spec: HeadSpec, params: dict[str, torch.Tensor], n: int, batch_loss,
     `on_epoch` is called after each epoch (a job's progress log)."""
     for p in params.values():
         p.requires_grad_(True)
+    # fused: one kernel per parameter for the whole update, where the default runs ~10 element-wise
+    # passes over every stacked head's weights; the update dominated the step before (the sampler
+    # 1.5x faster at the Fashion-MNIST preset's head, benchmarks/sensitivity.py)
     if spec.optimizer == "adam":
-        optimiser = torch.optim.Adam(params.values(), lr=spec.lr, weight_decay=spec.weight_decay, foreach=False)
+        optimiser = torch.optim.Adam(params.values(), lr=spec.lr, weight_decay=spec.weight_decay, fused=True)
     else:
         optimiser = torch.optim.SGD(params.values(), lr=spec.lr, momentum=spec.momentum,
-                                    weight_decay=spec.weight_decay, foreach=False)
+                                    weight_decay=spec.weight_decay, fused=True)
     batch_size = n if spec.batch_size is None else min(spec.batch_size, n)
     order = torch.Generator().manual_seed(spec.init_seed + 1)
     device = next(iter(params.values())).device
@@ -153,11 +170,11 @@ def train_heads(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, ma
     """A_S on B data sets at once: data set b is {features[n] : masks[b, n] = 1}.
 
     Returns the B trained heads stacked. Head b equals what training on its own data set
-    alone would give (see tests/test_heads.py), up to float64 rounding. A head skips the
+    alone would give (see tests/test_heads.py), up to rounding. A head skips the
     records it lacks, so the batch order never depends on which record is missing.
     """
-    features = features.to(DTYPE)
-    masks = masks.to(device=features.device, dtype=DTYPE)
+    features = features.to(spec.dtype)
+    masks = masks.to(device=features.device, dtype=spec.dtype)
     if masks.ndim != 2 or masks.shape[1] != features.shape[0]:
         raise ValueError(f"masks must be (heads, {features.shape[0]}), got {tuple(masks.shape)}")
     params = init_heads(spec, features.shape[1], n_classes, masks.shape[0], features.device)
@@ -176,9 +193,9 @@ def train_heads_on_sets(spec: HeadSpec, features: torch.Tensor, labels: torch.Te
                         n_classes: int, on_epoch: Callable[[], None] | None = None) -> dict[str, torch.Tensor]:
     """A_S on B data sets of one size n at once: data set b is the rows features[sets[b]], in
     that order (repeats allowed). Head b equals `train_head(spec, features[sets[b]], ...)`
-    exactly as A_S defines it (same positions in each batch), up to float64 rounding; each
+    exactly as A_S defines it (same positions in each batch), up to rounding; each
     batch gathers only its own rows, so memory is B × batch × F, not B × n × F."""
-    features = features.to(DTYPE)
+    features = features.to(spec.dtype)
     sets = sets.to(features.device)
     if sets.ndim != 2 or sets.shape[1] < 1:
         raise ValueError(f"sets must be (heads, n) row indices, got {tuple(sets.shape)}")
@@ -195,15 +212,16 @@ def train_heads_on_sets(spec: HeadSpec, features: torch.Tensor, labels: torch.Te
 def train_head(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor,
                n_classes: int) -> dict[str, torch.Tensor]:
     """The released head ω = A_S(d): the same algorithm on the whole of d, B = 1."""
-    masks = torch.ones(1, features.shape[0], dtype=DTYPE, device=features.device)
+    masks = torch.ones(1, features.shape[0], dtype=spec.dtype, device=features.device)
     return train_heads(spec, features, labels, masks, n_classes)
 
 
 @torch.no_grad()
 def predict_proba(params: dict[str, torch.Tensor], features: torch.Tensor,
                   chunk: int = 256) -> torch.Tensor:
-    """Class probabilities (B, N, C) of B heads, computed in chunks of heads to bound memory."""
-    features = features.to(DTYPE)
+    """Class probabilities (B, N, C) of B heads, computed in chunks of heads to bound memory, in
+    the heads' precision."""
+    features = features.to(next(iter(params.values())).dtype)
     n_heads = next(iter(params.values())).shape[0]
     out = [torch.softmax(head_logits({k: v[i:i + chunk] for k, v in params.items()}, features), -1)
            for i in range(0, n_heads, chunk)]
