@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--draws", type=int, default=5, help="ALM releases per ε")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--only", nargs="*", help="settings whose name starts with one of these")
+    parser.add_argument("--only", nargs="*",
+                        help="settings whose name starts with one of these (printed only: a full run writes the CSV)")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "sensitivity_ablation.csv")
     args = parser.parse_args(argv)
     if args.m < 2:

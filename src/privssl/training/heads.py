@@ -8,9 +8,9 @@ set*, otherwise Δ measures seed noise instead of the influence of one record. H
   never depends on which element is missing;
 - computation is in float64 by default (`precision`), so rounding does not blur differences of
   ~1e-5. float32 is twice as fast, and is a different algorithm A_S: the released head and the
-  sampler's heads must share it. For a chaotic recipe (Adam without regularisation, the default)
-  the float32 and float64 heads of the same data differ by more than their own norm: see
-  docs/sensitivity_ablation.md before choosing it.
+  sampler's heads must share it. For a chaotic recipe (Adam without regularisation, the presets'
+  head) the float32 and float64 heads of the same data differ by 1.5 % (digits) to 16 %
+  (Fashion-MNIST) of their norm: see docs/sensitivity_ablation.md before choosing it.
 
 Heads are stacked along a leading dimension B and share the features; only their data masks
 differ. Adam is element-wise, so one optimiser over stacked parameters is B independent Adams.
@@ -143,8 +143,8 @@ def _fit(spec: HeadSpec, params: dict[str, torch.Tensor], n: int, batch_loss,
     for p in params.values():
         p.requires_grad_(True)
     # fused: one kernel per parameter for the whole update, where the default runs ~10 element-wise
-    # passes over every stacked head's weights; the update dominated the step before (the sampler
-    # 1.5x faster at the Fashion-MNIST preset's head, benchmarks/sensitivity.py)
+    # passes over every stacked head's weights; the update took half the step before (the sampler
+    # 1.73x faster at the Fashion-MNIST preset's head, docs/benchmarks.md)
     if spec.optimizer == "adam":
         optimiser = torch.optim.Adam(params.values(), lr=spec.lr, weight_decay=spec.weight_decay, fused=True)
     else:
