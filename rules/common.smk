@@ -140,9 +140,14 @@ def stage_seed(stage):
 
 def tuning_sections(section):
     """The config sections a section's tuning reads: its own, the release grid (`protect`) where
-    its score is taken after noise, and of `tuning` only the folds and its own grid; so a change of
-    the certified grid does not retune (and retrain) the released head."""
-    keys = {"head": ["head"], "certified": ["certified", "protect"], "dpsgd": ["dpsgd", "protect"]}[section]
+    its score is taken after noise, the sampler (`sensitivity`) whose Δ the head's noise needs, and
+    of `tuning` only the folds and its own grid; so a change of the certified grid does not retune
+    (and retrain) the released head."""
+    keys = {
+        "head": ["head", "protect", "sensitivity"],
+        "certified": ["certified", "protect"],
+        "dpsgd": ["dpsgd", "protect"],
+    }[section]
     tuning = config.get("tuning", {})
     return {key: config[key] for key in keys} | {"tuning": {k: tuning[k] for k in ("folds", section) if k in tuning}}
 

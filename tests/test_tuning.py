@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -21,6 +22,7 @@ from privssl.release.certified import CertifiedSpec, certified_sensitivity, fit_
 from privssl.release.dpsgd_batched import train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec
 from privssl.release.protection import head_inputs, protected_heads
+from privssl.release.sensitivity import population_sensitivity
 from privssl.release.tuning_spec import grid_points, tuned_sections, varied_fields
 from privssl.training.heads import HeadSpec, accuracy, flatten, train_heads_on_sets, unflatten
 
@@ -61,6 +63,22 @@ def test_grid_points_replace_the_varied_fields_in_product_order():
     assert all(p["epochs"] == 30 for p in points)  # not varied: the section's value
     assert varied_fields(config, "dpsgd") == ["clip_norm", "lr"]
     assert grid_points({"head": {"epochs": 5}}, "head") == [{"epochs": 5}]  # no tuning: the config's point
+
+
+def test_a_list_of_head_grids_pools_their_points_in_the_order_written():
+    config = {"head": {"architecture": "mlp", "optimizer": "adam", "lr": 0.01, "weight_decay": 0.0},
+              "tuning": {"head": [{}, {"architecture": ["linear"], "optimizer": ["sgd"], "lr": [0.3, 1]},
+                                  {"weight_decay": [1e-3]}]}}
+    points = grid_points(config, "head")
+    assert [(p["architecture"], p["optimizer"], p["lr"], p["weight_decay"]) for p in points] == [
+        ("mlp", "adam", 0.01, 0.0),  # {}: the configured head itself
+        ("linear", "sgd", 0.3, 0.0), ("linear", "sgd", 1, 0.0),
+        ("mlp", "adam", 0.01, 1e-3)]  # each grid starts again from the configured head
+    assert varied_fields(config, "head") == ["architecture", "lr", "optimizer", "weight_decay"]
+    with pytest.raises(ValueError, match="tuning.certified must be a mapping of fields to lists of values; got"):
+        grid_points({"certified": {}, "tuning": {"certified": [{"l2": [0.1]}]}}, "certified")  # a list: head only
+    with pytest.raises(ValueError, match="tuning.head may vary .*; not clip_norm"):
+        grid_points({"head": {}, "tuning": {"head": [{}, {"clip_norm": [1.0]}]}}, "head")  # every grid is checked
 
 
 def test_grid_points_refuse_a_field_the_section_may_not_vary():
@@ -116,6 +134,79 @@ def test_head_scores_are_the_pooled_validation_accuracy_of_each_fold():
         assert row["accuracy"] == pytest.approx(correct / 80)
     assert tuning.best_point(rows, math.inf) == 1  # the head that trains beats the one that does not
     assert rows[1]["accuracy"] > 0.9
+
+
+def test_head_scores_after_noise_use_each_points_own_delta_sampled_on_the_pool():
+    """Each point's head of each fold, trained alone here, released with the noise its own Δ
+    (the population sampler on the whole public pool, data sets of the folds' size) calibrates:
+    the rows' correct decisions, decision counts and Δ are exactly these."""
+    x, y = blobs(80, spread=1.0, seed=6)
+    splits = tuning.folds(80, 20, 2, seed=3)
+    points = [{"architecture": "linear", "optimizer": "sgd", "epochs": 30, "lr": lr, "weight_decay": 1e-2}
+              for lr in (0.05, 0.5)]
+    sampler = {"m": 12, "rho": 0.3, "gamma": 0.5, "chunk_size": 5}
+    methods, eps_grid, draws = ("alm", "gaussian_analytic"), (0.5, 50.0), 3
+    rows = tuning.tune_head(x, y, 3, points, splits, methods, eps_grid, 1e-5, draws, sampler, seed=11)
+    by = {(r["point"], r["method"], r["eps"]): r for r in rows}
+    assert len(rows) == len(points) * (1 + len(methods) * len(eps_grid))
+    for p, point in enumerate(points):
+        spec = HeadSpec.from_config(point)
+        record = population_sensitivity(spec, x, y, 3, 20, 12, 0.3, 0.5, 11)
+        noise_free = sum(round(float(accuracy(train_heads_on_sets(spec, x, y, t[None], 3), x[v], y[v])[0]) * len(v))
+                         for t, v in splits)
+        assert by[p, "head", math.inf]["correct"] == noise_free
+        for m, method in enumerate(methods):
+            right = np.zeros(len(eps_grid))
+            for f, (train, val) in enumerate(splits):
+                head = train_heads_on_sets(spec, x, y, train[None], 3)
+                noisy, _ = protected_heads(flatten(head)[0], method, list(eps_grid), draws, 1e-5, record,
+                                           11 + 1000 * f + m)
+                hits = accuracy(unflatten(noisy.reshape(-1, noisy.shape[-1]), {k: tuple(v.shape[1:])
+                                                                              for k, v in head.items()}),
+                                x[val], y[val]) * len(val)
+                right += hits.reshape(len(eps_grid), draws).sum(1).round().numpy()
+            for e, eps in enumerate(eps_grid):
+                row = by[p, method, eps]
+                assert (row["correct"], row["decisions"]) == (right[e], 60 * draws * 2)
+                assert (row["delta1"], row["delta2"]) == (record["delta1"], record["delta2"])
+    # the larger step moves the head further per record: its Δ is larger, its noise too
+    assert by[1, "alm", 0.5]["delta1"] > by[0, "alm", 0.5]["delta1"]
+
+
+def test_the_head_is_chosen_for_its_noise_where_the_run_releases_the_alm_family(tmp_path):
+    """The tune script: with a method of the ALM family the least worst-case regret after noise,
+    without one the noise-free accuracy; here they differ (the MLP fits better and is far less
+    stable), so a script that kept the noise-free criterion fails."""
+    root = Path(__file__).resolve().parents[1]
+    x, blob = blobs(160, classes=6, width=4, spread=0.5, seed=0)
+    y = blob % 3  # each class two blobs apart: the MLP fits it (0.99), a linear head only in part (0.83)
+    torch.save({"n_classes": 3, "finetune": x[:40], "finetune_labels": y[:40], "reference": x[40:],
+                "reference_labels": y[40:]}, tmp_path / "features.pt")
+    config = {"head": {"architecture": "mlp", "hidden": 32, "epochs": 150, "optimizer": "adam", "lr": 0.05,
+                       "weight_decay": 0.0},
+              "sensitivity": {"sampling": "population", "m": 12, "rho": 0.3, "gamma": 0.5, "chunk_size": 12},
+              "protect": {"mechanisms": ["alm", "laplace"], "eps": [3.0, 30.0], "delta": 1e-5, "repeats": 4},
+              "tuning": {"folds": 2, "head": [{}, {"architecture": ["linear"], "optimizer": ["sgd"], "lr": [0.1],
+                                                   "weight_decay": [1e-2], "epochs": [30]}]}}
+
+    def chosen(mechanisms):
+        config["protect"]["mechanisms"] = mechanisms
+        out = tmp_path / "-".join(mechanisms)
+        done = subprocess.run([sys.executable, str(root / "scripts" / "tune_head.py"), "--dataset", "blobs",
+                               "--features", str(tmp_path / "features.pt"), "--config", json.dumps(config),
+                               "--seed", "0", "--out-dir", str(out)],
+                              capture_output=True, text=True, env={"PYTHONPATH": str(root / "src"), "PATH": ""})
+        assert done.returncode == 0, done.stderr
+        table = pd.read_csv(out / "head.csv")
+        return json.loads((out / "head.json").read_text())["architecture"], table
+
+    after_noise, table = chosen(["alm", "laplace"])
+    noise_free, _ = chosen(["certified_pure"])
+    assert (after_noise, noise_free) == ("linear", "mlp")
+    regret = table[np.isfinite(table.eps)].groupby("point").regret.max()
+    assert table[table.chosen].point.unique().tolist() == [regret.idxmin()]
+    head_rows = table[table.method == "head"]
+    assert head_rows.loc[head_rows.accuracy.idxmax(), "architecture"] == "mlp"
 
 
 def test_certified_scores_use_the_releases_noise_at_each_eps():
@@ -266,7 +357,8 @@ def test_every_row_holds_its_fields_and_an_unreachable_eps_is_a_row_without_a_sc
     DP-SGD heads train with exactly the calibrated σ (float64, per fold) on the folds' training sets."""
     x, y, splits = split_rule()
     head = tuning.tune_head(x, y, 3, [{"architecture": "linear", "epochs": 2, "lr": 0.05}], splits)
-    assert list(head[0]) == ["point", "eps", "method", "correct", "decisions", "accuracy"]
+    assert list(head[0]) == ["point", "eps", "method", "correct", "decisions", "accuracy", "delta1", "delta2"]
+    assert math.isnan(head[0]["delta1"]) and math.isnan(head[0]["delta2"])  # noise-free: no Δ sampled
     assert (head[0]["point"], head[0]["eps"], head[0]["method"], head[0]["decisions"]) == (0, math.inf, "head", 50)
     certified = tuning.tune_certified(x, y, 3, [{"clip_norm": 1.0, "l2": 0.01}], splits, ["certified_pure"], [1.0],
                                       1e-5, draws=1, seed=0)

@@ -407,9 +407,12 @@ BAD_CONFIGS = {
     "semileak_dp_eps_unreachable": (lambda c: c["semileak"]["defences"]["dpsgd"].update(eps=[100, 0.0001]),
                                     ["config key 'semileak.defences.dpsgd.eps': ε = 0.0001 cannot be reached on "
                                      "digits: 5 steps at sampling rate q = 0.5"]),
-    "hidden_grid_of_a_linear_head": (lambda c: c["head"].update(architecture="linear") or c["tuning"]["head"].update(
-        hidden=[8, 16]), ["config key 'tuning.head.hidden': [8, 16] are widths of an MLP's hidden layer, but "
-                          "head.architecture = linear has none"]),
+    "hidden_grid_of_a_linear_head": (lambda c: c["head"].update(architecture="linear") or c["tuning"]["head"][0].update(
+        hidden=[8, 16]), ["config key 'tuning.head.hidden': [8, 16] are widths of an MLP's hidden layer, but that "
+                          "grid's heads are linear and have none"]),
+    # the head as configured is an MLP, but the second grid's heads are all linear
+    "hidden_grid_of_linear_grid": (lambda c: c["tuning"]["head"][1].update(hidden=[8]),
+                                   ["config key 'tuning.head.hidden': [8] are widths", "that grid's heads are linear"]),
     "delta_read_as_text": (lambda c: c["protect"].update(delta="1e-5"),
                            ["config key 'protect.delta': '1e-5' is a string, not a number (write 1.0e-5: YAML 1.1 "
                             "reads 1e-5 as a string)"]),

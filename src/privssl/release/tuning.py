@@ -8,9 +8,16 @@ other reference records. A point's score pools the decisions of every fold (and 
 accuracy = correct / decisions. The grids are `privssl.release.tuning_spec`; the choice is the
 best score, the first point of the grid on ties:
 
-- `head` (A_S, perturbed by the ALM family and attacked as the clean head): the noise-free
-  accuracy. Its noise is calibrated to a sampled sensitivity, which is the mechanism's own part
-  and not tuned; the head is trained once and released at every ε, so it is chosen once.
+- `head` (A_S, perturbed by the ALM family and attacked as the clean head): trained once and
+  released by every method of the family at every ε, so chosen once, for its noise: each point's
+  Δ1, Δ2 are sampled on the reference pool by the population sampler (the release's own sampler,
+  with its m, ρ, γ and the same pairs for every point), each fold's head is released with that
+  noise (`draws` draws per method and ε), and the choice is the point of least worst-case regret
+  over every (method, ε), as for the certified head. The noise-free accuracy alone would choose
+  the head that fits d best, which is the least stable: on Fashion-MNIST the preset's MLP trained
+  by Adam has Δ1 ≈ 5000 and is useless below ε = 10⁴ (docs/sensitivity_ablation.md). The
+  release's Δ is sampled afresh (rule `sensitivity`, its own seed), so the choice does not bias
+  the sample the guarantee rests on. Without a method of the family, the noise-free accuracy.
 - `certified`: one head released at every ε too, so one (λ, R): the point whose largest shortfall
   from the best point of each (certified method, ε) is smallest (least worst-case regret), each
   point's head perturbed exactly as the release would be (its proven Δ2 at n = |d|). The table
@@ -35,6 +42,7 @@ from privssl.release.certified import CertifiedSpec, certified_sensitivity, fit_
 from privssl.release.dpsgd_batched import train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
 from privssl.release.protection import head_inputs, protected_heads
+from privssl.release.sensitivity import population_sensitivity
 from privssl.training.heads import DTYPE, HeadSpec, accuracy, flatten, train_heads_on_sets, unflatten
 
 
@@ -61,19 +69,44 @@ def _correct(params: dict, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
 
 
 def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dict],
-              splits: list[tuple[torch.Tensor, torch.Tensor]],
-              log: Callable[[str], None] | None = None) -> list[dict]:
-    """Noise-free validation accuracy of A_S at every point: one batched training per point
-    (its folds stacked)."""
+              splits: list[tuple[torch.Tensor, torch.Tensor]], methods: tuple[str, ...] = (),
+              eps_grid: tuple[float, ...] = (), delta: float = 0.0, draws: int = 1, sampler: dict | None = None,
+              seed: int = 0, log: Callable[[str], None] | None = None) -> list[dict]:
+    """Validation accuracy of A_S at every point: noise-free (method `head`, ε = ∞; one batched
+    training per point, its folds stacked) and, for each output-perturbation method of `methods`
+    at each ε, released with the noise of the point's own Δ: `sampler` ({m, rho, gamma,
+    chunk_size}) samples it on (x, y), the public pool, with data sets of |d| = the folds' size."""
     rows = []
     sets = torch.stack([train for train, _ in splits])
+    n = sets.shape[1]
     for index, point in with_progress(enumerate(points), len(points), log, "head grid points"):
-        heads = train_heads_on_sets(HeadSpec.from_config(point), x, y, sets, n_classes)
+        spec = HeadSpec.from_config(point)
+        heads = train_heads_on_sets(spec, x, y, sets, n_classes)
         correct = np.array([_correct({k: v[f:f + 1] for k, v in heads.items()}, x[val], y[val])[0]
                             for f, (_, val) in enumerate(splits)])
         decisions = np.array([len(val) for _, val in splits])
         rows.append({"point": index, "eps": math.inf, "method": "head", "correct": int(correct.sum()),
-                     "decisions": int(decisions.sum()), "accuracy": _pooled(correct, decisions)})
+                     "decisions": int(decisions.sum()), "accuracy": _pooled(correct, decisions),
+                     "delta1": math.nan, "delta2": math.nan})
+        if not methods:
+            continue
+        # the same pairs (seed) for every point: the points differ by their training only
+        record = population_sensitivity(spec, x, y, n_classes, n, sampler["m"], sampler["rho"], sampler["gamma"],
+                                        seed, sampler["chunk_size"])
+        shapes = {k: tuple(v.shape[1:]) for k, v in heads.items()}
+        hits = {}  # (method, ε) -> correct decisions per fold
+        for f, (_, val) in enumerate(splits):
+            flat = flatten({k: v[f:f + 1] for k, v in heads.items()})[0]
+            for m, method in enumerate(methods):
+                noisy, _ = protected_heads(flat, method, list(eps_grid), draws, delta, record, seed + 1000 * f + m)
+                right = _correct(unflatten(noisy.reshape(-1, flat.numel()), shapes), x[val], y[val])
+                for e, eps in enumerate(eps_grid):
+                    hits.setdefault((method, eps), []).append(right.reshape(len(eps_grid), draws)[e].sum())
+        noisy_decisions = decisions * draws
+        for (method, eps), right in hits.items():
+            rows.append({"point": index, "eps": eps, "method": method, "correct": int(sum(right)),
+                         "decisions": int(noisy_decisions.sum()), "accuracy": _pooled(np.array(right), noisy_decisions),
+                         "delta1": record["delta1"], "delta2": record["delta2"]})
     return rows
 
 

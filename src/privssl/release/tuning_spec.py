@@ -7,10 +7,16 @@ split. `tuning.<section>` maps a field to the values it tries; the fields it lea
 the section's value, so an absent section (or an absent `tuning`) scores the config's one point.
 
 - `head`: A_S, the head the ALM family (alm, laplace, gaussian, gaussian_analytic) perturbs and
-  the attacks' clean head; chosen once, by noise-free accuracy.
+  the attacks' clean head; chosen once, for its noise: the least worst-case shortfall over every
+  (method, ε) of the family, each point's head released with the noise of its own Δ sampled on the
+  public pool (by noise-free accuracy where the run releases no method of the family).
 - `certified`: the certified head of certified_gaussian and certified_pure; chosen once, by the
   least worst-case shortfall from each ε's own best.
 - `dpsgd`: the DP-SGD head; chosen per ε (each ε is its own training) and for the noise-free limit.
+
+`tuning.head` may also be a list of grids, whose points are pooled in the order written: the
+stable recipes (a linear head, SGD, weight decay) and the over-fitting ones (an MLP trained by
+Adam) differ in several fields at once, and their product would mostly hold points of neither.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 import itertools
 
 TUNABLE = {  # config section -> the fields a grid may vary
-    "head": ("epochs", "lr", "weight_decay", "hidden", "batch_size"),
+    "head": ("architecture", "optimizer", "epochs", "lr", "momentum", "weight_decay", "hidden", "batch_size"),
     "certified": ("l2", "clip_norm"),
     "dpsgd": ("lr", "epochs", "batch_size", "clip_norm", "momentum"),
 }
@@ -36,18 +42,33 @@ def tuned_sections(mechanisms) -> list[str]:
     return sections
 
 
+def _grids(config: dict, section: str) -> list[dict]:
+    """The section's grids (a list for `head`, else one), each checked for its fields."""
+    if section not in TUNABLE:
+        raise ValueError(f"no tuning of section {section!r}; allowed: {', '.join(SECTIONS)}")
+    grids = config.get("tuning", {}).get(section, {})
+    grids = grids if isinstance(grids, list) and section == "head" else [grids]
+    for grid in grids:
+        if not isinstance(grid, dict):
+            raise ValueError(f"tuning.{section} must be a mapping of fields to lists of values"
+                             f"{' (or, for head, a list of them)' if section == 'head' else ''}; got {grid!r}")
+        unknown = sorted(set(grid) - set(TUNABLE[section]))
+        if unknown:
+            raise ValueError(f"tuning.{section} may vary {', '.join(TUNABLE[section])}; not {', '.join(unknown)}")
+    return grids
+
+
 def grid_points(config: dict, section: str) -> list[dict]:
     """Every point of a section's grid as the whole section (config values, the grid's fields
     replaced), in the order of the product of the grid's lists, the fields taken in alphabetical
-    order (the last varies fastest) and each list as written."""
-    if section not in TUNABLE:
-        raise ValueError(f"no tuning of section {section!r}; allowed: {', '.join(SECTIONS)}")
-    grid = config.get("tuning", {}).get(section, {})
-    unknown = sorted(set(grid) - set(TUNABLE[section]))
-    if unknown:
-        raise ValueError(f"tuning.{section} may vary {', '.join(TUNABLE[section])}; not {', '.join(unknown)}")
-    fields = sorted(grid)
-    return [config[section] | dict(zip(fields, values)) for values in itertools.product(*(grid[f] for f in fields))]
+    order (the last varies fastest) and each list as written; a list of grids: the points of each,
+    one grid after the other."""
+    points = []
+    for grid in _grids(config, section):
+        fields = sorted(grid)
+        points += [config[section] | dict(zip(fields, values))
+                   for values in itertools.product(*(grid[f] for f in fields))]
+    return points
 
 
 def checked_points(config: dict, section: str, spec_class) -> list[dict]:
@@ -60,5 +81,5 @@ def checked_points(config: dict, section: str, spec_class) -> list[dict]:
 
 
 def varied_fields(config: dict, section: str) -> list[str]:
-    """The fields the section's grid varies (the columns of its tuning table), alphabetically."""
-    return sorted(config.get("tuning", {}).get(section, {}))
+    """The fields the section's grids vary (the columns of its tuning table), alphabetically."""
+    return sorted({field for grid in _grids(config, section) for field in grid})
