@@ -72,6 +72,18 @@ def test_schema_messages_say_what_to_write(key, value, expected):
     assert expected in refused(config)
 
 
+def test_a_list_of_head_grids_is_checked_grid_by_grid():
+    config = tiny()
+    config["tuning"]["head"] = [{}, {"architecture": ["linear"], "optimizer": ["sgd"], "lr": [0.5]}]
+    validate_config(config, SCHEMA)  # {}: the configured head; the second grid: linear heads by SGD
+    config["tuning"]["head"][1]["optimizer"] = ["lbfgs"]
+    message = refused(config)
+    assert "config key 'tuning.head'" in message and "lbfgs" in message
+    config["tuning"]["head"][1]["optimizer"] = ["sgd"]
+    config["tuning"]["head"][1]["batch_size"] = [26]  # above the smallest |d| (25), in the second grid
+    assert "config key 'tuning.head.batch_size': 26 is larger than the smallest |d| = 25" in refused(config)
+
+
 def test_a_nan_in_a_list_is_named_by_its_index():
     config = tiny()
     config["protect"]["eps"] = [1, float("nan")]
