@@ -12,6 +12,7 @@ the attack rule, beside the attacker's adaptive shadow fine-tuned the same way o
 records. σ of every (ε, role) is calibrated before any training."""
 
 import argparse
+import math
 import time
 
 import pandas as pd
@@ -88,8 +89,30 @@ def main() -> None:
                      spent[e, role])
 
     public = load_encoder(args.encoder, device)
+
+    def fine_tuned(pretrained: torch.nn.Module, role: str, noise: float, keys: tuple) -> torch.nn.Module:
+        """DP-SGD fine-tuning of a copy of `pretrained` on the role's records at σ = noise (0: the
+        noise-free limit, clipping kept), its batches and head seeded by `keys`."""
+        data = trained_on[role]
+        generator = torch.Generator().manual_seed(draw_seed(args.seed, 1, *keys))
+        model = downstream_model(pretrained, n_classes, draw_seed(args.seed, 2, *keys))
+        trunk, top = split_for_training(model.encoder, section["trainable"])
+        with torch.no_grad():  # the frozen trunk's output is fixed: computed once
+            inputs = trunk(unit_float(sets.images[data]).to(device))
+        train_private_classifier(torch.nn.Sequential(top, model.classifier), inputs, sets.labels[data],
+                                 fine_tune, noise, generator)
+        return model
+
+    def about(n: int) -> dict:
+        """What every utility row of the release says of its mechanism, for n training records."""
+        return {"sensitivity": REPLACE_ONE_FACTOR * fine_tune.clip_norm,
+                "sensitivity_statement": f"gradient Δ = {REPLACE_ONE_FACTOR * fine_tune.clip_norm:g} "
+                                         f"(2C, per-example C = {fine_tune.clip_norm:g})",
+                "mechanisms": "the fine-tuning gradient", "sample_rate": fine_tune.batch_size / n,
+                "steps": fine_tune.steps(n)}
+
     pretrainings = [("standard", 0.0)] + [(kind, rho) for kind in ("sam", "dpadapter") for rho in section["radii"]]
-    history, results, runs = [], [], []
+    history, results, runs, limits = [], [], [], []
     probs = {name: [] for name in (*EVALUATED, "shadow_pairs")}
     n_classes, robust = sets.n_classes, section["robust"]
     for kind, rho in pretrainings:
@@ -112,13 +135,7 @@ def main() -> None:
             for repeat in range(section["repeats"]):
                 for r, role in enumerate(ROLES if released else ROLES[:1]):
                     data = trained_on[role]
-                    generator = torch.Generator().manual_seed(draw_seed(args.seed, 1, e, repeat, r))
-                    model = downstream_model(pretrained, n_classes, draw_seed(args.seed, 2, e, repeat, r))
-                    trunk, top = split_for_training(model.encoder, section["trainable"])
-                    with torch.no_grad():  # the frozen trunk's output is fixed: computed once
-                        inputs = trunk(unit_float(sets.images[data]).to(device))
-                    train_private_classifier(torch.nn.Sequential(top, model.classifier), inputs, sets.labels[data],
-                                             fine_tune, sigma[e, role], generator)
+                    model = fine_tuned(pretrained, role, sigma[e, role], (e, repeat, r))
                     if role == "shadow":
                         probs["shadow_pairs"].append(predict_proba(model, sets.images["shadow_pairs"], unit_float))
                         continue
@@ -137,20 +154,25 @@ def main() -> None:
                     if released:
                         for name in EVALUATED:
                             probs[name].append(predict_proba(model, sets.images[name], unit_float))
-                        n = len(sets.labels[data])
-                        runs.append({"eps": eps, "repeat": repeat, "correct": down_correct,
-                                     "noise_multiplier": sigma[e, role],
-                                     "sensitivity": REPLACE_ONE_FACTOR * fine_tune.clip_norm,
-                                     "sensitivity_statement": f"gradient Δ = {REPLACE_ONE_FACTOR * fine_tune.clip_norm:g} "
-                                                              f"(2C, per-example C = {fine_tune.clip_norm:g})",
-                                     "mechanisms": "the fine-tuning gradient", "sample_rate": fine_tune.batch_size / n,
-                                     "steps": fine_tune.steps(n), "eps_spent": spent[e, role]})
+                        runs.append({**about(len(sets.labels[data])), "eps": eps, "repeat": repeat,
+                                     "correct": down_correct, "noise_multiplier": sigma[e, role],
+                                     "eps_spent": spent[e, role]})
                 fine_tunings.advance()
             log.info("%s ρ = %g ε = %g: downstream accuracy %s", kind, rho, eps,
                      [round(row["accuracy"], 4) for row in results[-section["repeats"]:]])
+        if released:  # its noise-free limit: σ = 0, clipping kept, one per repeat, seeded apart from every ε's
+            for repeat in range(section["repeats"]):
+                noise = 0.0
+                model = fine_tuned(pretrained, "target", noise, (len(section["eps"]), repeat, 0))
+                limits.append({**about(len(sets.labels["finetune"])), "eps": math.inf, "repeat": repeat,
+                               "correct": correct(model, test_images, test_labels), "noise_multiplier": noise,
+                               "eps_spent": math.inf})
+            log.info("%s ρ = %g noise-free limit: downstream accuracy %s", kind, rho,
+                     [round(float(run["correct"].double().mean()), 4) for run in limits])
     atomic_torch_save(release_record(METHOD, list(section["eps"]), section["repeats"], n_classes, probs),
                       args.out_release)
-    atomic_write_csv(utility_rows(args.dataset, METHOD, runs, args.delta, args.clean_accuracy), args.out_utility)
+    atomic_write_csv(utility_rows(args.dataset, METHOD, runs + limits, args.delta, args.clean_accuracy),
+                     args.out_utility)
     atomic_write_csv(pd.DataFrame(results), args.out_results)
     atomic_write_csv(pd.DataFrame(history), args.out_history)
 

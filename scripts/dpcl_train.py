@@ -10,6 +10,7 @@ adaptive shadow is trained the same way, at the same ε, on its own shadow recor
 reach stops the job with nothing written."""
 
 import argparse
+import math
 import time
 
 import pandas as pd
@@ -105,43 +106,53 @@ def main() -> None:
                 calibrations.advance()
 
     history, accounting = [], []
-    trainings = Progress(log.info, "trainings (variant × ε × repeat × role)",
-                         len(variants) * len(targets) * section["repeats"] * len(ROLES))
+    trainings = Progress(log.info, "trainings (variant × (ε × repeat × role + noise-free repeat))",
+                         len(variants) * (len(targets) * len(ROLES) + 1) * section["repeats"])
+
+    def release_of(spec: DPCLSpec, role: str, noise: float, keys: tuple, on_epoch) -> tuple[nn.Module, list[dict]]:
+        """One training of the variant's encoder and head on the role's records at σ = noise (0: the
+        noise-free limit, clipping kept), seeded by `keys`; the released network and its history."""
+        images, labels = sets.images[trained_on[role]], sets.labels[trained_on[role]]
+        generator = torch.Generator().manual_seed(draw_seed(args.seed, *keys))
+        torch.manual_seed(draw_seed(args.seed, *keys, 1))  # projector and head initialisation
+        encoder = load_encoder(args.encoder, device)
+        trunk, top = split_for_training(encoder, section["trainable"])
+        model = nn.Sequential(top, projection_head(encoder.out_dim, width)).to(device)
+        rows = train_dpcl(trunk, model, images, spec, noise, augmentation, generator,
+                          (lambda epoch: {}) if on_epoch is None else (lambda epoch: on_epoch(encoder, epoch)))
+        features = encode(encoder, images, device)
+        head = nn.Linear(encoder.out_dim, sets.n_classes).to(device)
+        train_private_classifier(head, features, labels, head_spec, noise, generator)
+        return nn.Sequential(encoder, head), rows
+
     for v, variant in enumerate(variants):
         spec = DPCLSpec(objective=section["objective"], variant=variant, temperature=section["temperature"],
                         barlow_lambda=section["barlow_lambda"],
                         **{k: section["encoder"][k] for k in ("epochs", "batch_size", "clip_norm", "lr", "momentum")},
                         weight_decay=section["encoder"].get("weight_decay", 0.0))
         method = DPCL_METHOD_OF_VARIANT[variant]
-        runs, probs = [], {"finetune": [], "nonmember": [], "test": [], "shadow_pairs": []}
+        n = len(sets.labels["finetune"])
+        about = {"sensitivity": gradient_sensitivity(variant, spec.batch_size, spec.clip_norm),
+                 "sensitivity_statement": sensitivity_statement(section, variant),
+                 "mechanisms": ", ".join(mechanisms(spec.objective, variant)) + " and the head's gradient",
+                 "sample_rate": spec.batch_size / n, "steps": sum(p.steps for p in dpcl_phases(section, variant, n))}
+        runs, limits, probs = [], [], {"finetune": [], "nonmember": [], "test": [], "shadow_pairs": []}
         for e, eps in enumerate(targets):
             for repeat in range(section["repeats"]):
                 for r, role in enumerate(ROLES):
                     start = time.monotonic()
-                    data = trained_on[role]
-                    images, labels = sets.images[data], sets.labels[data]
                     noise = sigma[variant, e, role]
-                    generator = torch.Generator().manual_seed(draw_seed(args.seed, v, e, repeat, r))
-                    torch.manual_seed(draw_seed(args.seed, v, e, repeat, r, 1))  # projector and head initialisation
-                    encoder = load_encoder(args.encoder, device)
-                    trunk, top = split_for_training(encoder, section["trainable"])
-                    model = nn.Sequential(top, projection_head(encoder.out_dim, width)).to(device)
 
-                    def on_epoch(epoch: int) -> dict:
-                        if role == "shadow":
-                            return {}
-                        train = encode(encoder, images, device)
+                    def on_epoch(encoder: nn.Module, epoch: int) -> dict:
+                        train = encode(encoder, sets.images["finetune"], device)
                         test = encode(encoder, sets.images["test"], device)
-                        n = len(labels)
-                        return {"knn_accuracy": knn_accuracy(train, labels, test, sets.labels["test"], section["knn_k"]),
+                        return {"knn_accuracy": knn_accuracy(train, sets.labels["finetune"], test, sets.labels["test"],
+                                                             section["knn_k"]),
                                 "eps_spent": epsilon(dpcl_phases(section, variant, n, noise, encoder_epochs=epoch),
                                                      args.delta)}
 
-                    rows = train_dpcl(trunk, model, images, spec, noise, augmentation, generator, on_epoch)
-                    features = encode(encoder, images, device)
-                    head = nn.Linear(encoder.out_dim, sets.n_classes).to(device)
-                    train_private_classifier(head, features, labels, head_spec, noise, generator)
-                    release = nn.Sequential(encoder, head)
+                    release, rows = release_of(spec, role, noise, (v, e, repeat, r),
+                                               on_epoch if role == "target" else None)
                     queried = EVALUATED if role == "target" else ("shadow_pairs",)
                     for name in queried:
                         probs[name].append(predict_proba(release, sets.images[name], unit_float))
@@ -155,17 +166,12 @@ def main() -> None:
                                 for row in rows]
                     runs.append({"eps": eps if eps is not None else spent[variant, e, role], "repeat": repeat,
                                  "correct": probs["test"][-1].argmax(1) == sets.labels["test"], "noise_multiplier": noise,
-                                 "sensitivity": gradient_sensitivity(variant, spec.batch_size, spec.clip_norm),
-                                 "sensitivity_statement": sensitivity_statement(section, variant),
-                                 "mechanisms": ", ".join(mechanisms(spec.objective, variant)) + " and the head's gradient",
-                                 "sample_rate": spec.batch_size / len(labels),
-                                 "steps": sum(p.steps for p in dpcl_phases(section, variant, len(labels))),
-                                 "eps_spent": spent[variant, e, role]})
+                                 "eps_spent": spent[variant, e, role], **about})
             for role in ROLES:
-                n = len(sets.labels[trained_on[role]])
-                phases = dpcl_phases(section, variant, n, sigma[variant, e, role])
+                n_role = len(sets.labels[trained_on[role]])
+                phases = dpcl_phases(section, variant, n_role, sigma[variant, e, role])
                 accounting.append({"dataset": args.dataset, "method": method, "objective": section["objective"],
-                                   "variant": variant, "role": role, "n": n, "eps_target": eps,
+                                   "variant": variant, "role": role, "n": n_role, "eps_target": eps,
                                    "delta": args.delta, "noise_multiplier": sigma[variant, e, role],
                                    "mechanisms": ", ".join(mechanisms(spec.objective, variant)),
                                    "encoder_batch": phases[0].batch_size, "encoder_steps": phases[0].steps,
@@ -176,10 +182,22 @@ def main() -> None:
                                    "eps_rdp_without_replacement": spent[variant, e, role],
                                    "eps_pld_poisson": poisson_epsilon(phases, args.delta),
                                    "guarantee_kind": release_method(method).dp_kind})
+        # The noise-free limit: the same training at σ = 0, clipping kept, one per repeat (seeded
+        # apart from every ε's), the target's only; a row of utility.csv, never released or attacked.
+        for repeat in range(section["repeats"]):
+            noise = 0.0
+            release, _ = release_of(spec, "target", noise, (v, len(targets), repeat, 0), None)
+            limits.append({"eps": math.inf, "repeat": repeat, "noise_multiplier": noise, "eps_spent": math.inf,
+                           "correct": predict_proba(release, sets.images["test"], unit_float).argmax(1)
+                           == sets.labels["test"], **about})
+            trainings.advance()
+        log.info("%s noise-free limit: test accuracy %s", variant,
+                 [round(float(run["correct"].double().mean()), 4) for run in limits])
         eps_axis = [run["eps"] for run in runs[::section["repeats"]]]
         atomic_torch_save(release_record(method, eps_axis, section["repeats"], sets.n_classes, probs),
                           args.out_releases[v])
-        atomic_write_csv(utility_rows(args.dataset, method, runs, args.delta, args.clean_accuracy), args.out_utility[v])
+        atomic_write_csv(utility_rows(args.dataset, method, runs + limits, args.delta, args.clean_accuracy),
+                         args.out_utility[v])
     atomic_write_csv(pd.DataFrame(history), args.out_history)
     atomic_write_csv(pd.DataFrame(accounting), args.out_accounting)
 

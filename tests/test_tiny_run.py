@@ -208,22 +208,24 @@ def test_splits_follow_the_tiny_config(tiny_run):
     assert len(drawn) == len(set(drawn)), "splits overlap"
 
 
-def training_time_releases(config: dict) -> set[tuple[str, float, int]]:
-    """(method, ε, training) of every training-time release (DPCL variants, DPAdapter)."""
+def training_time_releases(config: dict, noise_free: bool = False) -> set[tuple[str, float, int]]:
+    """(method, ε, training) of every training-time release (DPCL variants, DPAdapter);
+    `noise_free`: with each method's noise-free limit at ε = ∞, one σ = 0 training per repeat."""
     dpcl, dpadapter = config["dpcl"], config["dpadapter"]
-    return ({(DPCL_METHOD_OF_VARIANT[v], float(e), r) for v in dpcl["variants"] for e in dpcl["eps"]
-             for r in range(dpcl["repeats"])}
-            | {("dpadapter", float(e), r) for e in dpadapter["eps"] for r in range(dpadapter["repeats"])})
+    return ({(DPCL_METHOD_OF_VARIANT[v], float(e), r) for v in dpcl["variants"]
+             for e in [*dpcl["eps"], *[math.inf] * noise_free] for r in range(dpcl["repeats"])}
+            | {("dpadapter", float(e), r) for e in [*dpadapter["eps"], *[math.inf] * noise_free]
+               for r in range(dpadapter["repeats"])})
 
 
 def expected_releases(config: dict, noise_free: bool = False) -> set[tuple[str, float, int]]:
     """(method, ε, draw) of every release the config asks for (DP-SGD: its own draws per ε);
-    `noise_free`: with each protect method's noise-free limit at ε = ∞ (its draws too), the rows
+    `noise_free`: with each method's noise-free limit at ε = ∞ (its draws too), the rows
     utility.csv adds."""
     protect = config["protect"]
     return {(m, float(e), r) for m in protect["mechanisms"] for e in [*protect["eps"], *[math.inf] * noise_free]
             for r in range(config["dpsgd"]["repeats"] if m == "dpsgd" else protect["repeats"])} \
-        | training_time_releases(config)
+        | training_time_releases(config, noise_free)
 
 
 def test_utility_table(tiny_run):

@@ -185,3 +185,25 @@ def test_figure_refuses_releases_that_decided_other_records_than_the_test_split(
     utility, mia, _ = frames
     with pytest.raises(ValueError, match=r"digits: the releases decided \[300\] test records, its test split has 299"):
         figure(utility, mia, {**N_TEST, "digits": 299})
+
+
+def test_a_training_time_run_at_eps_infinity_is_its_noise_free_limit_and_claims_nothing():
+    """utility_rows: a run at ε = ∞ (σ = 0) is the method's noise-free limit, with no claim and no
+    noise; one at a finite ε keeps its accountant's claim; a 'limit' trained with noise is refused."""
+    from privssl.release.methods import NOISE_FREE
+    from privssl.release.training_time import utility_rows
+
+    about = {"sensitivity": 2.0, "sensitivity_statement": "gradient Δ = 2", "mechanisms": "the gradient",
+             "sample_rate": 0.1, "steps": 10}
+    runs = [{**about, "eps": 1.0, "repeat": 0, "correct": [True, False, True, True], "noise_multiplier": 1.3,
+             "eps_spent": 0.98},
+            {**about, "eps": math.inf, "repeat": 0, "correct": [True, True, True, False], "noise_multiplier": 0.0,
+             "eps_spent": math.inf}]
+    rows = utility_rows("digits", "dpadapter", runs, 1e-5, clean_accuracy=0.8)
+    private, limit = rows.iloc[0], rows.iloc[1]
+    assert (private.guarantee_kind, limit.guarantee_kind) == ("approx_dp", "none")
+    assert private.guarantee.startswith("(0.98, 1e-05)-DP") and limit.guarantee == NOISE_FREE
+    assert (limit.eps, limit.noise_scale, limit.accuracy) == (math.inf, 0.0, 0.75)
+    assert limit.utility_loss == pytest.approx(1 - 0.75 / 0.8)
+    with pytest.raises(ValueError, match="a noise-free run"):
+        utility_rows("digits", "dpadapter", [{**runs[1], "noise_multiplier": 0.5}], 1e-5, clean_accuracy=0.8)

@@ -89,12 +89,10 @@ def sensitivity_record(config: dict, dataset: str, head: str) -> dict:
 
 
 def noise_free_draws(config: dict, method: str) -> list[int]:
-    """The draws of a method's noise-free limit (ε = ∞): none for a training-time method (its
-    branch trains at the ε targets only), else the method's own draws, so that every method's
-    rows stay a full ε × draw grid (an output-perturbation method's head without noise is the
-    same in each of its draws; DP-SGD's σ = 0 trainings still sample their own Poisson batches)."""
-    if release_method(method).release == "training_time":
-        return []
+    """The draws of a method's noise-free limit (ε = ∞): the method's own draws, so that every
+    method's rows stay a full ε × draw grid (an output-perturbation method's head without noise is
+    the same in each of its draws; DP-SGD's σ = 0 trainings still sample their own batches, and so
+    do the training-time branches' σ = 0 trainings, one per repeat)."""
     return release_grid(config, method)[1]
 
 

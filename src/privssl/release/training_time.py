@@ -1,6 +1,6 @@
 """What the training-time branches (DPCL, DPAdapter) share: the private sets they train on
 (loaded by `privssl.artefacts.load_private_sets`), the release record the attack rule reads, and
-the utility rows of `utility.csv`.
+the utility rows of `utility.csv`, noise-free limits (ε = ∞) included.
 
 A training-time release is a whole network, not a head on the public features, so what the
 attacks need from it is its posteriors: on every member (d) and non-member, on the test split
@@ -11,6 +11,7 @@ file, on the attacker's balanced shadow pairs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,7 @@ import pandas as pd
 import torch
 
 from privssl.io import pack_decisions
-from privssl.release.methods import training_time_guarantee
+from privssl.release.methods import NOISE_FREE, Guarantee, training_time_guarantee
 from privssl.release.protection import utility_loss
 
 EVALUATED = ("finetune", "nonmember", "test")  # the splits a release is queried on
@@ -51,13 +52,20 @@ def release_record(method: str, eps: list[float], repeats: int, n_classes: int,
 def utility_rows(dataset: str, method: str, runs: list[dict], delta: float, clean_accuracy: float) -> pd.DataFrame:
     """utility.csv rows of a training-time method, one per (ε, repeat). Each run dict holds eps,
     repeat, correct (whether the release classifies each test record right), noise_multiplier,
-    sensitivity (the gradient's Δ), mechanisms, sample_rate, steps and eps_spent."""
+    sensitivity (the gradient's Δ), mechanisms, sample_rate, steps and eps_spent. A run at ε = ∞
+    (σ = 0, eps_spent ∞) is the method's noise-free limit: the same training, clipping kept, which
+    claims nothing and is not released."""
     rows = []
     for run in runs:
         correct = torch.as_tensor(run["correct"]).cpu()
         accuracy = correct.to(torch.float64).mean()
-        claim = training_time_guarantee(method, run["eps_spent"], delta, run["noise_multiplier"], run["mechanisms"],
-                                        run["sensitivity_statement"])
+        if math.isinf(run["eps"]):
+            if run["noise_multiplier"] != 0:
+                raise ValueError(f"a noise-free run (ε = ∞) has σ = {run['noise_multiplier']}; it must be 0")
+            claim = Guarantee("none", NOISE_FREE)
+        else:
+            claim = training_time_guarantee(method, run["eps_spent"], delta, run["noise_multiplier"],
+                                            run["mechanisms"], run["sensitivity_statement"])
         rows.append({"dataset": dataset, "mechanism": method, "eps": run["eps"], "delta": delta,
                      "repeat": run["repeat"], "noise_scale": run["noise_multiplier"], "sensitivity_norm": "l2",
                      "sensitivity": run["sensitivity"], "guarantee_kind": claim.kind, "guarantee": claim.statement,
