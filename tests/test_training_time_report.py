@@ -181,6 +181,19 @@ def test_figure_draws_record_clustered_test_and_adaptive_mia_accuracies_and_dash
     plt.close(fig)
 
 
+def test_figure_draws_each_methods_noise_free_limit_on_the_accuracy_panel_only(frames):
+    utility, mia, _ = frames
+    fig = figure(utility, mia, N_TEST)
+    for col, dataset in enumerate(N_TEST):
+        top, bottom = fig.axes[col], fig.axes[len(N_TEST) + col]
+        limits = utility[(utility.dataset == dataset) & np.isinf(utility.eps)]
+        drawn = {line.get_gid(): line.get_ydata()[0] for line in top.get_lines()
+                 if (line.get_gid() or "").startswith("noise_free/")}
+        assert drawn == {f"noise_free/{m}": pytest.approx(a) for m, a in zip(limits.mechanism, limits.accuracy)}
+        assert not [line for line in bottom.get_lines() if (line.get_gid() or "").startswith("noise_free/")]
+    plt.close(fig)
+
+
 def test_figure_refuses_releases_that_decided_other_records_than_the_test_split(frames):
     utility, mia, _ = frames
     with pytest.raises(ValueError, match=r"digits: the releases decided \[300\] test records, its test split has 299"):

@@ -20,6 +20,7 @@ from privssl.reports.plotting import (
     _datasets,
     _draw,
     _figure_legend,
+    _noise_free_lines,
     _panels,
     _title,
     estimates,
@@ -45,12 +46,13 @@ PRETRAINING_ORDER = ("standard", "sam", "dpadapter")
 
 
 def figure(utility: pd.DataFrame, mia: pd.DataFrame, n_test: dict[str, int]):
-    """Per dataset: top, test accuracy vs ε; bottom, the adaptive shadow-MLP MIA accuracy vs ε;
+    """Per dataset: top, test accuracy vs ε (each method's noise-free limit a dotted line); bottom, the adaptive shadow-MLP MIA accuracy vs ε;
     for the post-hoc and the training-time releases, each point over every draw of its release
     with its 95 % interval clustered by record (release_table's test_accuracy and mia_accuracy).
     `n_test`: each dataset's test-set size from its splits, which every release must have decided."""
     shown = set(POST_HOC) | set(TRAINING_TIME_METHODS)
-    utility, mia = releases(utility[utility.mechanism.isin(shown)]), mia[mia.mechanism.isin(shown | {"none"})]
+    with_limits = utility[utility.mechanism.isin(shown)]  # the ε = ∞ rows: each method's noise-free limit
+    utility, mia = releases(with_limits), mia[mia.mechanism.isin(shown | {"none"})]
     point_kinds(utility)
     attacked, attacks = attach_kinds(paper_attack(mia), utility), paper_attack(mia)
     datasets = _datasets(utility)
@@ -66,6 +68,7 @@ def figure(utility: pd.DataFrame, mia: pd.DataFrame, n_test: dict[str, int]):
         for mechanism in sorted(stats.mechanism.unique(), key=METHODS.index):
             group = stats[stats.mechanism == mechanism]
             _draw(top, mechanism, group.eps, group)
+        _noise_free_lines(top, with_limits, dataset, "accuracy")  # its loss to the machinery, and to the noise
         clean = rows.clean_accuracy.mean()
         top.axhline(clean, color="black", ls="-.", lw=1, label=f"non-private head ({clean:.3f})")
         top.set(xscale="log", xlabel="privacy budget ε", ylabel="test accuracy")
