@@ -551,11 +551,21 @@ def test_training_time_branches(tiny_run):
     assert (accounting.eps_pld_poisson < accounting.eps_rdp_without_replacement).all()  # tighter, Poisson
     assert set(accounting.role) == {"target", "shadow"}
     utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
-    kinds = utility.groupby("mechanism").guarantee_kind.unique().map(tuple).to_dict()
+    released = utility[np.isfinite(utility.eps)]
+    kinds = released.groupby("mechanism").guarantee_kind.unique().map(tuple).to_dict()
     assert kinds["dpcl_naive"] == kinds["dpadapter"] == ("approx_dp",) and kinds["dpcl"] == ("heuristic_dp",)
-    trained = utility[utility.mechanism.isin([*methods, "dpadapter"])]
+    trained = released[released.mechanism.isin([*methods, "dpadapter"])]
     assert (trained.eps_spent <= trained.eps * (1 + 1e-9)).all()
     assert trained.guarantee.str.contains("substitution of one record").all()
+    # each method's noise-free limit: one σ = 0 training per repeat, claiming nothing, never released
+    limits = utility[np.isinf(utility.eps) & utility.mechanism.isin([*methods, "dpadapter"])]
+    repeats = {**{m: dpcl["repeats"] for m in methods}, "dpadapter": dpadapter["repeats"]}
+    assert limits.groupby("mechanism").repeat.apply(sorted).to_dict() == {m: list(range(r)) for m, r in repeats.items()}
+    assert (limits.noise_multiplier == 0).all() and (limits.guarantee_kind == "none").all()
+    for method in repeats:
+        release = torch.load(tiny_run.path(f"{RESULTS}/digits/{'dpadapter' if method == 'dpadapter' else 'dpcl'}/"
+                                           f"{method}.pt"), weights_only=True)
+        assert np.isfinite(release["eps"].numpy()).all()  # the limit is not a release the attacks see
     results = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpadapter/results.csv"))
     assert set(zip(results.pretraining, results.rho)) == {("standard", 0.0)} | {
         (kind, float(rho)) for kind in ("sam", "dpadapter") for rho in dpadapter["radii"]}
