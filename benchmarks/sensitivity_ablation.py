@@ -87,6 +87,9 @@ def settings(base: HeadSpec) -> dict[str, tuple[HeadSpec, str, str]]:
         "stable, weight decay 1e-1": (dataclasses.replace(stable, weight_decay=0.1), "unit_norm", "population"),
         "stable, lr 1": (dataclasses.replace(stable, lr=1.0), "unit_norm", "population"),
         "stable, standardised features": (stable, "standardise", "population"),
+        # the workflow's candidates (tuning.head): the features as the encoder gives them
+        "stable, raw features": (stable, "none", "population"),
+        "stable, raw features, lr 1": (dataclasses.replace(stable, lr=1.0), "none", "population"),
     }
     return rows
 
