@@ -29,7 +29,7 @@ from privssl.data.splits import (
 )
 from privssl.graphs.splits import check_node_split_sizes, graph_nodes
 from privssl.release.random_dp import order_statistic_index
-from privssl.release.tuning_spec import SECTIONS, tuned_sections
+from privssl.release.tuning_spec import SECTIONS, section_grids, tuned_sections
 
 
 class ConfigError(ValueError):
@@ -471,19 +471,15 @@ def check_tuning(config: dict) -> None:
                     f"config key '{section}.{name}.splits.reference': {splits['reference']} records leave none to "
                     f"score the tuning rule's points, which train on |d| = finetune = {splits['finetune']} of them "
                     f"(allowed: reference > {splits['finetune']}; 2 |d| gives as many validation as training records)")
-    tuning = config.get("tuning", {})
-    head_grids = tuning.get("head", {})
-    head_grids = head_grids if isinstance(head_grids, list) else [head_grids]  # tuning.head: a grid or a list
-    for grid in head_grids:
+    for grid in section_grids(config, "head"):
         if "hidden" in grid and set(grid.get("architecture", [config["head"]["architecture"]])) == {"linear"}:
             raise ConfigError(f"config key 'tuning.head.hidden': {grid['hidden']} are widths of an MLP's hidden "
                               f"layer, but that grid's heads are linear and have none (allowed: architecture mlp in "
                               f"the grid or in head.architecture, or no hidden in the grid)")
     sizes = [entry["splits"]["finetune"] for section in ("datasets", "graphs")
              for entry in config.get(section, {}).values()]
-    grids = {"head": head_grids, "dpsgd": [tuning.get("dpsgd", {})]}
     for key in ("head", "dpsgd"):
-        batches = [b for grid in grids[key] for b in grid.get("batch_size", []) if b is not None]
+        batches = [b for grid in section_grids(config, key) for b in grid.get("batch_size", []) if b is not None]
         if sizes and batches and max(batches) > min(sizes):
             raise ConfigError(f"config key 'tuning.{key}.batch_size': {max(batches)} is larger than the smallest "
                               f"|d| = {min(sizes)} (allowed: 1..{min(sizes)})")

@@ -42,7 +42,7 @@ def tuned_sections(mechanisms) -> list[str]:
     return sections
 
 
-def _grids(config: dict, section: str) -> list[dict]:
+def section_grids(config: dict, section: str) -> list[dict]:
     """The section's grids (a list for `head`, else one), each checked for its fields."""
     if section not in TUNABLE:
         raise ValueError(f"no tuning of section {section!r}; allowed: {', '.join(SECTIONS)}")
@@ -64,7 +64,7 @@ def grid_points(config: dict, section: str) -> list[dict]:
     order (the last varies fastest) and each list as written; a list of grids: the points of each,
     one grid after the other."""
     points = []
-    for grid in _grids(config, section):
+    for grid in section_grids(config, section):
         fields = sorted(grid)
         points += [config[section] | dict(zip(fields, values))
                    for values in itertools.product(*(grid[f] for f in fields))]
@@ -82,4 +82,4 @@ def checked_points(config: dict, section: str, spec_class) -> list[dict]:
 
 def varied_fields(config: dict, section: str) -> list[str]:
     """The fields the section's grids vary (the columns of its tuning table), alphabetically."""
-    return sorted({field for grid in _grids(config, section) for field in grid})
+    return sorted({field for grid in section_grids(config, section) for field in grid})
