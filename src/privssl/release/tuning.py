@@ -68,6 +68,18 @@ def _correct(params: dict, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
     return (accuracy(params, x, y) * len(y)).round().numpy()
 
 
+def _noisy_hits(hits: dict, flat: torch.Tensor, shapes: dict, queries: torch.Tensor, labels: torch.Tensor,
+                methods, eps_grid: list[float], draws: int, delta: float, record: dict, seed: int, fold: int) -> None:
+    """Appends to hits[(method, ε)] the correct validation decisions of `draws` releases of one
+    fold's flat head by each method at each ε (noise calibrated to `record`, seeded per fold and
+    method)."""
+    for m, method in enumerate(methods):
+        noisy, _ = protected_heads(flat, method, eps_grid, draws, delta, record, seed + 1000 * fold + m)
+        right = _correct(unflatten(noisy.reshape(-1, flat.numel()), shapes), queries, labels)
+        for e, eps in enumerate(eps_grid):
+            hits.setdefault((method, eps), []).append(right.reshape(len(eps_grid), draws)[e].sum())
+
+
 def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dict],
               splits: list[tuple[torch.Tensor, torch.Tensor]], methods: tuple[str, ...] = (),
               eps_grid: tuple[float, ...] = (), delta: float = 0.0, draws: int = 1, sampler: dict | None = None,
@@ -97,11 +109,7 @@ def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dic
         hits = {}  # (method, ε) -> correct decisions per fold
         for f, (_, val) in enumerate(splits):
             flat = flatten({k: v[f:f + 1] for k, v in heads.items()})[0]
-            for m, method in enumerate(methods):
-                noisy, _ = protected_heads(flat, method, list(eps_grid), draws, delta, record, seed + 1000 * f + m)
-                right = _correct(unflatten(noisy.reshape(-1, flat.numel()), shapes), x[val], y[val])
-                for e, eps in enumerate(eps_grid):
-                    hits.setdefault((method, eps), []).append(right.reshape(len(eps_grid), draws)[e].sum())
+            _noisy_hits(hits, flat, shapes, x[val], y[val], methods, list(eps_grid), draws, delta, record, seed, f)
         noisy_decisions = decisions * draws
         for (method, eps), right in hits.items():
             rows.append({"point": index, "eps": eps, "method": method, "correct": int(sum(right)),
@@ -128,11 +136,7 @@ def tune_certified(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: lis
             shapes = {k: tuple(v.shape[1:]) for k, v in fit.params.items()}
             queries = head_inputs(x[val], spec.clip_norm)
             correct.setdefault(("noise_free", math.inf), []).append(_correct(fit.params, queries, y[val]).sum())
-            for m, method in enumerate(methods):
-                noisy, _ = protected_heads(flat, method, eps_grid, draws, delta, record, seed + 1000 * f + m)
-                hits = _correct(unflatten(noisy.reshape(-1, flat.numel()), shapes), queries, y[val])
-                for e, eps in enumerate(eps_grid):
-                    correct.setdefault((method, eps), []).append(hits.reshape(len(eps_grid), draws)[e].sum())
+            _noisy_hits(correct, flat, shapes, queries, y[val], methods, eps_grid, draws, delta, record, seed, f)
         for (method, eps), hits in correct.items():
             # the noise-free head is one head per fold; each noisy release, `draws` of them
             decisions = np.array([len(val) * (1 if math.isinf(eps) else draws) for _, val in splits])
