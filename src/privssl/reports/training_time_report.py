@@ -46,7 +46,8 @@ PRETRAINING_ORDER = ("standard", "sam", "dpadapter")
 
 
 def figure(utility: pd.DataFrame, mia: pd.DataFrame, n_test: dict[str, int]):
-    """Per dataset: top, test accuracy vs ε (each method's noise-free limit a dotted line); bottom, the adaptive shadow-MLP MIA accuracy vs ε;
+    """Per dataset: top, test accuracy vs ε (each method's noise-free limit a dotted line);
+    bottom, the adaptive shadow-MLP MIA accuracy vs ε;
     for the post-hoc and the training-time releases, each point over every draw of its release
     with its 95 % interval clustered by record (release_table's test_accuracy and mia_accuracy).
     `n_test`: each dataset's test-set size from its splits, which every release must have decided."""
