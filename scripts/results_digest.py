@@ -20,6 +20,7 @@ from privssl.artefacts import (
     LIRA,
     MIA,
     PAPER_CLAIMS,
+    SEMILEAK,
     UTILITY,
     expected_of,
     load_csv_file,
@@ -95,7 +96,9 @@ def main() -> None:
                   shown("Table 2", "table2", release_table.markdown(release_table.table2(utility, mia, args.targets)))]
         parts += ["## Audits"] + [digest.audits(n, a) for n, _, _, _, _, _, a in image]
     if semileak is not None:
-        parts.append(shown("Semi-supervised learning (Semi-Leak)", "semileak", semileak_report.markdown(semileak)))
+        trend = semileak_report.steps_trend(load_csv_files(args.semileak, SEMILEAK, args.expect))
+        parts.append(shown("Semi-supervised learning (Semi-Leak)", "semileak",
+                           semileak_report.markdown(semileak) + semileak_report.trend_markdown(trend)))
     if contrastive is not None:
         parts.append(shown("Contrastive privacy", "contrastive", contrastive_report.markdown(contrastive)))
     if accounting is not None:

@@ -12,7 +12,7 @@ from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.plotting import save_figure
 from privssl.reports.semileak_plots import ablations_figure, attacks_figure, steps_figure
-from privssl.reports.semileak_report import claims_table, markdown
+from privssl.reports.semileak_report import claims_table, markdown, steps_trend, trend_markdown
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
                          args.similarity)
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:
-        tmp.write_text(markdown(table))
+        tmp.write_text(markdown(table) + trend_markdown(steps_trend(metrics)))
     save_figure(attacks_figure(metrics), args.fig_attacks)
     save_figure(steps_figure(metrics, args.early_stopping), args.fig_steps)
     save_figure(ablations_figure(metrics, args.early_stopping), args.fig_ablations)

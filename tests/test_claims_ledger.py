@@ -448,11 +448,17 @@ def test_dpadapter_and_sam_in_the_papers_order(ledger):
 
 # --------------------------------------------------------------------------------- branch tables
 
+# the report's side a of each claim, the model whose leak the claim rests on (as contrastive_report words it)
+COMPARED = {"membership": "supervised vs contrastive", "attribute": "contrastive vs supervised",
+            "talos": "contrastive (λ = 0) vs Talos (λ = 1)"}
+
+
 def contrastive_row(**values) -> dict:
     row = dict.fromkeys(contrastive_report.CLAIM_COLUMNS, np.nan)
-    row.update(dataset="utk", compared="a vs b", claimed="a > b", design="paired by record", test="a − b > 0",
-               value_a=0.7, value_a_lo=0.68, value_a_hi=0.72, n_a=1000, draws_a=3, value_b=0.6, value_b_lo=0.58,
-               value_b_hi=0.62, n_b=1000, draws_b=3, difference=0.1, difference_lo=0.07, difference_hi=0.13)
+    row.update(dataset="utk", compared=COMPARED[values["claim"]], claimed="a > b", design="paired by record",
+               test="a − b > 0", value_a=0.7, value_a_lo=0.68, value_a_hi=0.72, n_a=1000, draws_a=3, value_b=0.6,
+               value_b_lo=0.58, value_b_hi=0.62, n_b=1000, draws_b=3, difference=0.1, difference_lo=0.07,
+               difference_hi=0.13, baseline_a=0.2, baseline_b=0.2)
     return row | values
 
 
@@ -530,8 +536,10 @@ def test_markdown_counts_each_seeds_verdicts_and_shows_records_by_draws(ledger):
         verdict="unresolved", n_for_80pct_power=np.inf, difference=0.0, difference_lo=-0.03)],
         columns=contrastive_report.CLAIM_COLUMNS))
     text = markdown(ledger.frame())
-    assert "| 004 DPCL | 2 | 0 | 1 | 0 |" in text
-    assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 1 | 0 |" in text
+    # the paper-σ row of DPCL's shared batches is open, and no data can close it; Talos's open
+    # membership row rests on a contrastive model that leaks (0.68 > 0.5): it needs more data
+    assert "| 004 DPCL | 2 | 0 | 0 | 0 | 1 | 0 |" in text
+    assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 0 | 1 | 0 | 0 |" in text
     assert f"({N_TEST} × 3)" in text and "(1000 × 3)" in text
     assert "(paired by record)" in text and "**reproduced**" in text
     assert "| more draws, not records |" in text
@@ -557,7 +565,7 @@ def test_a_claim_the_run_does_not_measure_stays_in_the_ledger_as_not_tested(ledg
     assert views.paper_value == catalogue.set_index("claim").loc["semileak_views"].paper_value
     assert untested[["value", "n", "difference", "n_for_80pct_power"]].isna().all().all()
     text = markdown(table)
-    assert "| 004 DPCL | 1 | 0 | 0 | 1 |" in text  # dpcl_above_naive reproduced, the paper-σ row not tested
+    assert "| 004 DPCL | 1 | 0 | 0 | 0 | 0 | 1 |" in text  # dpcl_above_naive reproduced, the paper-σ row not tested
     assert "| | semileak_views | |" in text and "**not tested**" in text
 
 
@@ -660,7 +668,8 @@ def test_branch_rows_keep_their_tables_words(ledger):
     columns = ["dataset", "setting", "quantity", "compared", "design", "test", "note"]
     assert out[columns].iloc[0].to_dict() == {
         "dataset": "utk", "setting": "NN attack, shadow (nn)", "quantity": "membership inference accuracy, NN attack, "
-        "shadow (nn)", "compared": "a vs b (claimed: a > b)", "design": "unpaired", "test": "a − b < 0", "note": ""}
+        "shadow (nn)", "compared": "supervised vs contrastive (claimed: a > b)", "design": "unpaired",
+        "test": "a − b < 0", "note": ""}
     assert (out.difference.iloc[0], out.difference_lo.iloc[0], out.difference_hi.iloc[0]) == (0.1, 0.07, 0.14)
     for i, note in ((1, "members only"), (2, "")):
         assert out[columns].iloc[i].to_dict() == {
@@ -746,9 +755,12 @@ MARKDOWN_RULES = (
     "decided on the same records are compared by their difference paired on the records. A claim is tested as "
     "worded: 'a > b' is reproduced when the difference's interval lies above 0 and contradicted when below; "
     "'roughly', 'barely' and 'no cost' by the margin named in the test column (the ledger's; the papers give none). "
-    "Otherwise unresolved, with the records at which a replication would settle the claim with 80 % power if the "
-    "measured difference held ('more draws, not records' where the noise draws' spread alone prevents it). A value "
-    "without an interval is a bound or a computation.")
+    "A claim about leaks is judged only in its regime (the table above): on a model whose leak is not above chance "
+    "a reproduction is unresolved (regime not reached). Otherwise unresolved, with the records at which a "
+    "replication would settle the claim with 80 % power if the measured difference held ('more draws, not records' "
+    "where the noise draws' spread alone prevents it; not settled by data where no n can). Where the paper states "
+    "the size of the difference (its smallest), 'size vs the paper's' says whether our interval lies below it, "
+    "above it, or covers it. A value without an interval is a bound or a computation.")
 
 
 def test_markdown_writes_every_row_in_full(ledger, catalogue):
@@ -771,22 +783,23 @@ def test_markdown_writes_every_row_in_full(ledger, catalogue):
     claims = [f"- **{c}** ({entry.seed[c]}, {entry.source[c]}): {entry.statement[c]}"
               for c in ("dpcl_above_naive", "alm_protects_to_chance", "dpcl_paper_sigmas_eps_1000")]
     assert markdown(table) == "\n".join([
-        "| seed | reproduced | contradicted | unresolved | not tested |",
-        "|---|---:|---:|---:|---:|",
-        "| 000 Yang, Gohari & Topcu: Additive Logistic Mechanism | 0 | 0 | 1 | 0 |",
-        "| 004 DPCL | 2 | 0 | 0 | 0 |",
+        "| seed | reproduced | contradicted | unresolved: regime not reached | unresolved: more data needed "
+        "| unresolved: not settled by data | not tested |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        "| 000 Yang, Gohari & Topcu: Additive Logistic Mechanism | 0 | 0 | 0 | 1 | 0 | 0 |",
+        "| 004 DPCL | 2 | 0 | 0 | 0 | 0 | 0 |",
         "",
         "| dataset | claim | setting | paper | ours [95 % CI] (records × draws) | reference [95 % CI] "
-        "| difference [95 % CI] | test | verdict | records for 80 % power | note |",
-        "|---|---|---|---|---:|---:|---:|---|---|---:|---|",
+        "| difference [95 % CI] | test | verdict | records for 80 % power | size vs the paper's | note |",
+        "|---|---|---|---|---:|---:|---:|---|---|---:|---|---|",
         "| d | dpcl_above_naive | ε = 10 | curves in Figs. 2 and 5, no numbers in the text | 0.800 [0.750, 0.850] (300) "
         "| 0.700 [0.650, 0.750] (300) | +0.100 [+0.050, +0.150] (paired by record) | a − b > 0 | **reproduced** |  "
-        "| test accuracy; DPCL vs naive |",
+        "|  | test accuracy; DPCL vs naive |",
         "| d | alm_protects_to_chance | ε = 1 | MIA accuracy ≈ 0.50 at utility loss < 0.05 (no ε named) "
         "| 0.520 [0.500, 0.540] (2000 × 3) | 0.5 ± 0.05 (margin) | +0.020 [+0.000, +0.040] (against a fixed value) "
-        "| \\|a − 0.5\\| < 0.05 | **unresolved** | 1234 | MIA accuracy; ALM vs chance; n \\| b |",
+        "| \\|a − 0.5\\| < 0.05 | **unresolved** (more data needed) | 1234 |  | MIA accuracy; ALM vs chance; n \\| b |",
         "| cifar10 | dpcl_paper_sigmas_eps_1000 | simclr | ε = 1000 at δ = 1e-5 | 1010 | 1000 |  "
-        "| \\|ε − 1000\\| ≤ 0.01 ε | **reproduced** |  | ε at δ = 1e-05; accountant vs paper |",
+        "| \\|ε − 1000\\| ≤ 0.01 ε | **reproduced** |  |  | ε at δ = 1e-05; accountant vs paper |",
         "",
         "The claims:",
         "",
@@ -809,7 +822,167 @@ def test_not_tested_rows_in_the_table_and_in_markdown(ledger, catalogue):
         assert (table[column] == "").all(), column
     text = markdown(table)
     assert ("\n| | alm_loss_below_gaussian | | 'significantly higher' for Gaussian (Fig. 1), no numbers in the text "
-            "| | | | | **not tested** | | this run measured nothing the claim compares; it needs an image dataset "
+            "| | | | | **not tested** | | | this run measured nothing the claim compares; it needs an image dataset "
             "with `alm` and `gaussian` in protect.mechanisms at a common ε |\n") in text
     assert f"\n- **semileak_views** ({entry.seed['semileak_views']}, Sec. 3.4.5, Fig. 3.5): More augmented views make " \
            "A_DA stronger.\n" in text
+
+
+# --------------------------------------------------------------------------------- the regime and the paper's size
+
+@pytest.mark.parametrize("unprotected_rights, reached", [(1300, True), (1010, False)])  # 0.65; 0.505 of 2000
+def test_protection_to_chance_is_reproduced_only_where_the_unprotected_head_leaks(ledger, unprotected_rights,
+                                                                                    reached):
+    """ALM at ε = 10 loses nothing and its attack is exactly at chance, which reproduces the claim by
+    its own comparison; whether the ledger says so rests on the unprotected head's leak, the exact
+    Clopper–Pearson interval of one draw of 2000 decisions."""
+    rng = np.random.default_rng(31)
+    clean = exact(rng, N_TEST, 240)
+    utility, mia = protection(rng, clean, {10: [clean]}, {10: 1000})
+    mia = pd.concat([mia, frame(mia_rows("d", "none", np.nan, [exact(rng, N_MIA, unprotected_rights)]))])
+    alm_claims(ledger, utility, mia)
+    table = ledger.frame()
+    lo, hi = cp(unprotected_rights, N_MIA)
+    assert (lo > 0.5) == reached
+    for claim in ("alm_unprotected_vulnerable", "alm_protects_to_chance"):
+        row = one(table, claim)
+        assert row.regime == ("reached" if reached else "not reached") and row.regime_family == "alm"
+        assert row.regime_value == unprotected_rights / N_MIA and row.regime_n == N_MIA
+        assert (row.regime_lo, row.regime_hi) == (pytest.approx(lo), pytest.approx(hi))
+        assert row.regime_chance == 0.5 and row.regime_paper == 0.61
+    protect = one(table, "alm_protects_to_chance")
+    if reached:
+        assert protect.verdict == "reproduced" and protect.unresolved_because == ""
+    else:
+        assert protect.verdict == "unresolved" and protect.unresolved_because == "regime not reached"
+        assert protect.note.startswith("the comparison alone reads reproduced, but its premise fails: the head "
+                                       "released without noise")
+        assert np.isnan(protect.n_for_80pct_power)
+        vulnerable = one(table, "alm_unprotected_vulnerable")
+        assert vulnerable.verdict == "unresolved" and vulnerable.unresolved_because == "regime not reached"
+
+
+def test_a_contradiction_stands_outside_the_regime(ledger):
+    """The release's attack at 0.62 lies above 0.55 beyond its interval: a leak of its own, which
+    contradicts "protected to chance" whatever the unprotected head does."""
+    rng = np.random.default_rng(32)
+    clean = exact(rng, N_TEST, 240)
+    utility, mia = protection(rng, clean, {10: [clean]}, {10: 1240})
+    mia = pd.concat([mia, frame(mia_rows("d", "none", np.nan, [exact(rng, N_MIA, 1000)]))])
+    alm_claims(ledger, utility, mia)
+    row = one(ledger.frame(), "alm_protects_to_chance")
+    assert row.regime == "not reached" and row.verdict == "contradicted" and row.unresolved_because == ""
+
+
+def test_contrastive_claims_rest_on_the_leak_of_their_side_a(ledger):
+    """Talos's membership cost rests on the contrastive model's MIA against 0.5, the attribute claims
+    on the contrastive model's attribute inference against the majority share of the same records."""
+    at_chance = dict(value_a=0.505, value_a_lo=0.483, value_a_hi=0.527)
+    table = pd.DataFrame([
+        contrastive_row(claim="talos", quantity="membership inference accuracy, NN attack (nn)", **{"lambda": 1.0},
+                        verdict="reproduced", **at_chance),
+        contrastive_row(claim="talos", quantity="membership inference accuracy, NN attack (nn)", **{"lambda": 3.0},
+                        verdict="reproduced"),  # side a 0.7 [0.68, 0.72]
+        contrastive_row(claim="attribute", quantity="attribute inference accuracy (mlp)", verdict="reproduced",
+                        value_a=0.31, value_a_lo=0.29, value_a_hi=0.33, baseline_a=0.3),  # not above the majority
+        contrastive_row(claim="talos", quantity="attribute inference accuracy (mlp)", **{"lambda": 1.0},
+                        verdict="reproduced", value_a=0.31, value_a_lo=0.29, value_a_hi=0.33, baseline_a=0.2),
+        contrastive_row(claim="talos", quantity="task accuracy", **{"lambda": 1.0}, verdict="reproduced",
+                        **at_chance),  # an accuracy claim rests on no leak
+        contrastive_row(claim="membership", quantity="membership inference accuracy, NN attack (nn)",
+                        verdict="unresolved", n_for_80pct_power=900.0, **at_chance)],
+        columns=contrastive_report.CLAIM_COLUMNS)
+    contrastive_claims(ledger, table)
+    out = ledger.frame()
+    assert list(out.verdict) == ["unresolved", "reproduced", "unresolved", "reproduced", "reproduced", "unresolved"]
+    assert list(out.unresolved_because) == ["regime not reached", "", "regime not reached", "", "",
+                                            "regime not reached"]
+    assert list(out.regime) == ["not reached", "reached", "not reached", "reached", "", "not reached"]
+    assert list(out.regime_family) == ["contrastive_membership", "contrastive_membership", "contrastive_attribute",
+                                       "contrastive_attribute", "", "supervised_membership"]
+    assert list(out.regime_chance.iloc[:4]) == [0.5, 0.5, 0.3, 0.2] and np.isnan(out.regime_chance.iloc[4])
+    assert out.regime_target.iloc[5] == "the supervised model's membership inference accuracy, NN attack (nn)"
+    assert out.n_for_80pct_power.iloc[5] == 900.0  # what the comparison would need, once the target leaks
+
+
+def test_a_contrastive_row_whose_side_a_is_not_the_claims_model_is_refused(ledger):
+    table = pd.DataFrame([contrastive_row(claim="membership", quantity="membership inference accuracy, NN attack (nn)",
+                                          verdict="reproduced", compared="contrastive vs supervised")],
+                         columns=contrastive_report.CLAIM_COLUMNS)
+    with pytest.raises(ValueError, match="side a must be the supervised model"):
+        contrastive_claims(ledger, table)
+    assert ledger.rows == []
+
+
+def test_semileak_claims_rest_on_their_targets_a_da_auc(ledger):
+    """FixMatch's A_DA AUC 0.51 [0.48, 0.54] does not leak, FlexMatch's 0.60 [0.55, 0.65] does; the
+    DP-SGD defence rests on FixMatch's; a target without its A_DA row rests on nothing."""
+    base = dict(dataset="cifar", quantity="A_DA AUC", compared="a vs b", n_a=500, value_b=0.5, value_b_lo=0.45,
+                value_b_hi=0.55, n_b=500, difference=0.01, difference_lo=-0.02, difference_hi=0.02,
+                design="paired by record (DeLong)", test="a − b > 0", note=np.nan, eps=np.nan,
+                n_for_80pct_power=np.nan)
+    fix = dict(value_a=0.51, value_a_lo=0.48, value_a_hi=0.54)
+    flex = dict(value_a=0.60, value_a_lo=0.55, value_a_hi=0.65)
+    table = pd.DataFrame([
+        base | fix | dict(claim="ada_above_baselines", target="fixmatch", verdict="unresolved",
+                          n_for_80pct_power=4000.0),
+        base | flex | dict(claim="ada_above_baselines", target="flexmatch", verdict="unresolved",
+                           n_for_80pct_power=2400.0),
+        base | fix | dict(claim="top1", target="fixmatch", verdict="reproduced"),
+        base | flex | dict(claim="top1", target="flexmatch", verdict="reproduced"),
+        base | dict(value_a=0.2, value_a_lo=0.1, value_a_hi=0.3, claim="js_rises_with_auc", target="flexmatch",
+                    verdict="reproduced"),  # side a a JS distance: the leak is still FlexMatch's AUC
+        base | fix | dict(claim="dpsgd", target="fixmatch_dpsgd", eps=8.0, verdict="reproduced"),
+        base | flex | dict(claim="top1", target="uda", verdict="reproduced")],
+        columns=semileak_report.CLAIM_COLUMNS)
+    semileak_claims(ledger, table)
+    out = ledger.frame()
+    assert list(out.verdict) == ["unresolved", "unresolved", "unresolved", "reproduced", "reproduced", "unresolved",
+                                 "reproduced"]
+    assert list(out.unresolved_because) == ["regime not reached", "more data needed", "regime not reached", "", "",
+                                            "regime not reached", ""]
+    assert list(out.regime) == ["not reached", "reached", "not reached", "reached", "reached", "not reached", ""]
+    assert list(out.regime_value.iloc[:6]) == [0.51, 0.60, 0.51, 0.60, 0.60, 0.51]
+    assert out.regime_target.iloc[5] == "fixmatch's A_DA AUC (all members, last step)"
+    assert (out.regime_paper.iloc[:6] == 0.78).all()
+
+
+def test_the_size_of_a_difference_against_the_papers(ledger, catalogue):
+    """DPAdapter over SAM: the paper's smallest gap is 0.0084; an interval below it, around it and
+    above it; a claim whose paper states no size gets none."""
+    paper = catalogue.set_index("claim").paper_difference["dpadapter_above_sam"]
+    assert paper == 0.0084
+    for lo, hi in ((-0.003, 0.006), (0.002, 0.02), (0.01, 0.03)):
+        ledger.add("d", "dpadapter_above_sam", "ε = 1", "q", "c", side(0.8, 0.75, 0.85, 300),
+                   side(0.79, 0.74, 0.84, 300), Estimate((lo + hi) / 2, lo, hi, 300, 1, 1e-5, 0.0, 299.0),
+                   "paired by record", "a − b > 0", "unresolved" if lo < 0 else "reproduced", 5000.0)
+    ledger.add("d", "dpcl_above_naive", "ε = 1", "q", "c", side(0.8, 0.75, 0.85, 300), side(0.7, 0.65, 0.75, 300),
+               Estimate(0.1, 0.05, 0.15, 300, 1, 1e-4, 0.0, 299.0), "paired by record", "a − b > 0", "reproduced")
+    out = ledger.frame()
+    assert list(out.magnitude) == ["smaller than the paper's", "covers the paper's", "larger than the paper's", ""]
+    assert list(out.paper_difference.iloc[:3]) == [paper] * 3 and np.isnan(out.paper_difference.iloc[3])
+    assert list(out.unresolved_because) == ["more data needed", "", "", ""]  # an accuracy claim rests on no leak
+    text = markdown(out)
+    assert "| smaller than the paper's (+0.0084) |" in text and "**unresolved** (more data needed)" in text
+
+
+def test_an_open_row_no_data_can_settle_says_so(ledger):
+    ledger.add("d", "dpcl_above_naive", "ε = 1", "q", "c", side(0.8, 0.75, 0.85, 300), side(0.8, 0.75, 0.85, 300),
+               Estimate(0.0, -0.01, 0.01, 300, 1, 1e-5, 0.0, 299.0), "paired by record", "a − b > 0", "unresolved",
+               np.nan)
+    assert ledger.frame().unresolved_because.iloc[0] == "not settled by data"
+
+
+def test_markdown_shows_each_leak_beside_the_papers_with_the_verdicts_resting_on_it(ledger):
+    at_chance = dict(value_a=0.505, value_a_lo=0.483, value_a_hi=0.527, n_a=2000)
+    contrastive_claims(ledger, pd.DataFrame([
+        contrastive_row(claim="talos", quantity="membership inference accuracy, NN attack (nn)", **{"lambda": lam},
+                        verdict=verdict, n_for_80pct_power=need, **at_chance)
+        for lam, verdict, need in ((1.0, "reproduced", np.nan), (3.0, "unresolved", 800.0))],
+        columns=contrastive_report.CLAIM_COLUMNS))
+    text = markdown(ledger.frame())
+    assert ("| utk | the contrastive (λ = 0) model's membership inference accuracy, NN attack (nn) "
+            "| 0.505 [0.483, 0.527] (2000) | 0.500 | NN MIA accuracy 0.625 (MobileNetV2, CIFAR-100) and 0.620 "
+            "(ResNet-50, STL-10) on the contrastive model (thesis Sec. 4.2.4, Fig. 4.2; Sec. 4.1) | **not reached** "
+            "| talos_no_membership_cost: 2 unresolved (regime not reached) |") in text
+    assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 2 | 0 | 0 | 0 |" in text

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from privssl.attacks.paired_auc import auc_from_ranks, paired_auc_difference, placements
+from privssl.attacks.paired_auc import auc_contrast, auc_from_ranks, log_step_slope, paired_auc_difference, placements
 from privssl.io import pack_ranks, unpack_ranks
 
 
@@ -208,3 +208,67 @@ def test_the_difference_is_one_draw_with_a_normal_interval():
     got = paired_auc_difference(ranks_of(a), ranks_of(b), 25)
     assert got.draws == 1 and got.var_draws == 0.0
     assert got.df == math.inf
+
+
+# --------------------------------------------------------------------------------- contrasts and the log-step slope
+
+def delong_covariance(score_sets, m: int) -> np.ndarray:
+    """DeLong's K × K covariance of K AUCs on the same records, S10/m + S01/n, from the brute-force
+    placement values (the textbook matrix form, not the per-record contrast the module computes)."""
+    parts = [brute_placements(s, m) for s in score_sets]
+    v10 = np.stack([p[0] for p in parts])  # K × m
+    v01 = np.stack([p[1] for p in parts])  # K × n
+    return np.cov(v10) / v10.shape[1] + np.cov(v01) / v01.shape[1]
+
+
+def checkpoints(rng, m: int, n: int, shifts) -> list[np.ndarray]:
+    """Scores of one set of records at several checkpoints: a record effect shared by all, plus a
+    member shift that grows, plus fresh noise, on a coarse grid so that ties occur."""
+    record = rng.normal(size=m + n)
+    member = np.r_[np.ones(m), np.zeros(n)]
+    return [np.round(record + shift * member + 0.7 * rng.normal(size=m + n), 1) for shift in shifts]
+
+
+def test_an_auc_contrast_is_the_weighted_sum_of_sklearns_aucs_with_delongs_variance():
+    rng = np.random.default_rng(41)
+    m, n = 40, 55
+    scores = checkpoints(rng, m, n, [0.0, 0.3, 0.5, 0.9])
+    ranks = [stats.rankdata(s) for s in scores]
+    weights = np.array([-3.0, -1.0, 1.0, 3.0])
+    labels = np.r_[np.ones(m), np.zeros(n)]
+    aucs = np.array([roc_auc_score(labels, s) for s in scores])
+    c = auc_contrast(ranks, weights, m)
+    assert c.value == pytest.approx(weights @ aucs)
+    assert c.var_records == pytest.approx(weights @ delong_covariance(scores, m) @ weights)
+    half = stats.norm.ppf(0.975) * math.sqrt(c.var_records)
+    assert (c.lo, c.hi) == (pytest.approx(c.value - half), pytest.approx(c.value + half)) and c.n == m
+
+
+def test_the_log_step_slope_is_the_least_squares_slope_of_the_aucs():
+    rng = np.random.default_rng(42)
+    m, n = 50, 50
+    steps = [500, 1000, 1500, 2000]
+    scores = checkpoints(rng, m, n, [0.1, 0.4, 0.5, 0.8])
+    labels = np.r_[np.ones(m), np.zeros(n)]
+    aucs = [roc_auc_score(labels, s) for s in scores]
+    slope = log_step_slope([stats.rankdata(s) for s in scores], steps, m)
+    assert slope.value == pytest.approx(np.polyfit(np.log2(steps), aucs, 1)[0])
+    x = np.log2(steps) - np.log2(steps).mean()
+    w = x / (x ** 2).sum()
+    assert slope.var_records == pytest.approx(w @ delong_covariance(scores, m) @ w)
+    # two checkpoints a doubling apart: the slope is their paired difference
+    two = log_step_slope([stats.rankdata(scores[0]), stats.rankdata(scores[1])], [500, 1000], m)
+    d = paired_auc_difference(stats.rankdata(scores[1]), stats.rankdata(scores[0]), m)
+    assert (two.value, two.lo, two.hi) == (pytest.approx(d.value), pytest.approx(d.lo), pytest.approx(d.hi))
+
+
+def test_a_contrast_refuses_weights_that_do_not_cancel_or_do_not_match():
+    ranks = [np.arange(1, 9, dtype=float)] * 3
+    with pytest.raises(ValueError, match="sum to 0"):
+        auc_contrast(ranks, [1.0, 1.0, -1.0], 4)
+    with pytest.raises(ValueError, match="one weight per score vector"):
+        auc_contrast(ranks, [1.0, -1.0], 4)
+    with pytest.raises(ValueError, match="the same records"):
+        auc_contrast([np.arange(1, 9.0), np.arange(1, 11.0)], [1.0, -1.0], 4)
+    with pytest.raises(ValueError, match="2 distinct steps"):
+        log_step_slope(ranks[:2], [500, 500], 4)

@@ -27,7 +27,13 @@ from privssl.artefacts import SEMILEAK, THESIS_SEMILEAK, load_csv_file  # noqa: 
 from privssl.attacks.statistics import newcombe_difference  # noqa: E402
 from privssl.io import pack_decisions, pack_ranks  # noqa: E402
 from privssl.reports.semileak_plots import ablations_figure, attacks_figure, steps_figure  # noqa: E402
-from privssl.reports.semileak_report import CLAIM_COLUMNS, claims_table, markdown  # noqa: E402
+from privssl.reports.semileak_report import (  # noqa: E402
+    CLAIM_COLUMNS,
+    claims_table,
+    markdown,
+    steps_trend,
+    trend_markdown,
+)
 from privssl.reports.verdicts import BARELY_MARGIN, CONTRADICTED, REPRODUCED, UNRESOLVED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -480,3 +486,34 @@ def test_the_synthetic_metrics_pass_the_attack_rules_schema(tmp_path):
     frame(algorithms=("fixmatch", "flexmatch")).to_csv(path, index=False)
     loaded = load_csv_file(path, SEMILEAK)
     assert len(loaded) == len(frame(algorithms=("fixmatch", "flexmatch")))
+
+
+# --------------------------------------------------------------------------------- the steps trend
+
+def test_the_steps_trend_is_the_least_squares_slope_of_ada_on_log_steps_and_where_it_meets_the_thesis():
+    rising = {200: 0.55, 400: 0.60, 1000: 0.66}
+    metrics = frame(algorithms=("fixmatch", "uda"), ada=rising)
+    trend = steps_trend(metrics)
+    assert list(trend.target) == ["fixmatch", "uda"]  # not the DP-SGD target: it has one checkpoint
+    steps = [200, 400, 1000]
+    aucs = [auc(ada_scores({**BASE, "ada": rising}, step=s), N) for s in steps]
+    row = trend.iloc[0]
+    assert row.steps == "200 400 1000" and row.aucs == " ".join(f"{a:.3f}" for a in aucs)
+    slope = np.polyfit(np.log2(steps), aucs, 1)[0]
+    assert row.slope_per_doubling == pytest.approx(slope) and row.slope_lo < slope < row.slope_hi
+    assert row.steps_to_thesis == pytest.approx(1000 * 2 ** ((0.78 - aucs[-1]) / slope))
+    # the range: the slope's upper edge reaches the thesis's AUC soonest, its lower edge latest
+    assert row.steps_to_thesis_lo == pytest.approx(1000 * 2 ** ((0.78 - aucs[-1]) / row.slope_hi))
+    assert row.steps_to_thesis_lo < row.steps_to_thesis < row.steps_to_thesis_hi
+    text = trend_markdown(trend)
+    assert f"| 2^{np.log2(row.steps_to_thesis):.1f} [2^{np.log2(row.steps_to_thesis_lo):.1f}, " in text
+
+
+def test_a_flat_trend_implies_no_number_of_steps_and_a_reached_one_needs_none():
+    flat = steps_trend(frame(ada={200: 0.60, 400: 0.60, 1000: 0.60})).iloc[0]
+    assert flat.slope_lo < 0 < flat.slope_hi and np.isinf(flat.steps_to_thesis_hi)
+    assert "∞]" in trend_markdown(steps_trend(frame(ada={200: 0.60, 400: 0.60, 1000: 0.60})))
+    reached = steps_trend(frame()).iloc[0]  # the base scenario ends at 0.80, above the thesis's 0.78
+    assert reached.auc_last >= 0.78
+    assert (reached.steps_to_thesis, reached.steps_to_thesis_lo, reached.steps_to_thesis_hi) == (1000, 1000, 1000)
+    assert trend_markdown(steps_trend(frame(steps=(1000,)))) == ""

@@ -1068,9 +1068,11 @@ THESIS_CLAIMS = {"claim": Text(CLAIMS), "statement": Text(), "quoted_values": Te
                  "relations": every_claim_once(CLAIMS)}
 # the same columns, thesis Ch. 3's claims (resources/thesis_semileak.csv)
 THESIS_SEMILEAK = {**THESIS_CLAIMS, "claim": Text(SEMILEAK_CLAIMS), "relations": every_claim_once(SEMILEAK_CLAIMS)}
-# resources/claims.csv: the claims ledger's catalogue, one row per claim of the seeds
+# resources/claims.csv: the claims ledger's catalogue, one row per claim of the seeds; paper_difference:
+# the difference the paper states (its smallest, oriented as the ledger's row), empty where it states none
 PAPER_CLAIMS = {"claim": Text(LEDGER_CLAIMS), "seed": Text(), "source": Text(), "statement": Text(),
-                "paper_value": Text(), "relations": every_claim_once(LEDGER_CLAIMS)}
+                "paper_value": Text(), "paper_difference": Num(0, low_open=True, nan=True),
+                "relations": every_claim_once(LEDGER_CLAIMS)}
 
 
 # --------------------------------------------------------------------------------- tuning choices

@@ -42,16 +42,42 @@ def auc_from_ranks(ranks, n_members: int) -> float:
     return float(placements(ranks, n_members)[0].mean())
 
 
+def auc_contrast(ranks: list, weights, n_members: int, confidence: float = 0.95) -> Estimate:
+    """Σ_k w_k AUC_k of K score vectors on the same records (members first, in the same order; the
+    weights summing to 0, a contrast), with DeLong's normal interval: the contrast of the placement
+    values is a per-record quantity, so its variance is that of those per-record values over the
+    m members plus over the n non-members. `n` counts the members."""
+    confidence = check_confidence(confidence)
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 1 or weights.size != len(ranks) or weights.size < 2:
+        raise ValueError(f"a contrast needs one weight per score vector (at least 2), got {weights.size} weights "
+                         f"for {len(ranks)} vectors")
+    if not math.isclose(weights.sum(), 0.0, abs_tol=1e-9 * np.abs(weights).sum()):
+        raise ValueError(f"a contrast's weights sum to 0 (then the AUCs' common part cancels), got {weights.sum():g}")
+    if len({len(r) for r in ranks}) != 1:
+        raise ValueError(f"paired AUCs need the same records, got {sorted({len(r) for r in ranks})} scores")
+    parts = [placements(r, n_members) for r in ranks]
+    c10 = sum(w * v10 for w, (v10, _) in zip(weights, parts))
+    c01 = sum(w * v01 for w, (_, v01) in zip(weights, parts))
+    variance = c10.var(ddof=1) / c10.size + c01.var(ddof=1) / c01.size
+    value = float(c10.mean())
+    half = stats.norm.ppf(0.5 + confidence / 2) * math.sqrt(variance)
+    return Estimate(value, value - half, value + half, int(n_members), 1, float(variance), 0.0, math.inf)
+
+
 def paired_auc_difference(ranks_a, ranks_b, n_members: int, confidence: float = 0.95) -> Estimate:
     """AUC_a − AUC_b of two score vectors on the same records (members first, in the same order),
     with DeLong's paired normal interval; `n` counts the members (= non-members in a balanced
     evaluation), the unit in which a replication is sized."""
-    confidence = check_confidence(confidence)
-    (a10, a01), (b10, b01) = placements(ranks_a, n_members), placements(ranks_b, n_members)
-    if a01.size != b01.size:
-        raise ValueError(f"paired AUCs need the same records, got {len(ranks_a)} and {len(ranks_b)} scores")
-    d10, d01 = a10 - b10, a01 - b01
-    variance = d10.var(ddof=1) / d10.size + d01.var(ddof=1) / d01.size
-    value = float(d10.mean())
-    half = stats.norm.ppf(0.5 + confidence / 2) * math.sqrt(variance)
-    return Estimate(value, value - half, value + half, int(n_members), 1, float(variance), 0.0, math.inf)
+    return auc_contrast([ranks_a, ranks_b], [1.0, -1.0], n_members, confidence)
+
+
+def log_step_slope(ranks: list, steps, n_members: int, confidence: float = 0.95) -> Estimate:
+    """The least-squares slope of the AUC against log2(step) over checkpoints scored on the same
+    records (AUC gained per doubling of the training), with DeLong's interval: the slope is the
+    contrast w_k = (x_k − x̄) / Σ (x_j − x̄)² of the checkpoints' AUCs, x = log2(step)."""
+    x = np.log2(np.asarray(steps, dtype=float))
+    if x.size < 2 or np.unique(x).size != x.size:
+        raise ValueError(f"a slope needs at least 2 distinct steps, got {list(steps)}")
+    centred = x - x.mean()
+    return auc_contrast(ranks, centred / (centred ** 2).sum(), n_members, confidence)

@@ -29,9 +29,21 @@ from privssl.attacks.repeated import Estimate, versus_bound
 from privssl.reports.claims_spec import LEDGER_CLAIMS, LEDGER_VERDICTS, MEASURED_BY, NOT_TESTED, VERDICTS
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
 from privssl.reports.decisions import paired
+from privssl.reports.regime import (
+    NOT_REACHED,
+    PAPER_LEAKS,
+    REACHED,
+    UNRESOLVED_BECAUSE,
+    Leak,
+    judged,
+    magnitude,
+    unresolved_because,
+)
 from privssl.reports.release_table import TEST_RECORDS, mia_accuracy, paper_attack, test_accuracy, utility_loss
+from privssl.reports.semileak_report import DPSGD_BASE
 from privssl.reports.training_time_report import dpadapter_comparisons
 from privssl.reports.verdicts import CHANCE_MARGIN, at_most, combined, directional, largest_need, within
+from privssl.training.semi_supervised_spec import DPSGD_TARGET
 
 CHANCE = 0.5
 UTILITY_LOSS_LIMIT = 0.05  # the ALM paper's "performance loss below 5 %"
@@ -39,7 +51,9 @@ EPS_MATCH = 0.01  # an accountant's ε within 1 % of the paper's stated ε repro
 LEDGER_COLUMNS = ["dataset", "claim", "seed", "source", "statement", "setting", "quantity", "compared",
                   "paper_value", "value", "value_lo", "value_hi", "n", "draws", "reference", "reference_lo",
                   "reference_hi", "n_reference", "difference", "difference_lo", "difference_hi", "design", "test",
-                  "verdict", "n_for_80pct_power", "note"]
+                  "verdict", "unresolved_because", "n_for_80pct_power", "paper_difference", "magnitude", "regime",
+                  "regime_family", "regime_target", "regime_value", "regime_lo", "regime_hi", "regime_n",
+                  "regime_chance", "regime_paper", "note"]
 REPRODUCED, CONTRADICTED, UNRESOLVED = VERDICTS
 PAIRED = "paired by record"
 VERSUS_BOUND = "against a fixed value"
@@ -63,6 +77,15 @@ def bound(value: float) -> dict:
 NO_DIFFERENCE = Estimate(np.nan, np.nan, np.nan, 0, 0, 0.0, 0.0, np.nan)  # a computation compares no sample
 
 
+def _regime_columns(leak: Leak | None) -> dict:
+    if leak is None:
+        return {"regime": "", "regime_family": "", "regime_target": "", "regime_value": np.nan, "regime_lo": np.nan,
+                "regime_hi": np.nan, "regime_n": np.nan, "regime_chance": np.nan, "regime_paper": np.nan}
+    return {"regime": REACHED if leak.reached else NOT_REACHED, "regime_family": leak.family,
+            "regime_target": leak.target, "regime_value": leak.value, "regime_lo": leak.lo, "regime_hi": leak.hi,
+            "regime_n": leak.n, "regime_chance": leak.chance, "regime_paper": leak.paper}
+
+
 class Ledger:
     """Rows of the ledger, each completed from the catalogue (resources/claims.csv) by claim id."""
 
@@ -71,13 +94,19 @@ class Ledger:
         self.rows: list[dict] = []
 
     def add(self, dataset: str, claim: str, setting: str, quantity: str, compared: str, a: dict, b: dict,
-            d: Estimate, design: str, test: str, verdict: str, n_needed: float = np.nan, note: str = "") -> None:
+            d: Estimate, design: str, test: str, verdict: str, n_needed: float = np.nan, note: str = "",
+            leak: Leak | None = None) -> None:
+        """A row; `leak`: the leak the claim's comparison rests on (privssl.reports.regime), which
+        turns a reproduction on a model that does not leak into `unresolved`."""
         if claim not in LEDGER_CLAIMS or verdict not in VERDICTS:
             raise ValueError(f"ledger row {claim!r} with verdict {verdict!r}: allowed claims {LEDGER_CLAIMS}, "
                              f"verdicts {VERDICTS}")
         if claim not in self.catalogue:
             raise ValueError(f"claim {claim!r} is not in resources/claims.csv (it has {sorted(self.catalogue)})")
         entry = self.catalogue[claim]
+        verdict, regime_note = judged(verdict, leak)
+        note = "; ".join(part for part in (regime_note, note) if part)
+        paper_difference = float(entry.get("paper_difference", np.nan))
         self.rows.append({
             "dataset": dataset, "claim": claim, "seed": entry["seed"], "source": entry["source"],
             "statement": entry["statement"], "setting": setting, "quantity": quantity, "compared": compared,
@@ -85,7 +114,10 @@ class Ledger:
             "n": a["n"], "draws": a["draws"], "reference": b["value"], "reference_lo": b["lo"],
             "reference_hi": b["hi"], "n_reference": b["n"], "difference": d.value, "difference_lo": d.lo,
             "difference_hi": d.hi, "design": design, "test": test, "verdict": verdict,
-            "n_for_80pct_power": n_needed if verdict == UNRESOLVED else np.nan, "note": note})
+            "unresolved_because": unresolved_because(verdict, n_needed, leak),
+            "n_for_80pct_power": n_needed if verdict == UNRESOLVED else np.nan,
+            "paper_difference": paper_difference, "magnitude": magnitude(d.lo, d.hi, paper_difference),
+            **_regime_columns(leak), "note": note})
 
     def add_not_tested(self) -> None:
         """A row for every claim no row judges: a claim the config does not measure stays in the
@@ -98,6 +130,8 @@ class Ledger:
                     "dataset": "", "claim": claim, "seed": entry["seed"], "source": entry["source"],
                     "statement": entry["statement"], "setting": "", "quantity": "", "compared": "",
                     "paper_value": entry["paper_value"], "design": "", "test": "", "verdict": NOT_TESTED,
+                    "unresolved_because": "", "magnitude": "", "regime": "", "regime_family": "", "regime_target": "",
+                    "paper_difference": float(entry.get("paper_difference", np.nan)),
                     "note": f"this run measured nothing the claim compares; it needs {MEASURED_BY[claim]}"})
 
     def frame(self) -> pd.DataFrame:
@@ -119,20 +153,22 @@ def alm_claims(ledger: Ledger, utility: pd.DataFrame, mia: pd.DataFrame) -> None
     utility = _released(utility)
     for dataset in dict.fromkeys(utility.dataset):
         rows, attacked = utility[utility.dataset == dataset], attacks[attacks.dataset == dataset]
-        unprotected = attacked[attacked.mechanism == "none"]
+        unprotected, leak = attacked[attacked.mechanism == "none"], None
         if not unprotected.empty:
             a = mia_accuracy(unprotected)
+            leak = Leak("alm", "the head released without noise, the paper's attack (adaptive shadow MLP)", a.value,
+                        a.lo, a.hi, a.n, CHANCE)
             d = versus_bound(a, CHANCE)
             verdict, need = directional(d)
             ledger.add(dataset, "alm_unprotected_vulnerable", "no noise",
                        "MIA accuracy, adaptive shadow MLP (the paper's attack), members + non-members",
                        "unprotected head vs random guessing (0.5)", of(a), bound(CHANCE), d, VERSUS_BOUND,
-                       "a − 0.5 > 0", verdict, need)
+                       "a − 0.5 > 0", verdict, need, leak=leak)
         alm = rows[rows.mechanism == "alm"]
         if alm.empty:
             continue
         releases = {eps: group for eps, group in alm.groupby("eps", sort=True)}
-        _protects_to_chance(ledger, dataset, releases, attacked[attacked.mechanism == "alm"])
+        _protects_to_chance(ledger, dataset, releases, attacked[attacked.mechanism == "alm"], leak)
         for other, claim, name in (("laplace", "alm_loss_below_laplace", "Laplace"),
                                    ("gaussian", "alm_loss_below_gaussian", "Gaussian (classical)")):
             for eps, group in rows[rows.mechanism == other].groupby("eps", sort=True):
@@ -161,7 +197,7 @@ def _loss_difference(accuracy_gap: Estimate, rows: pd.DataFrame) -> Estimate:
 
 
 def _protects_to_chance(ledger: Ledger, dataset: str, releases: dict[float, pd.DataFrame],
-                        attacked: pd.DataFrame) -> None:
+                        attacked: pd.DataFrame, leak: Leak | None) -> None:
     """At the most private ε whose utility loss is below 5 % (the paper's operating point, chosen
     by the point estimate), is the MIA accuracy within 0.5 ± CHANCE_MARGIN and the loss below 5 %,
     both beyond their intervals? When no ε of the grid has a loss below 5 %, the row tests the loss
@@ -176,7 +212,8 @@ def _protects_to_chance(ledger: Ledger, dataset: str, releases: dict[float, pd.D
         ledger.add(dataset, "alm_protects_to_chance", f"ε = {largest:g} (the grid's largest)",
                    "utility loss, test records × noise draws", "ALM's utility loss vs the paper's 0.05", of(loss),
                    bound(UTILITY_LOSS_LIMIT), versus_bound(loss, UTILITY_LOSS_LIMIT), VERSUS_BOUND, loss_test, verdict,
-                   need, "no ε of the grid keeps ALM's utility loss below 0.05, so the MIA side is not reached")
+                   need, "no ε of the grid keeps ALM's utility loss below 0.05, so the MIA side is not reached",
+                   leak=leak)
         return
     eps = min(useful)
     loss, rows = losses[eps], attacked[attacked.eps == eps]
@@ -195,7 +232,7 @@ def _protects_to_chance(ledger: Ledger, dataset: str, releases: dict[float, pd.D
                f"|a − 0.5| < {CHANCE_MARGIN:g} and {loss_test}", verdict, need,
                f"MIA within the margin: {mia_verdict}; utility loss {interval_text(loss.value, loss.lo, loss.hi)} "
                f"below {UTILITY_LOSS_LIMIT:g}: {loss_verdict}; the ± {CHANCE_MARGIN:g} margin of 'roughly 50 %' "
-               "is the ledger's")
+               "is the ledger's", leak=leak)
 
 
 # --------------------------------------------------------------------------------- branch tables
@@ -212,6 +249,30 @@ def _table_sides(row: dict) -> tuple[dict, dict, Estimate]:
             side(row["value_b"], row["value_b_lo"], row["value_b_hi"], row["n_b"], row.get("draws_b", 1)), d)
 
 
+# the leak each thesis Ch. 4 claim rests on: the model of the report's side a, and its chance level
+CONTRASTIVE_LEAKS = {"contrastive_less_membership": ("supervised_membership", "supervised"),
+                     "talos_no_membership_cost": ("contrastive_membership", "contrastive (λ = 0)"),
+                     "contrastive_more_attribute": ("contrastive_attribute", "contrastive"),
+                     "talos_removes_attribute_leak": ("contrastive_attribute", "contrastive (λ = 0)")}
+
+
+def _contrastive_leak(claim: str, row: dict) -> Leak | None:
+    """The leak of the report's side a, which is the model the claim needs to leak (the
+    supervised target for "contrastive leaks less", the contrastive model for Talos), against
+    random guessing (membership) or the majority-class share of the same records (attribute)."""
+    if claim not in CONTRASTIVE_LEAKS:
+        return None
+    family, model = CONTRASTIVE_LEAKS[claim]
+    if not str(row["compared"]).startswith(model):
+        raise ValueError(f"{row['dataset']}: the contrastive report's {claim} row compares {row['compared']!r}; its "
+                         f"side a must be the {model} model, whose leak the claim rests on")
+    chance = row["baseline_a"] if family == "contrastive_attribute" else CHANCE
+    if pd.isna(chance):
+        raise ValueError(f"{row['dataset']}: the contrastive report's {claim} row has no majority baseline of side a")
+    return Leak(family, f"the {model} model's {row['quantity']}", row["value_a"], row["value_a_lo"], row["value_a_hi"],
+                row["n_a"], float(chance))
+
+
 def contrastive_claims(ledger: Ledger, table: pd.DataFrame) -> None:
     """Thesis Ch. 4: the contrastive report's rows (a: its side a, b: its side b)."""
     for row in table.to_dict("records"):
@@ -222,17 +283,31 @@ def contrastive_claims(ledger: Ledger, table: pd.DataFrame) -> None:
         setting = f"λ = {lam:g}" if pd.notna(lam) else row["quantity"].split(", ", 1)[-1]
         ledger.add(row["dataset"], claim, setting, row["quantity"], f"{row['compared']} (claimed: {row['claimed']})",
                    a, b, d, row["design"], row["test"], row["verdict"], row["n_for_80pct_power"],
-                   row["note"] if isinstance(row["note"], str) else "")
+                   row["note"] if isinstance(row["note"], str) else "", leak=_contrastive_leak(claim, row))
+
+
+def _semileak_leaks(table: pd.DataFrame) -> dict[tuple[str, str], Leak]:
+    """Each undefended target's A_DA AUC over all members at the last step (side a of its
+    ada_above_baselines row), by (dataset, target): the leak every Semi-Leak claim rests on."""
+    leaks = {}
+    for row in table[table.claim == "ada_above_baselines"].to_dict("records"):
+        leaks[row["dataset"], row["target"]] = Leak(
+            "semileak", f"{row['target']}'s A_DA AUC (all members, last step)", row["value_a"], row["value_a_lo"],
+            row["value_a_hi"], row["n_a"], CHANCE)
+    return leaks
 
 
 def semileak_claims(ledger: Ledger, table: pd.DataFrame) -> None:
-    """Thesis Ch. 3: the semi-supervised report's rows, with its own need (members per side)."""
+    """Thesis Ch. 3: the semi-supervised report's rows, with its own need (members per side). A
+    defence by DP-SGD rests on the leak of the target it defends (FixMatch)."""
+    leaks = _semileak_leaks(table)
     for row in table.to_dict("records"):
         a, b, d = _table_sides(row)
         setting = row["target"] + ("" if pd.isna(row["eps"]) else f", target ε = {row['eps']:g}")
+        undefended = DPSGD_BASE if row["target"] == DPSGD_TARGET else row["target"]
         ledger.add(row["dataset"], f"semileak_{row['claim']}", setting, row["quantity"], row["compared"], a, b, d,
                    row["design"], row["test"], row["verdict"], row["n_for_80pct_power"],
-                   row["note"] if isinstance(row["note"], str) else "")
+                   row["note"] if isinstance(row["note"], str) else "", leak=leaks.get((row["dataset"], undefended)))
 
 
 def dpadapter_claims(ledger: Ledger, results: pd.DataFrame) -> None:
@@ -300,27 +375,73 @@ def _value(value, lo, hi, n, draws) -> str:
     return interval_text(value, lo, hi) + units
 
 
+SUMMARY_COLUMNS = (REPRODUCED, CONTRADICTED, *(f"{UNRESOLVED}: {why}" for why in UNRESOLVED_BECAUSE), NOT_TESTED)
+
+
+def summary(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Rows per seed and verdict, the unresolved ones split by why (regime, data, neither)."""
+    outcome = ledger.verdict.where(ledger.verdict != UNRESOLVED, UNRESOLVED + ": " + ledger.unresolved_because.astype(str))
+    counts = pd.crosstab(ledger.seed, outcome)
+    unknown = sorted(set(counts.columns) - set(SUMMARY_COLUMNS))
+    if unknown:
+        raise ValueError(f"ledger outcomes {unknown} are none of {SUMMARY_COLUMNS}")
+    return counts.reindex(columns=list(SUMMARY_COLUMNS), fill_value=0)
+
+
+def regime_table(ledger: pd.DataFrame) -> pd.DataFrame:
+    """One row per leak the claims rest on (dataset, family, target): ours beside the paper's, and
+    the ledger's verdicts that rest on it."""
+    rows = ledger[ledger.regime.isin([REACHED, NOT_REACHED])]
+    keys = ["dataset", "regime_family", "regime_target"]
+    out = []
+    for key, group in rows.groupby(keys, sort=False):
+        first = group.iloc[0]
+        verdicts = group.verdict.where(group.verdict != UNRESOLVED, UNRESOLVED + " (" + group.unresolved_because + ")")
+        out.append({**dict(zip(keys, key)), "value": first.regime_value, "lo": first.regime_lo, "hi": first.regime_hi,
+                    "n": first.regime_n, "chance": first.regime_chance, "paper": first.regime_paper,
+                    "paper_text": PAPER_LEAKS[first.regime_family][1], "regime": first.regime,
+                    "claims": ", ".join(dict.fromkeys(group.claim)),
+                    "verdicts": ", ".join(f"{count} {v}" for v, count in verdicts.value_counts().items())})
+    return pd.DataFrame(out)
+
+
+def _verdict_cell(r) -> str:
+    return f"**{r.verdict}**" + (f" ({r.unresolved_because})" if r.verdict == UNRESOLVED else "")
+
+
 def markdown(ledger: pd.DataFrame) -> str:
-    """A summary per seed and verdict, the rows per claim, and the verdict rules."""
+    """A summary per seed and verdict, the regime each family rests on, the rows per claim, and the
+    verdict rules."""
     if ledger.empty:
         return "No claim was measured: the config runs no image dataset and no claim branch.\n"
-    counts = ledger.groupby(["seed", "verdict"]).size().unstack(fill_value=0).reindex(columns=LEDGER_VERDICTS,
-                                                                                       fill_value=0)
-    lines = ["| seed | " + " | ".join(LEDGER_VERDICTS) + " |", "|---|" + "---:|" * len(LEDGER_VERDICTS)]
+    counts = summary(ledger)
+    lines = ["| seed | " + " | ".join(SUMMARY_COLUMNS) + " |", "|---|" + "---:|" * len(SUMMARY_COLUMNS)]
     lines += [f"| {seed} | " + " | ".join(str(int(c)) for c in row) + " |" for seed, row in counts.iterrows()]
+    regimes = regime_table(ledger)
+    if not regimes.empty:
+        lines += ["", "The regime: the leak each family of claims rests on, ours beside the paper's. A comparison of "
+                  "leaks exists only where this leak lies above its chance level beyond its interval; where it does "
+                  "not, a reproduction is not one and an unresolved row needs the regime before it needs records.",
+                  "", "| dataset | the leak the claims rest on | ours [95 % CI] (records) | chance | paper | regime "
+                  "| claims resting on it |", "|---|---|---:|---:|---|---|---|"]
+        for r in regimes.itertuples(index=False):
+            lines.append(f"| {r.dataset} | {_cell(r.regime_target)} | {interval_text(r.value, r.lo, r.hi, r.n)} "
+                         f"| {r.chance:.3f} | {_cell(r.paper_text)} | **{r.regime}** | {_cell(r.claims)}: "
+                         f"{_cell(r.verdicts)} |")
     lines += ["", "| dataset | claim | setting | paper | ours [95 % CI] (records × draws) | reference [95 % CI] "
-              "| difference [95 % CI] | test | verdict | records for 80 % power | note |",
-              "|---|---|---|---|---:|---:|---:|---|---|---:|---|"]
+              "| difference [95 % CI] | test | verdict | records for 80 % power | size vs the paper's | note |",
+              "|---|---|---|---|---:|---:|---:|---|---|---:|---|---|"]
     for r in ledger.itertuples(index=False):
         if r.verdict == NOT_TESTED:
-            lines.append(f"| | {r.claim} | | {_cell(r.paper_value)} | | | | | **{r.verdict}** | | {_cell(r.note)} |")
+            lines.append(f"| | {r.claim} | | {_cell(r.paper_value)} | | | | | **{r.verdict}** | | | {_cell(r.note)} |")
             continue
         difference = "" if pd.isna(r.difference) else f"{difference_text(r.difference, r.difference_lo, r.difference_hi)} ({r.design})"
+        size = "" if not r.magnitude else f"{r.magnitude} ({r.paper_difference:+.3g})"
         lines.append(f"| {r.dataset} | {r.claim} | {_cell(r.setting)} | {_cell(r.paper_value)} "
                      f"| {_value(r.value, r.value_lo, r.value_hi, r.n, r.draws)} "
                      f"| {_value(r.reference, r.reference_lo, r.reference_hi, r.n_reference, np.nan)} "
-                     f"| {_cell(difference)} | {_cell(r.test)} | **{r.verdict}** | {need_text(r.n_for_80pct_power)} "
-                     f"| {_cell(r.quantity)}; {_cell(r.compared)}{'; ' + _cell(r.note) if r.note else ''} |")
+                     f"| {_cell(difference)} | {_cell(r.test)} | {_verdict_cell(r)} | {need_text(r.n_for_80pct_power)} "
+                     f"| {size} | {_cell(r.quantity)}; {_cell(r.compared)}{'; ' + _cell(r.note) if r.note else ''} |")
     lines += ["", "The claims:", ""]
     for claim, group in ledger.groupby("claim", sort=False):
         first = group.iloc[0]
@@ -330,8 +451,11 @@ def markdown(ledger: pd.DataFrame) -> str:
               "Two releases decided on the same records are compared by their difference paired on the records. A "
               "claim is tested as worded: 'a > b' is reproduced when the difference's interval lies above 0 and "
               "contradicted when below; 'roughly', 'barely' and 'no cost' by the margin named in the test column "
-              "(the ledger's; the papers give none). Otherwise unresolved, with the records at which a replication "
-              "would settle the claim with 80 % power if the measured difference held ('more draws, not records' "
-              "where the noise draws' spread alone prevents it). A value without an interval is a bound or a "
-              "computation."]
+              "(the ledger's; the papers give none). A claim about leaks is judged only in its regime (the table "
+              "above): on a model whose leak is not above chance a reproduction is unresolved (regime not reached). "
+              "Otherwise unresolved, with the records at which a replication would settle the claim with 80 % power "
+              "if the measured difference held ('more draws, not records' where the noise draws' spread alone "
+              "prevents it; not settled by data where no n can). Where the paper states the size of the difference "
+              "(its smallest), 'size vs the paper's' says whether our interval lies below it, above it, or covers "
+              "it. A value without an interval is a bound or a computation."]
     return "\n".join(lines) + "\n"

@@ -44,12 +44,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from privssl.attacks.paired_auc import paired_auc_difference
+from privssl.attacks.paired_auc import log_step_slope, paired_auc_difference
 from privssl.attacks.repeated import Estimate, unpaired_difference, versus_bound
 from privssl.attacks.statistics import newcombe_difference
 from privssl.io import unpack_ranks
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
 from privssl.reports.decisions import paired
+from privssl.reports.regime import PAPER_LEAKS
 from privssl.reports.release_table import check_frame
 from privssl.reports.verdicts import (
     BARELY_MARGIN,
@@ -69,6 +70,8 @@ from privssl.training.semi_supervised_spec import (
     NN_ATTACK,
 )
 
+THESIS_AUC = PAPER_LEAKS["semileak"][0]  # A_DA on FixMatch, WRN-28-2, CIFAR-10, 2^20 steps
+DPSGD_BASE = "fixmatch"  # the algorithm DPSGD_TARGET trains by DP-SGD: its defence is compared with it
 BASELINES = (NN_ATTACK, *METRIC_ATTACKS)
 ATTACK_LABELS = {"nn": "A_NN", "correctness": "Corr", "confidence": "Conf", "entropy": "Ent",
                  "modified_entropy": "Ment", DA_ATTACK: "A_DA"}  # the thesis's names (Fig. 3.3)
@@ -330,7 +333,7 @@ def _early_stopping(dataset, rows, quotes, algorithm, early: int) -> list[dict]:
 
 def _dpsgd(dataset, rows, quotes, early: int) -> list[dict]:
     out = []
-    fixmatch = of(rows, "fixmatch", member_kind="all")
+    fixmatch = of(rows, DPSGD_BASE, member_kind="all")
     reference = _one(ada(last_step(fixmatch[fixmatch.defence == "none"])))
     private = rows[(rows.target == DPSGD_TARGET) & (rows.defence == "none") & (rows.member_kind == "all")]
     if reference is None:
@@ -358,6 +361,68 @@ def _dpsgd(dataset, rows, quotes, early: int) -> list[dict]:
                         "every difference > 0 (the lowest AUC of the defences measured)", note, quotes,
                         design="AUC: paired by record (DeLong); accuracy: paired by test record"))
     return out
+
+
+TREND_COLUMNS = ["dataset", "target", "steps", "aucs", "auc_last", "auc_last_lo", "auc_last_hi", "n_members",
+                 "slope_per_doubling", "slope_lo", "slope_hi", "thesis_auc", "steps_to_thesis", "steps_to_thesis_lo",
+                 "steps_to_thesis_hi"]
+
+
+def steps_trend(metrics: pd.DataFrame) -> pd.DataFrame:
+    """A_DA's AUC (all members, no defence) against the training steps, per dataset and algorithm
+    with two or more checkpoints: the least-squares slope per doubling of the steps with DeLong's
+    interval (every checkpoint is queried on the same records: privssl.attacks.paired_auc), and the
+    steps at which that line would reach the thesis's AUC from the last checkpoint. The steps are an
+    extrapolation on a log scale, with the slope's interval (the last AUC's own is left out); inf
+    where the slope's edge is not above 0 (no rise measured, no number of steps implied); the last
+    step where the last AUC already reaches the thesis's."""
+    out = []
+    for dataset in dict.fromkeys(metrics.dataset):
+        own = metrics[metrics.dataset == dataset]
+        for algorithm in algorithms(own):
+            curve = ada(of(own, algorithm, defence="none", member_kind="all")).sort_values("step")
+            if curve.step.nunique() != len(curve) or len(curve) < 2:
+                continue
+            members, records = int(curve.n_members.iloc[0]), int(curve.n_members.iloc[0] + curve.n_nonmembers.iloc[0])
+            slope = log_step_slope([unpack_ranks(r, records) for r in curve.ranks], curve.step, members)
+            last = curve.iloc[-1]
+
+            def reach(per_doubling: float) -> float:
+                if last.auc >= THESIS_AUC:  # reached: nothing to extrapolate
+                    return float(last.step)
+                return float(last.step * 2 ** ((THESIS_AUC - last.auc) / per_doubling)) if per_doubling > 0 else np.inf
+
+            out.append({"dataset": dataset, "target": algorithm, "steps": " ".join(f"{s:d}" for s in curve.step),
+                        "aucs": " ".join(f"{a:.3f}" for a in curve.auc), "auc_last": float(last.auc),
+                        "auc_last_lo": float(last.auc_lo), "auc_last_hi": float(last.auc_hi), "n_members": members,
+                        "slope_per_doubling": slope.value, "slope_lo": slope.lo, "slope_hi": slope.hi,
+                        "thesis_auc": THESIS_AUC, "steps_to_thesis": reach(slope.value),
+                        "steps_to_thesis_lo": reach(slope.hi), "steps_to_thesis_hi": reach(slope.lo)})
+    return pd.DataFrame(out, columns=TREND_COLUMNS)
+
+
+def _steps_text(steps: float) -> str:
+    return "∞" if np.isinf(steps) else f"2^{np.log2(steps):.1f}"
+
+
+def trend_markdown(trend: pd.DataFrame) -> str:
+    """The steps trend as a Markdown section (empty when no target has two checkpoints)."""
+    if trend.empty:
+        return ""
+    lines = ["", "A_DA's AUC (all members, no defence) against the training steps: the slope per doubling of the "
+             "steps (least squares on log2 steps, DeLong's interval: every checkpoint on the same records), and the "
+             f"steps at which that line would reach the thesis's {THESIS_AUC:.3f} (FixMatch, WRN-28-2, CIFAR-10, "
+             "2^20 steps) from the last checkpoint, an extrapolation whose range is the slope's interval's (∞: no "
+             "rise measured).", "",
+             "| dataset | target | steps | A_DA AUC at each | last [95 % CI] (members) | AUC per doubling [95 % CI] "
+             "| steps to the thesis's AUC [range] |", "|---|---|---|---|---:|---:|---:|"]
+    for r in trend.itertuples(index=False):
+        lines.append(f"| {r.dataset} | {r.target} | {r.steps} | {r.aucs} "
+                     f"| {interval_text(r.auc_last, r.auc_last_lo, r.auc_last_hi, r.n_members)} "
+                     f"| {difference_text(r.slope_per_doubling, r.slope_lo, r.slope_hi)} "
+                     f"| {_steps_text(r.steps_to_thesis)} [{_steps_text(r.steps_to_thesis_lo)}, "
+                     f"{_steps_text(r.steps_to_thesis_hi)}] |")
+    return "\n".join(lines) + "\n"
 
 
 def thesis_claims(thesis: pd.DataFrame) -> dict[str, dict]:
