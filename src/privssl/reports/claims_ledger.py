@@ -14,7 +14,10 @@ non-inferiority margin, each margin stated in the row's `test`. The verdict is r
 contradicted or unresolved; an unresolved row carries `n_for_80pct_power`, the records (per side
 for an unpaired comparison) at which a replication would settle it with 80 % power if the measured
 difference held (+inf where the draws' share of the variance alone is too large: more draws, not
-more records, are needed; empty where no n can settle it).
+more records, are needed; empty where no n can settle it). A claim about leaks is judged in its
+regime (privssl.reports.regime): each such row names the leak it rests on beside the paper's, a
+reproduction on a model that does not leak beyond chance is withdrawn, every unresolved row says
+why, and where the paper states a size the row says whether ours lies below, around or above it.
 
 The branch reports (contrastive_report, semileak_report, training_time_report) compute their own
 comparisons the same way; the ledger takes their rows, so every number here is the branch table's.
