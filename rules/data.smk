@@ -41,6 +41,8 @@ rule contrastive_data:
     params:
         library=library("contrastive_data.py"),
         task=lambda w: config["contrastive"]["datasets"][w.dataset]["task"],
+        membership_task=lambda w: config["contrastive"]["datasets"][w.dataset].get(
+            "membership_task", config["contrastive"]["datasets"][w.dataset]["task"]),
         part=lambda w: config["contrastive"]["datasets"][w.dataset]["part"],
         aux=lambda w: config["contrastive"]["datasets"][w.dataset]["aux"],
         seed=stage_seed("contrastive_data"),
@@ -57,4 +59,4 @@ rule contrastive_data:
         ENV
     shell:
         "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --task {params.task}"
-        " --part {params.part} --aux {params.aux} --seed {params.seed} --out {output:q} 2> {log:q}"
+        " --membership-task {params.membership_task} --part {params.part} --aux {params.aux} --seed {params.seed} --out {output:q} 2> {log:q}"

@@ -42,7 +42,7 @@ def main() -> None:
     log.info("device %s, %s", device, settings)
     pool = load_pool(splits["dataset"], args.data_root, recorded=splits["pool"])
     data = {name: Split(unit_float(pool.images[torch.tensor(index)]), torch.tensor(splits["task"][name]),
-                        torch.tensor(splits["attribute"][name]))
+                        torch.tensor(splits["attribute"][name]), torch.tensor(splits["membership_task"][name]))
             for name, index in splits["splits"].items()}
     pairs = pair_models(load_models(targets, device), load_models(shadows, device))
     rows = evaluate(splits["dataset"], pairs, data, splits["n_attribute"], settings, args.seed, log.info)

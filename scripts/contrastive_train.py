@@ -48,13 +48,18 @@ def main() -> None:
     train = f"{args.role}_train"
     images = pool.images[torch.tensor(splits["splits"][train])]
     task, attribute = torch.tensor(splits["task"][train]), torch.tensor(splits["attribute"][train])
+    separate = splits["membership_task_map"] != splits["task_map"]  # else the task's models serve membership too
+    membership = torch.tensor(splits["membership_task"][train]) if separate else None
     models, history = train_targets(images, task, attribute, splits["n_task"], splits["n_attribute"], public,
                                     SimCLRSpec.from_config(args.simclr), spec, args.contrastive["repeats"], args.seed,
-                                    device, Path(args.checkpoints), log.info, checkpoints.script_code(__file__))
+                                    device, Path(args.checkpoints), log.info, checkpoints.script_code(__file__),
+                                    membership, splits["n_membership_task"] if separate else None)
     atomic_write_csv(pd.DataFrame(history), args.history)
     atomic_torch_save({"role": args.role, "dataset": splits["dataset"], "encoder": public["encoder"],
                        "width": public["width"], "in_channels": public["in_channels"],
-                       "image_size": public["image_size"], "n_task": splits["n_task"], "models": models}, args.models)
+                       "image_size": public["image_size"], "n_task": splits["n_task"],
+                       "membership_task": splits["membership_task_map"],
+                       "n_membership_task": splits["n_membership_task"], "models": models}, args.models)
     checkpoints.discard(args.checkpoints)  # done: a later run (--forcerun) trains from scratch
 
 

@@ -102,7 +102,7 @@ def evaluation_data() -> dict[str, Split]:
     data = {}
     for i, name in enumerate(("target_train", "target_test", "shadow_train", "shadow_test", "aux")):
         images, task = random_images(30, 10 + i)
-        data[name] = Split(images, task, torch.randint(0, 4, (30,), generator=torch.Generator().manual_seed(i)))
+        data[name] = Split(images, task, torch.randint(0, 4, (30,), generator=torch.Generator().manual_seed(i)), task)
     # the majority guess right on the first four members (a cell of digits only must survive the
     # CSV round trip too: the test below)
     data["target_train"].attribute[:4] = majority_of(data["aux"].attribute)
@@ -210,7 +210,8 @@ def test_a_decisions_column_of_digits_only_survives_the_csv_round_trip(tmp_path)
              "n_members": members, "n_nonmembers": members, "auc": auc, "auc_lo": auc, "auc_hi": auc,
              "tpr_at_1pct_fpr": auc, "tpr_at_1pct_fpr_lo": auc, "tpr_at_1pct_fpr_hi": auc, "fp_at_1pct_fpr": members,
              "baseline": baseline, "baseline_lo": baseline, "baseline_hi": baseline,
-             "baseline_decisions": np.nan if inference == "membership" else pack_decisions(np.zeros(8, bool))}
+             "baseline_decisions": np.nan if inference == "membership" else pack_decisions(np.zeros(8, bool)),
+             **{f"membership_{split}_accuracy{end}": 0.5 for split in ("train", "test") for end in ("", "_lo", "_hi")}}
             for inference, attack, right, members, auc, baseline in (
                 ("membership", "nn", np.r_[np.ones(4, bool), np.zeros(4, bool)], 4, 0.5, np.nan),
                 ("attribute", ATTRIBUTE_ATTACK, np.zeros(8, bool), np.nan, np.nan, 0.0))]
@@ -224,10 +225,12 @@ def model_file(tmp_path, **changes):
     encoder = build_encoder("convnet", 1, 8, 8)
     record = {"kind": "talos", "lambda": 2.0, "repeat": 0, "encoder": encoder.state_dict(),
               "layer": {"weight": torch.randn(1, 8, 2, dtype=torch.float64), "bias": torch.zeros(1, 2,
-                                                                                              dtype=torch.float64)}}
+                                                                                              dtype=torch.float64)},
+              "membership": {"encoder": None, "layer": {"weight": torch.randn(1, 8, 10, dtype=torch.float64),
+                                                        "bias": torch.zeros(1, 10, dtype=torch.float64)}}}
     record |= changes
     bundle = {"role": "target", "dataset": "digits", "encoder": "convnet", "width": 8, "in_channels": 1,
-              "image_size": 8, "n_task": 2, "models": [record]}
+              "image_size": 8, "n_task": 2, "membership_task": "class", "n_membership_task": 10, "models": [record]}
     path = tmp_path / "models.pt"
     atomic_torch_save(bundle, path)
     return path
@@ -239,6 +242,8 @@ def test_model_files_load_back_into_the_same_models(tmp_path):
     assert (model.kind, model.lam, model.repeat) == ("talos", 2.0, 0)
     images, _ = random_images(4, 0)
     assert model.posteriors(images).shape == (4, 2)
+    # the membership model: the same encoder, its own layer to the membership task's 10 classes
+    assert model.membership.encoder is model.encoder and model.membership_model().posteriors(images).shape == (4, 10)
 
 
 @pytest.mark.parametrize("changes, field", [
@@ -248,6 +253,14 @@ def test_model_files_load_back_into_the_same_models(tmp_path):
                 "bias": torch.zeros(1, 2, dtype=torch.float64)}}, "models[0].layer.weight"),
     ({"layer": {"weight": torch.zeros(1, 8, 3, dtype=torch.float64),
                 "bias": torch.zeros(1, 2, dtype=torch.float64)}}, "models[0].layer.weight"),
+    ({"membership": {"encoder": None, "layer": {"weight": torch.zeros(1, 8, 2, dtype=torch.float64),
+                                                "bias": torch.zeros(1, 10, dtype=torch.float64)}}},
+     "models[0].membership.layer.weight"),  # a layer to the task's classes, not the membership task's
+    ({"membership": {"encoder": build_encoder("convnet", 1, 8, 8).state_dict(),
+                     "layer": {"weight": torch.zeros(1, 8, 10, dtype=torch.float64),
+                               "bias": torch.zeros(1, 10, dtype=torch.float64)}}},
+     "models[0].membership.encoder"),  # a Talos model's encoder serves both tasks
+    ({"membership": None}, "models[0].membership"),
 ])
 def test_a_corrupted_model_file_is_refused_naming_the_field(tmp_path, changes, field):
     with pytest.raises(ArtefactError, match=re.escape(f"field '{field}'")):
@@ -310,3 +323,91 @@ def test_talos_reads_a_resnet18_representation(tmp_path):
                                     tmp_path / "checkpoints", lambda _: None)
     assert [(m["kind"], m["lambda"]) for m in models] == [("supervised", None), ("talos", 1.0)]
     assert models[1]["layer"]["weight"].shape[1] == 512 and len(history) == 1
+
+
+def test_a_membership_task_trains_its_own_supervised_model_and_a_layer_on_every_contrastive_encoder(tmp_path):
+    """With a membership task (here 4 classes against the task's 2) the supervised role gets a
+    second model of its own, trained on those labels, and every contrastive and Talos encoder a
+    second layer; without one, the membership model is the model itself. A restart reuses both
+    supervised models."""
+    from privssl.training.contrastive_targets import load_models, train_targets
+    from privssl.training.simclr import Augmentation, SimCLRSpec
+
+    images, task = random_images(24, 3)
+    membership = torch.arange(24) % 4
+    attribute = torch.randint(0, 3, (24,), generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    public = {"encoder": "convnet", "width": 8, "state": build_encoder("convnet", 1, 8, 8).state_dict()}
+    simclr = SimCLRSpec(encoder="convnet", width=8, augmentation=Augmentation(0.5, 0.3, 0.1, False))
+    spec = TargetSpec(TrainingSpec(1, 12, 1e-3), TrainingSpec(100, 12, 1e-2), TrainingSpec(5, None, 0.01),
+                      (0.0,), 8, 0.01)
+    messages = []
+    run = lambda with_task: train_targets(  # noqa: E731
+        images, task, attribute, 2, 3, public, simclr, spec, 1, 7, CPU, tmp_path / "checkpoints", messages.append,
+        membership_task=membership if with_task else None, n_membership_task=4 if with_task else None)
+    models, _ = run(True)
+    supervised, contrastive = models
+    assert supervised["membership"]["layer"]["weight"].shape == (1, 8, 4)
+    assert contrastive["membership"]["encoder"] is None and contrastive["membership"]["layer"]["weight"].shape == (1, 8, 4)
+    bundle = {"encoder": "convnet", "width": 8, "in_channels": 1, "image_size": 8, "models": models}
+    loaded = load_models(bundle, CPU)
+    own = loaded[0].membership_model()
+    assert own.encoder is not loaded[0].encoder and loaded[1].membership_model().encoder is loaded[1].encoder
+    # the supervised membership model learned the 4 labels, the task's model the 2
+    assert float((own.predict_labels(images) == membership).double().mean()) == 1.0
+    assert float((loaded[0].predict_labels(images) == task).double().mean()) == 1.0
+    messages.clear()
+    run(True)
+    assert sum("supervised model from" in m for m in messages) == 2
+    same, _ = run(False)
+    assert same[0]["membership"]["encoder"] is None
+    assert torch.equal(same[0]["membership"]["layer"]["weight"], same[0]["layer"]["weight"])
+    with pytest.raises(ValueError, match="one label per image"):
+        train_targets(images, task, attribute, 2, 3, public, simclr, spec, 1, 7, CPU, tmp_path / "c2",
+                      membership_task=membership[:5], n_membership_task=4)
+
+
+def with_membership(models: list[TargetModel], seed: int, data: dict[str, Split]) -> list[TargetModel]:
+    """The models with membership models of 3 classes: other encoders (the supervised) or other
+    layers on the same encoder, varied over the data's images as varied_models' are."""
+    images = torch.cat([split.images for split in data.values()])
+    torch.manual_seed(seed)
+    out = []
+    for model in models:
+        encoder = build_encoder("convnet", 1, 8, 8).eval() if model.kind == "supervised" else model.encoder
+        with torch.no_grad():
+            embeddings = encoder(images).double()
+        weight = torch.randn(8, 3, dtype=torch.float64) / embeddings.std(0).clamp(min=1e-12)[:, None]
+        layer = {"weight": weight[None], "bias": -(embeddings.mean(0) @ weight)[None]}
+        out.append(TargetModel(model.kind, model.lam, model.repeat, model.encoder, model.layer,
+                               TargetModel(model.kind, model.lam, model.repeat, encoder, layer)))
+    return out
+
+
+def test_membership_attacks_query_the_membership_models_with_the_membership_labels():
+    """Every membership row equals the row of a run in which each model is its membership model and
+    the task labels are the membership labels; the task and attribute rows stay the task model's."""
+    data = evaluation_data()
+    for i, split in enumerate(data.values()):
+        split.membership = torch.randint(0, 3, (30,), generator=torch.Generator().manual_seed(100 + i))
+    targets = with_membership(varied_models(0, data), 5, data)
+    shadows = with_membership(varied_models(1, data), 6, data)
+    rows = pd.DataFrame(evaluate("digits", pair_models(targets, shadows), data, 4, SETTINGS, seed=0,
+                                 log=lambda _: None))
+    swapped = {name: Split(split.images, split.membership, split.attribute, split.membership)
+               for name, split in data.items()}
+    reference = pd.DataFrame(evaluate("digits", pair_models([t.membership for t in targets],
+                                                            [s.membership for s in shadows]),
+                                      swapped, 4, SETTINGS, seed=0, log=lambda _: None))
+    membership = rows.inference == "membership"
+    assert membership.sum() == 3 * len(MEMBERSHIP_ATTACKS)
+    for column in ("decisions", "accuracy", "auc"):
+        assert list(rows[membership][column]) == list(reference[membership][column]), column
+    # the task accuracy is the task model's, the over-fitting the membership model's
+    for target in targets:
+        of = rows[rows.target == target.kind]
+        task = float((target.predict_labels(data["target_test"].images) == data["target_test"].task).double().mean())
+        fit = float((target.membership.predict_labels(data["target_train"].images)
+                     == data["target_train"].membership).double().mean())
+        assert of.task_accuracy.unique().tolist() == pytest.approx([task])
+        assert of.membership_train_accuracy.unique().tolist() == pytest.approx([fit])

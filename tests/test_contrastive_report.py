@@ -117,7 +117,8 @@ def _row(dataset, target, lam, repeat, model: Model) -> list[dict]:
     lo, hi = cp(n_right, N_TEST)
     base = {"dataset": dataset, "target": target, "lambda": lam, "repeat": repeat, "task_accuracy": n_right / N_TEST,
             "task_accuracy_lo": lo, "task_accuracy_hi": hi, "n_test": N_TEST,
-            "task_decisions": pack_decisions(model.task)}
+            "task_decisions": pack_decisions(model.task),
+            **{f"membership_{split}_accuracy{end}": 0.5 for split in ("train", "test") for end in ("", "_lo", "_hi")}}
     rows = []
     for attack, decisions in model.membership.items():
         k = int(decisions.sum())

@@ -358,6 +358,12 @@ BAD_CONFIGS = {
     "contrastive_dataset_not_an_image_dataset": (
         lambda c: c["contrastive"]["datasets"].update(cifar10={"task": "animal_vehicle", "part": 10, "aux": 10}),
         ["config key 'contrastive.datasets.cifar10': cifar10 is not among the image datasets (allowed: digits"]),
+    "contrastive_task_is_the_attribute": (lambda c: c["contrastive"]["datasets"]["digits"].update(task="class"),
+                                          ["config key 'contrastive.datasets.digits.task'", "parity, low_high",
+                                           "membership_task: class"]),
+    "contrastive_unknown_membership_task": (
+        lambda c: c["contrastive"]["datasets"]["digits"].update(membership_task="classes"),
+        ["config key 'contrastive.datasets.digits.membership_task'", "'classes'", "class"]),
     "contrastive_batch_above_part": (lambda c: c["contrastive"]["fine_tune"].update(batch_size=41),
                                      ["config key 'contrastive.fine_tune.batch_size'", "allowed: 2..40"]),
     "dpcl_negative_noise_multiplier": (lambda c: c["dpcl"].update(eps=None, noise_multiplier=-1.0),

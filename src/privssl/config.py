@@ -18,7 +18,7 @@ import jsonschema
 import yaml
 
 from privssl.audit.one_run_spec import check_guesses
-from privssl.data.label_maps import label_map
+from privssl.data.label_maps import CLASS_MAP, LABEL_MAPS, label_map
 from privssl.data.splits import (
     DATASETS,
     DEBIAN_FASHION_MNIST,
@@ -248,10 +248,17 @@ def check_contrastive(config: dict) -> None:
             raise ConfigError(f"config key '{key}': {name} is not among the image datasets "
                               f"(allowed: {', '.join(config['datasets']) or 'none'}: the branch starts from their "
                               f"public encoder)")
-        try:
-            label_map(name, entry["task"])
-        except ValueError as err:
-            raise ConfigError(f"config key '{key}.task': {err}") from err
+        for field in ("task", "membership_task"):
+            if field in entry:
+                try:
+                    label_map(name, entry[field])
+                except ValueError as err:
+                    raise ConfigError(f"config key '{key}.{field}': {err}") from err
+        if entry["task"] == CLASS_MAP:
+            raise ConfigError(f"config key '{key}.task': {CLASS_MAP!r} is the attribute itself, so a model of it "
+                              f"reveals the attribute by construction; the attribute claims need a coarser task "
+                              f"(allowed: {', '.join(m for m in LABEL_MAPS[name] if m != CLASS_MAP)}); set "
+                              f"membership_task: {CLASS_MAP} for the membership claims")
         try:
             check_contrastive_sizes(name, config["datasets"][name]["splits"], entry["part"], entry["aux"])
         except ValueError as err:

@@ -58,11 +58,12 @@ class AttackSettings:
 
 @dataclass
 class Split:
-    """Images of one split with their task label and sensitive attribute."""
+    """Images of one split with their task label, membership-task label and sensitive attribute."""
 
     images: torch.Tensor
     task: torch.Tensor
     attribute: torch.Tensor
+    membership: torch.Tensor  # the labels of the task the membership attacks' models learned
 
 
 def nn_inputs(probs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -86,12 +87,19 @@ def pair_models(targets: list[TargetModel], shadows: list[TargetModel]) -> list[
     return [(t, by_key[_key(t)]) for t in targets]
 
 
-def _model_row(dataset: str, target: TargetModel, test: Split) -> dict:
+def _model_row(dataset: str, target: TargetModel, train: Split, test: Split) -> dict:
+    """The model's task accuracy on the non-members, and its membership model's on the members and
+    the non-members (the over-fitting the membership attacks meet)."""
     right = target.predict_labels(test.images) == test.task
     accuracy, lo, hi = accuracy_interval(int(right.sum()), len(test.task))
+    fit = {}
+    for name, split in (("train", train), ("test", test)):
+        hits = target.membership_model().predict_labels(split.images) == split.membership
+        fit |= dict(zip((f"membership_{name}_accuracy", f"membership_{name}_accuracy_lo",
+                         f"membership_{name}_accuracy_hi"), accuracy_interval(int(hits.sum()), len(hits))))
     return {"dataset": dataset, "target": target.kind, "lambda": np.nan if target.lam is None else target.lam,
             "repeat": target.repeat, "task_accuracy": accuracy, "task_accuracy_lo": lo, "task_accuracy_hi": hi,
-            "n_test": len(test.task), "task_decisions": pack_decisions(right.cpu().numpy())}
+            "n_test": len(test.task), "task_decisions": pack_decisions(right.cpu().numpy()), **fit}
 
 
 def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: dict[str, Split], n_attributes: int,
@@ -102,12 +110,13 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
     shadow_in, shadow_out = data["shadow_train"], data["shadow_test"]
     is_member = torch.cat([torch.ones(len(members.task)), torch.zeros(len(nonmembers.task))]).bool()
     shadow_member = torch.cat([torch.ones(len(shadow_in.task)), torch.zeros(len(shadow_out.task))]).bool()
+    # every membership attack queries the membership models, with the membership task's labels
     target_images = torch.cat([members.images, nonmembers.images])
-    target_labels = torch.cat([members.task, nonmembers.task])
+    target_labels = torch.cat([members.membership, nonmembers.membership])
     shadow_images = torch.cat([shadow_in.images, shadow_out.images])
-    shadow_labels = torch.cat([shadow_in.task, shadow_out.task])
-    target_probs = torch.stack([t.posteriors(target_images) for t, _ in pairs])
-    shadow_probs = torch.stack([s.posteriors(shadow_images) for _, s in pairs])
+    shadow_labels = torch.cat([shadow_in.membership, shadow_out.membership])
+    target_probs = torch.stack([t.membership_model().posteriors(target_images) for t, _ in pairs])
+    shadow_probs = torch.stack([s.membership_model().posteriors(shadow_images) for _, s in pairs])
     # the NN attacks of every model in one stacked training (privssl.attacks.mia.train_attack_mlps)
     nn_models = train_attack_mlps(nn_inputs(shadow_probs, shadow_labels), shadow_member, settings.nn, seed)
     shadow_members = shadow_member.numpy()
@@ -127,7 +136,7 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
         progress.advance()
 
     for e, (target, shadow) in enumerate(pairs):
-        base = _model_row(dataset, target, nonmembers)
+        base = _model_row(dataset, target, members, nonmembers)
         with torch.no_grad():
             nn_scores = torch.sigmoid(nn_models[e](nn_inputs(target_probs[e], target_labels)).squeeze(-1))
         nn_row = base | membership(nn_scores, 0.5, NN_ATTACK)
@@ -144,8 +153,10 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
                 model.predict_labels, images, labels, settings.directions, settings.steps, seed),
         }
         for attack, scores in label_only.items():
-            threshold = best_threshold(scores(shadow, shadow_images, shadow_labels).numpy(), shadow_members)
-            add(base | membership(scores(target, target_images, target_labels), threshold, attack))
+            threshold = best_threshold(scores(shadow.membership_model(), shadow_images, shadow_labels).numpy(),
+                                       shadow_members)
+            add(base | membership(scores(target.membership_model(), target_images, target_labels), threshold,
+                                  attack))
         aux = data["aux"]
         attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, n_attributes, settings.attribute,
                                           seed)

@@ -9,7 +9,8 @@ the task:
 - cifar10, stl10: `animal_vehicle`;
 - fashion_mnist: `garment_accessory` (garments / footwear and bags);
 - synthetic_cifar: `low_high` (classes 0–4 / 5–9);
-- cifar100: `superclass`, the 20 superclasses read from the dataset's own coarse labels.
+- cifar100: `superclass`, the 20 superclasses read from the dataset's own coarse labels;
+- every dataset: `class`, its own classes, for the membership task only (below).
 
 Free of torch on purpose: the Snakefile imports it to check the config before any job.
 """
@@ -45,6 +46,13 @@ LABEL_MAPS = {
     "fashion_mnist": {"garment_accessory": LabelMap(("garment", "accessory"),
                                                     tuple(int(c in _FASHION_ACCESSORIES) for c in range(10)))},
 }
+# `class`, every dataset's own classes: the membership task (contrastive.datasets.*.membership_task)
+# where the coarse task's model does not memorise its members. Never the attribute claims' task: a
+# model of the class reveals the attribute by construction (privssl.config refuses it there).
+CLASS_MAP = "class"
+_CLASSES = {"digits": 10, "cifar10": 10, "stl10": 10, "synthetic_cifar": 10, "cifar100": 100, "fashion_mnist": 10}
+for _dataset, _n in _CLASSES.items():
+    LABEL_MAPS[_dataset][CLASS_MAP] = LabelMap(tuple(f"class_{c}" for c in range(_n)), tuple(range(_n)))
 
 
 def label_map(dataset: str, name: str) -> LabelMap:

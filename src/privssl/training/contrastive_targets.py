@@ -63,13 +63,20 @@ class TargetSpec:
 
 @dataclass
 class TargetModel:
-    """A trained model: base encoder f and classification layer (stacked-head parameters, B = 1)."""
+    """A trained model: base encoder f and classification layer (stacked-head parameters, B = 1).
+    `membership`: the model the membership attacks query, trained on the membership task (the
+    same encoder with its own layer for a contrastive or Talos model, a second supervised model),
+    None where that task is the task itself."""
 
     kind: str  # supervised | contrastive | talos
     lam: float | None  # None for supervised
     repeat: int
     encoder: nn.Module
     layer: dict[str, torch.Tensor]
+    membership: "TargetModel | None" = None
+
+    def membership_model(self) -> "TargetModel":
+        return self if self.membership is None else self.membership
 
     @torch.no_grad()
     def embed(self, images: torch.Tensor) -> torch.Tensor:
@@ -141,29 +148,47 @@ def _supervised_cached(path: Path, fingerprint: dict[str, str], train: Callable[
 
 def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Tensor, n_task: int, n_attribute: int,
                   public: dict, simclr: SimCLRSpec, spec: TargetSpec, repeats: int, seed: int, device: torch.device,
-                  checkpoint_dir: Path, log: Callable[[str], None] = print, code: str = "") -> tuple[list[dict], list[dict]]:
+                  checkpoint_dir: Path, log: Callable[[str], None] = print, code: str = "",
+                  membership_task: torch.Tensor | None = None,
+                  n_membership_task: int | None = None) -> tuple[list[dict], list[dict]]:
     """Every model of one role (target or shadow) on its training set: per repeat the supervised
     model and the Talos models at every λ (λ = 0: contrastive). `public`: the public encoder file
     (privssl.training.encoders.load_encoder's format) the contrastive models start from.
+    `membership_task`: the labels the membership claims' models learn, where they are not the task
+    (None): a second supervised model on them, and a second classification layer on every
+    contrastive and Talos encoder (which never see a label, so they serve both tasks).
 
-    Returns the models as plain records (kind, lambda, repeat, encoder state, layer) and the
-    per-epoch history of every contrastive and Talos training. Each model resumes from its own
-    checkpoint under `checkpoint_dir`, fingerprinted with `code` (privssl.training.checkpoints)."""
+    Returns the models as plain records (kind, lambda, repeat, encoder state, layer, and
+    `membership`: its encoder state, None for the model's own, and its layer) and the per-epoch
+    history of every contrastive and Talos training. Each model resumes from its own checkpoint
+    under `checkpoint_dir`, fingerprinted with `code` (privssl.training.checkpoints)."""
     tune = replace(simclr, epochs=spec.fine_tune.epochs, batch_size=spec.fine_tune.batch_size, lr=spec.fine_tune.lr)
+    separate = membership_task is not None
+    if separate and (n_membership_task is None or len(membership_task) != len(task)):
+        raise ValueError(f"membership_task needs one label per image ({len(task)}) and its class count, got "
+                         f"{len(membership_task)} labels and {n_membership_task}")
     models, history = [], []
     for repeat in range(repeats):
         run_seed = seed * 1000 + repeat
-        # as SimCLR's checkpoint: the intra-op thread count too, which splits float sums differently
-        fingerprint = checkpoints.fingerprint(
-            encoder=public["encoder"], width=public["width"], supervised=spec.supervised, seed=run_seed,
-            n_task=n_task, arithmetic=device.type, threads=torch.get_num_threads(),
-            data=state_digest({"images": images.float(), "task": task.float()}), code=code)
-        encoder_state, layer = _supervised_cached(
-            checkpoint_dir / f"r{repeat}_supervised.pt", fingerprint,
-            lambda: train_supervised(public["encoder"], public["width"], images, task, n_task, spec.supervised,
-                                     run_seed, device), log)
+
+        def supervised(labels: torch.Tensor, n_classes: int, name: str) -> tuple[dict, dict]:
+            # as SimCLR's checkpoint: the intra-op thread count too, which splits float sums differently
+            fingerprint = checkpoints.fingerprint(
+                encoder=public["encoder"], width=public["width"], supervised=spec.supervised, seed=run_seed,
+                n_task=n_classes, arithmetic=device.type, threads=torch.get_num_threads(),
+                data=state_digest({"images": images.float(), "task": labels.float()}), code=code)
+            return _supervised_cached(
+                checkpoint_dir / f"r{repeat}_{name}.pt", fingerprint,
+                lambda: train_supervised(public["encoder"], public["width"], images, labels, n_classes,
+                                         spec.supervised, run_seed, device), log)
+
+        encoder_state, layer = supervised(task, n_task, "supervised")
+        membership = {"encoder": None, "layer": _layer_record(layer)}
+        if separate:
+            state, own = supervised(membership_task, n_membership_task, "supervised_membership")
+            membership = {"encoder": state, "layer": _layer_record(own)}
         models.append({"kind": "supervised", "lambda": None, "repeat": repeat, "encoder": encoder_state,
-                       "layer": _layer_record(layer)})
+                       "layer": _layer_record(layer), "membership": membership})
         # C reads the encoder's representation: `width` wide for the convnet, 512 for ResNet-18
         representation = build_encoder(public["encoder"], images.shape[1], images.shape[-1], public["width"]).out_dim
         for lam in spec.lambdas:
@@ -172,23 +197,35 @@ def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Ten
             model, epochs = pretrain(tune, images, run_seed, device, checkpoint_dir / f"r{repeat}_lambda{lam:g}.pt",
                                      log, init_encoder=public["state"], adversary=adversary, code=code)
             features = encode(model.encoder, images, device)
-            layer = classification_layer(features, task, n_task, spec.classifier, run_seed)
+            layer = _layer_record(classification_layer(features, task, n_task, spec.classifier, run_seed))
+            membership_layer = (_layer_record(classification_layer(features, membership_task, n_membership_task,
+                                                                   spec.classifier, run_seed)) if separate else layer)
             kind = "contrastive" if lam == 0 else "talos"
             models.append({"kind": kind, "lambda": lam, "repeat": repeat,
                            "encoder": {k: v.cpu() for k, v in model.encoder.state_dict().items()},
-                           "layer": _layer_record(layer)})
+                           "layer": layer, "membership": {"encoder": None, "layer": membership_layer}})
             history += [{"repeat": repeat, "target": kind, "lambda": lam, **row} for row in epochs]
     return models, history
 
 
 def load_models(bundle: dict, device: torch.device) -> list[TargetModel]:
     """The TargetModels of a contrastive_train file (validated by artefacts.load_contrastive_models)."""
+
+    def built(state: dict) -> nn.Module:
+        encoder = build_encoder(bundle["encoder"], bundle["in_channels"], bundle["image_size"], bundle["width"])
+        encoder.load_state_dict(state)
+        return encoder.to(device).eval()
+
+    def layer_of(layer: dict) -> dict:  # the layer stays on the CPU in float64, where `encode` returns features
+        return {k: v.cpu().double() for k, v in layer.items()}
+
     out = []
     for record in bundle["models"]:
-        encoder = build_encoder(bundle["encoder"], bundle["in_channels"], bundle["image_size"], bundle["width"])
-        encoder.load_state_dict(record["encoder"])
         lam = None if record["kind"] == "supervised" else float(record["lambda"])
-        # the layer stays on the CPU in float64, where `encode` returns the representations
-        out.append(TargetModel(record["kind"], lam, int(record["repeat"]), encoder.to(device).eval(),
-                               {k: v.cpu().double() for k, v in record["layer"].items()}))
+        model = TargetModel(record["kind"], lam, int(record["repeat"]), built(record["encoder"]),
+                            layer_of(record["layer"]))
+        own = record["membership"]
+        encoder = model.encoder if own["encoder"] is None else built(own["encoder"])
+        model.membership = TargetModel(model.kind, lam, model.repeat, encoder, layer_of(own["layer"]))
+        out.append(model)
     return out
