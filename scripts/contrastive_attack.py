@@ -45,7 +45,8 @@ def main() -> None:
                         torch.tensor(splits["attribute"][name]), torch.tensor(splits["membership_task"][name]))
             for name, index in splits["splits"].items()}
     pairs = pair_models(load_models(targets, device), load_models(shadows, device))
-    rows = evaluate(splits["dataset"], pairs, data, splits["n_attribute"], settings, args.seed, log.info)
+    rows = evaluate(splits["dataset"], pairs, data, splits["n_attribute"], settings, args.seed, log.info,
+                    membership_task=splits["membership_task_map"] != splits["task_map"])
     atomic_write_csv(pd.DataFrame(rows), args.out)
 
 

@@ -211,7 +211,8 @@ def test_a_decisions_column_of_digits_only_survives_the_csv_round_trip(tmp_path)
              "tpr_at_1pct_fpr": auc, "tpr_at_1pct_fpr_lo": auc, "tpr_at_1pct_fpr_hi": auc, "fp_at_1pct_fpr": members,
              "baseline": baseline, "baseline_lo": baseline, "baseline_hi": baseline,
              "baseline_decisions": np.nan if inference == "membership" else pack_decisions(np.zeros(8, bool)),
-             **{f"membership_{split}_accuracy{end}": 0.5 for split in ("train", "test") for end in ("", "_lo", "_hi")}}
+             **{f"queried_{split}_accuracy{end}": 0.5 if inference == "membership" else np.nan
+                for split in ("train", "test") for end in ("", "_lo", "_hi")}}
             for inference, attack, right, members, auc, baseline in (
                 ("membership", "nn", np.r_[np.ones(4, bool), np.zeros(4, bool)], 4, 0.5, np.nan),
                 ("attribute", ATTRIBUTE_ATTACK, np.zeros(8, bool), np.nan, np.nan, 0.0))]
@@ -384,30 +385,34 @@ def with_membership(models: list[TargetModel], seed: int, data: dict[str, Split]
     return out
 
 
-def test_membership_attacks_query_the_membership_models_with_the_membership_labels():
-    """Every membership row equals the row of a run in which each model is its membership model and
-    the task labels are the membership labels; the task and attribute rows stay the task model's."""
+def test_membership_task_rows_query_the_membership_models_with_the_membership_labels():
+    """The rows of inference `membership_task` equal the `membership` rows of a run in which each
+    model is its membership model and the task labels are the membership labels; the `membership`
+    rows stay the task models' (those of a run without a membership task), and so do the task
+    accuracy and the attribute rows. Each membership row carries the queried model's fit."""
     data = evaluation_data()
     for i, split in enumerate(data.values()):
         split.membership = torch.randint(0, 3, (30,), generator=torch.Generator().manual_seed(100 + i))
     targets = with_membership(varied_models(0, data), 5, data)
     shadows = with_membership(varied_models(1, data), 6, data)
-    rows = pd.DataFrame(evaluate("digits", pair_models(targets, shadows), data, 4, SETTINGS, seed=0,
-                                 log=lambda _: None))
+    run = lambda t, s, d, flag: pd.DataFrame(evaluate("digits", pair_models(t, s), d, 4, SETTINGS, seed=0,  # noqa: E731
+                                                      log=lambda _: None, membership_task=flag))
+    rows = run(targets, shadows, data, True)
     swapped = {name: Split(split.images, split.membership, split.attribute, split.membership)
                for name, split in data.items()}
-    reference = pd.DataFrame(evaluate("digits", pair_models([t.membership for t in targets],
-                                                            [s.membership for s in shadows]),
-                                      swapped, 4, SETTINGS, seed=0, log=lambda _: None))
-    membership = rows.inference == "membership"
-    assert membership.sum() == 3 * len(MEMBERSHIP_ATTACKS)
-    for column in ("decisions", "accuracy", "auc"):
-        assert list(rows[membership][column]) == list(reference[membership][column]), column
-    # the task accuracy is the task model's, the over-fitting the membership model's
+    reference = run([t.membership for t in targets], [s.membership for s in shadows], swapped, False)
+    plain = run(targets, shadows, data, False)
+    own = rows[rows.inference == "membership_task"].reset_index(drop=True)
+    assert len(own) == 3 * len(MEMBERSHIP_ATTACKS)
+    expected = reference[reference.inference == "membership"].reset_index(drop=True)
+    for column in ("target", "attack", "decisions", "accuracy", "auc", "queried_train_accuracy"):
+        assert list(own[column]) == list(expected[column]), column
+    others = rows[rows.inference != "membership_task"].reset_index(drop=True)
+    for column in ("inference", "attack", "decisions", "task_accuracy", "queried_test_accuracy"):
+        assert others[column].equals(plain[column]), column
+    # the queried model's fit: the membership model's accuracy on the members' membership labels
     for target in targets:
-        of = rows[rows.target == target.kind]
-        task = float((target.predict_labels(data["target_test"].images) == data["target_test"].task).double().mean())
         fit = float((target.membership.predict_labels(data["target_train"].images)
                      == data["target_train"].membership).double().mean())
-        assert of.task_accuracy.unique().tolist() == pytest.approx([task])
-        assert of.membership_train_accuracy.unique().tolist() == pytest.approx([fit])
+        assert rows[(rows.target == target.kind) & (rows.inference == "membership_task")
+                    ].queried_train_accuracy.unique().tolist() == pytest.approx([fit])

@@ -118,7 +118,7 @@ def _row(dataset, target, lam, repeat, model: Model) -> list[dict]:
     base = {"dataset": dataset, "target": target, "lambda": lam, "repeat": repeat, "task_accuracy": n_right / N_TEST,
             "task_accuracy_lo": lo, "task_accuracy_hi": hi, "n_test": N_TEST,
             "task_decisions": pack_decisions(model.task),
-            **{f"membership_{split}_accuracy{end}": 0.5 for split in ("train", "test") for end in ("", "_lo", "_hi")}}
+            **{f"queried_{split}_accuracy{end}": 0.5 for split in ("train", "test") for end in ("", "_lo", "_hi")}}
     rows = []
     for attack, decisions in model.membership.items():
         k = int(decisions.sum())
@@ -463,3 +463,29 @@ def test_bad_input_is_refused_by_name(metrics, thesis, tmp_path):
     metrics.drop(columns="n_test").to_csv(path, index=False)
     with pytest.raises(ValueError, match="n_test"):
         load_csv_files([path], CONTRASTIVE)
+
+
+def test_the_membership_claim_reads_the_membership_task_rows_and_talos_the_task_rows(metrics, thesis):
+    """Rows of the membership task's models (inference `membership_task`) in which the supervised
+    and the contrastive model trade places: the contrastive-vs-supervised claim turns, the Talos
+    rows, which compare the released (task) models, do not move."""
+    utkface = metrics[metrics.dataset == "utkface"]
+    own = utkface[utkface.inference == "membership"].copy()
+    own["inference"] = "membership_task"
+    swapped = own.copy()
+    for a, b in (("supervised", "contrastive"), ("contrastive", "supervised")):
+        source = own[own.target == b].set_index(["attack", "repeat"])
+        into = own.target == a
+        keys = list(zip(own[into].attack, own[into].repeat))
+        for column in ("decisions", "accuracy", "accuracy_lo", "accuracy_hi"):
+            swapped.loc[into, column] = source.loc[keys, column].to_numpy()
+    before = claims_table(utkface, thesis)
+    after = claims_table(pd.concat([utkface, swapped]), thesis)
+    membership_before, membership_after = before[before.claim == "membership"], after[after.claim == "membership"]
+    assert list(membership_before.verdict) == ["reproduced", "reproduced"]
+    assert list(membership_after.verdict) == ["contradicted", "contradicted"]
+    assert membership_after.quantity.iloc[0] == "membership inference accuracy, NN attack (nn) (membership task)"
+    nn = own[own.attack == "nn"]
+    assert membership_after.value_a.iloc[0] == pytest.approx(nn[nn.target == "contrastive"].accuracy.mean())
+    talos_before, talos_after = before[before.claim == "talos"], after[after.claim == "talos"]
+    assert talos_after.reset_index(drop=True).equals(talos_before.reset_index(drop=True))

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Callable, NoReturn
 import numpy as np
 import pandas as pd
 
-from privssl.attacks.contrastive_spec import CLAIMS
+from privssl.attacks.contrastive_spec import CLAIMS, INFERENCES, MEMBERSHIP, MEMBERSHIP_TASK
 from privssl.cli import FileObject, json_object
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
@@ -85,7 +85,7 @@ def _show(bound_value, bound: dict) -> str:
 class Num:
     """Numbers in [low, high] (open ends: low_open, high_open), finite unless `finite` is False
     (then only NaN is refused). A str bound names a value bound earlier in the file.
-    `optional`: the field may be absent or None. `nan_where` (column, value): in a table, NaN is
+    `optional`: the field may be absent or None. `nan_where` (column, value or values): in a table, NaN is
     allowed in the rows where that column holds that value (the ε of the clean head, `none`)."""
 
     low: float | str | None = None
@@ -95,7 +95,7 @@ class Num:
     integer: bool = False
     finite: bool = True
     optional: bool = False
-    nan_where: tuple[str, str] | None = None
+    nan_where: tuple[str, str | tuple[str, ...]] | None = None
     nan: bool = False  # an empty cell is allowed anywhere
 
     def describe(self, bound: dict) -> str:
@@ -112,8 +112,13 @@ class Num:
             nan_ok = np.ones(np.shape(value), dtype=bool)
         elif self.nan_where is not None and frame is not None:
             column, allowed = self.nan_where
-            nan_ok = (frame[column] == allowed).to_numpy(dtype=bool, na_value=False)
+            nan_ok = frame[column].isin(_values(allowed)).to_numpy(dtype=bool, na_value=False)
         check_numbers(path, field, value, self, bound, nan_ok)
+
+
+def _values(allowed: str | tuple[str, ...]) -> tuple[str, ...]:
+    """A `nan_where` or `absent_where` value: one value, or a tuple of them."""
+    return allowed if isinstance(allowed, tuple) else (allowed,)
 
 
 @dataclass(frozen=True)
@@ -158,13 +163,13 @@ class Decisions:
     """A table column of per-record cells: decisions packed by privssl.io.pack_decisions (each
     cell holds exactly its row's number of records, the sum of the `count` columns, and no bit past
     the last) or, with `ranks`, an attack's score ranks packed by privssl.io.pack_ranks (the average
-    ranks 1 .. n of the row's records). `absent_where` (column, value): the cell is empty in the
+    ranks 1 .. n of the row's records). `absent_where` (column, value or values): the cell is empty in the
     rows where that column holds that value (a membership row has no baseline decisions);
     `optional`: a cell may be empty anywhere (the clean head's decisions, which the training-time
     releases' rows do not carry)."""
 
     count: tuple[str, ...]
-    absent_where: tuple[str, str] | None = None
+    absent_where: tuple[str, str | tuple[str, ...]] | None = None
     optional: bool = False
     ranks: bool = False
 
@@ -174,7 +179,8 @@ class Decisions:
         return f"per-record decisions, {' + '.join(self.count)} bits as hex digits"
 
     def check(self, path, field, value, bound, frame=None) -> None:
-        absent = (frame[self.absent_where[0]] == self.absent_where[1]).to_numpy() if self.absent_where else None
+        absent = (frame[self.absent_where[0]].isin(_values(self.absent_where[1])).to_numpy() if self.absent_where
+                  else None)
         records = frame[list(self.count)].sum(axis=1).to_numpy()
         unpack = unpack_ranks if self.ranks else unpack_decisions
         for i, (cell, n) in enumerate(zip(value, records)):
@@ -743,19 +749,19 @@ DPCL_ACCOUNTING = {"dataset": Text(), "method": Text(TRAINING_TIME_METHODS), "va
 _MEMBERSHIP_ONLY = Num(0, 1, nan_where=("inference", "attribute"))
 CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "talos")),
                "lambda": Num(0, nan_where=("target", "supervised")), "repeat": COUNT,
-               "inference": Text(("membership", "attribute")), "attack": Text(),
+               "inference": Text(INFERENCES), "attack": Text(),
                **{name: PROBABILITY for name in ("task_accuracy", "task_accuracy_lo", "task_accuracy_hi", "accuracy",
                                                  "accuracy_lo", "accuracy_hi")},
-               **{f"membership_{split}_accuracy{end}": PROBABILITY for split in ("train", "test")
-                  for end in ("", "_lo", "_hi")},
+               **{f"queried_{split}_accuracy{end}": _MEMBERSHIP_ONLY
+                  for split in ("train", "test") for end in ("", "_lo", "_hi")},
                "n_test": COUNT, "n": COUNT,
                **{name: _MEMBERSHIP_ONLY for name in ("auc", "auc_lo", "auc_hi", "tpr_at_*")},
                **{name: Num(0, integer=True, nan_where=("inference", "attribute"))
                   for name in ("n_members", "n_nonmembers", "fp_at_*")},
-               **{name: Num(0, 1, nan_where=("inference", "membership"))
+               **{name: Num(0, 1, nan_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK)))
                   for name in ("baseline", "baseline_lo", "baseline_hi")},
                "decisions": Decisions(("n",)), "task_decisions": Decisions(("n_test",)),
-               "baseline_decisions": Decisions(("n",), absent_where=("inference", "membership")),
+               "baseline_decisions": Decisions(("n",), absent_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK))),
                "grid": (("dataset", "target", "inference", "attack"), ("lambda", "repeat"))}
 # semileak_attack rule (thesis Ch. 3): eps only for the DP-SGD target; views and similarity only for A_DA
 SEMILEAK = {"dataset": Text(), "target": Text(TARGETS), "eps": Num(0, low_open=True, nan=True),

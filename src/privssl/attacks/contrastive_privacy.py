@@ -31,7 +31,15 @@ from privssl.attacks.attribute_inference import (
     majority_baseline,
     train_attribute_attack,
 )
-from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS, METRIC_ATTACKS, NN_ATTACK
+from privssl.attacks.contrastive_spec import (
+    ATTRIBUTE,
+    ATTRIBUTE_ATTACK,
+    MEMBERSHIP,
+    MEMBERSHIP_ATTACKS,
+    MEMBERSHIP_TASK,
+    METRIC_ATTACKS,
+    NN_ATTACK,
+)
 from privssl.attacks.label_only import augmentation_scores, boundary_distance_scores
 from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
 from privssl.attacks.statistics import accuracy_interval, membership_metrics
@@ -87,82 +95,97 @@ def pair_models(targets: list[TargetModel], shadows: list[TargetModel]) -> list[
     return [(t, by_key[_key(t)]) for t in targets]
 
 
-def _model_row(dataset: str, target: TargetModel, train: Split, test: Split) -> dict:
-    """The model's task accuracy on the non-members, and its membership model's on the members and
-    the non-members (the over-fitting the membership attacks meet)."""
+def _model_row(dataset: str, target: TargetModel, test: Split) -> dict:
     right = target.predict_labels(test.images) == test.task
     accuracy, lo, hi = accuracy_interval(int(right.sum()), len(test.task))
-    fit = {}
-    for name, split in (("train", train), ("test", test)):
-        hits = target.membership_model().predict_labels(split.images) == split.membership
-        fit |= dict(zip((f"membership_{name}_accuracy", f"membership_{name}_accuracy_lo",
-                         f"membership_{name}_accuracy_hi"), accuracy_interval(int(hits.sum()), len(hits))))
     return {"dataset": dataset, "target": target.kind, "lambda": np.nan if target.lam is None else target.lam,
             "repeat": target.repeat, "task_accuracy": accuracy, "task_accuracy_lo": lo, "task_accuracy_hi": hi,
-            "n_test": len(test.task), "task_decisions": pack_decisions(right.cpu().numpy()), **fit}
+            "n_test": len(test.task), "task_decisions": pack_decisions(right.cpu().numpy())}
+
+
+def _fit(model: TargetModel, labels: Callable[[Split], torch.Tensor], train: Split, test: Split) -> dict:
+    """The queried model's accuracy on the members and on the non-members: the over-fitting the
+    membership attacks meet."""
+    fit = {}
+    for name, split in (("train", train), ("test", test)):
+        hits = model.predict_labels(split.images) == labels(split)
+        fit |= dict(zip((f"queried_{name}_accuracy", f"queried_{name}_accuracy_lo", f"queried_{name}_accuracy_hi"),
+                        accuracy_interval(int(hits.sum()), len(hits))))
+    return fit
 
 
 def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: dict[str, Split], n_attributes: int,
-             settings: AttackSettings, seed: int, log: Callable[[str], None] = print) -> list[dict]:
+             settings: AttackSettings, seed: int, log: Callable[[str], None] = print,
+             membership_task: bool = False) -> list[dict]:
     """One row per (target model, attack): membership attacks and attribute inference. `data`:
-    the splits target_train (members), target_test, shadow_train, shadow_test and aux."""
+    the splits target_train (members), target_test, shadow_train, shadow_test and aux.
+    `membership_task`: the models have membership models of a task of their own, whose attacks
+    are rows of their own (inference `membership_task`) beside the task models' (`membership`)."""
     members, nonmembers = data["target_train"], data["target_test"]
     shadow_in, shadow_out = data["shadow_train"], data["shadow_test"]
     is_member = torch.cat([torch.ones(len(members.task)), torch.zeros(len(nonmembers.task))]).bool()
     shadow_member = torch.cat([torch.ones(len(shadow_in.task)), torch.zeros(len(shadow_out.task))]).bool()
-    # every membership attack queries the membership models, with the membership task's labels
-    target_images = torch.cat([members.images, nonmembers.images])
-    target_labels = torch.cat([members.membership, nonmembers.membership])
-    shadow_images = torch.cat([shadow_in.images, shadow_out.images])
-    shadow_labels = torch.cat([shadow_in.membership, shadow_out.membership])
-    target_probs = torch.stack([t.membership_model().posteriors(target_images) for t, _ in pairs])
-    shadow_probs = torch.stack([s.membership_model().posteriors(shadow_images) for _, s in pairs])
-    # the NN attacks of every model in one stacked training (privssl.attacks.mia.train_attack_mlps)
-    nn_models = train_attack_mlps(nn_inputs(shadow_probs, shadow_labels), shadow_member, settings.nn, seed)
     shadow_members = shadow_member.numpy()
+    target_images = torch.cat([members.images, nonmembers.images])
+    shadow_images = torch.cat([shadow_in.images, shadow_out.images])
+    queries = {MEMBERSHIP: (lambda m: m, lambda split: split.task)}
+    if membership_task:
+        queries[MEMBERSHIP_TASK] = (lambda m: m.membership_model(), lambda split: split.membership)
 
-    def membership(scores: torch.Tensor, threshold: float, attack: str) -> dict:
+    def membership(inference: str, scores: torch.Tensor, threshold: float, attack: str) -> dict:
         metrics = membership_metrics(scores.double().numpy(), is_member.numpy(), threshold, settings.fpr,
                                      settings.bootstrap, seed, with_decisions=True)
-        return {"inference": "membership", "attack": attack, "n": metrics["n_members"] + metrics["n_nonmembers"],
+        return {"inference": inference, "attack": attack, "n": metrics["n_members"] + metrics["n_nonmembers"],
                 **metrics}
 
     rows = []
     # a few models, most of a minute each: one attack's row is the unit of the progress in `log`
-    progress = Progress(log, "attacks on target models", len(pairs) * (len(MEMBERSHIP_ATTACKS) + 1))
+    progress = Progress(log, "attacks on target models", len(pairs) * (len(queries) * len(MEMBERSHIP_ATTACKS) + 1))
 
     def add(row: dict) -> None:
         rows.append(row)
         progress.advance()
 
-    for e, (target, shadow) in enumerate(pairs):
-        base = _model_row(dataset, target, members, nonmembers)
-        with torch.no_grad():
-            nn_scores = torch.sigmoid(nn_models[e](nn_inputs(target_probs[e], target_labels)).squeeze(-1))
-        nn_row = base | membership(nn_scores, 0.5, NN_ATTACK)
-        add(nn_row)
-        shadow_metrics, target_metrics = metric_scores(shadow_probs[e], shadow_labels), metric_scores(
-            target_probs[e], target_labels)
-        for attack in METRIC_ATTACKS:
-            threshold = best_threshold(shadow_metrics[attack].numpy(), shadow_members)
-            add(base | membership(target_metrics[attack], threshold, attack))
-        label_only = {
-            "label_only_augmentation": lambda model, images, labels: augmentation_scores(
-                model.predict_labels, images, labels, settings.translation),
-            "label_only_boundary": lambda model, images, labels: boundary_distance_scores(
-                model.predict_labels, images, labels, settings.directions, settings.steps, seed),
-        }
-        for attack, scores in label_only.items():
-            threshold = best_threshold(scores(shadow.membership_model(), shadow_images, shadow_labels).numpy(),
-                                       shadow_members)
-            add(base | membership(scores(target.membership_model(), target_images, target_labels), threshold,
-                                  attack))
-        aux = data["aux"]
+    label_only = {
+        "label_only_augmentation": lambda model, images, labels: augmentation_scores(
+            model.predict_labels, images, labels, settings.translation),
+        "label_only_boundary": lambda model, images, labels: boundary_distance_scores(
+            model.predict_labels, images, labels, settings.directions, settings.steps, seed),
+    }
+    bases = [_model_row(dataset, target, nonmembers) for target, _ in pairs]
+    nn_accuracy = {}
+    for inference, (queried, labels_of) in queries.items():
+        target_labels = torch.cat([labels_of(members), labels_of(nonmembers)])
+        shadow_labels = torch.cat([labels_of(shadow_in), labels_of(shadow_out)])
+        target_probs = torch.stack([queried(t).posteriors(target_images) for t, _ in pairs])
+        shadow_probs = torch.stack([queried(s).posteriors(shadow_images) for _, s in pairs])
+        # the NN attacks of every model in one stacked training (privssl.attacks.mia.train_attack_mlps)
+        nn_models = train_attack_mlps(nn_inputs(shadow_probs, shadow_labels), shadow_member, settings.nn, seed)
+        for e, (target, shadow) in enumerate(pairs):
+            base = bases[e] | _fit(queried(target), labels_of, members, nonmembers)
+            with torch.no_grad():
+                nn_scores = torch.sigmoid(nn_models[e](nn_inputs(target_probs[e], target_labels)).squeeze(-1))
+            nn_row = base | membership(inference, nn_scores, 0.5, NN_ATTACK)
+            nn_accuracy[e, inference] = nn_row["accuracy"]
+            add(nn_row)
+            shadow_metrics = metric_scores(shadow_probs[e], shadow_labels)
+            target_metrics = metric_scores(target_probs[e], target_labels)
+            for attack in METRIC_ATTACKS:
+                threshold = best_threshold(shadow_metrics[attack].numpy(), shadow_members)
+                add(base | membership(inference, target_metrics[attack], threshold, attack))
+            for attack, scores in label_only.items():
+                threshold = best_threshold(scores(queried(shadow), shadow_images, shadow_labels).numpy(),
+                                           shadow_members)
+                add(base | membership(inference, scores(queried(target), target_images, target_labels), threshold,
+                                      attack))
+    aux = data["aux"]
+    for e, (target, _) in enumerate(pairs):
         attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, n_attributes, settings.attribute,
                                           seed)
         inferred = attribute_accuracy(attacker, target.embed(members.images), members.attribute)
-        add(base | {"inference": "attribute", "attack": ATTRIBUTE_ATTACK, **inferred,
-                    **majority_baseline(aux.attribute, members.attribute)})
+        add(bases[e] | {"inference": ATTRIBUTE, "attack": ATTRIBUTE_ATTACK, **inferred,
+                        **majority_baseline(aux.attribute, members.attribute)})
+        mias = ", ".join(f"{inference} {nn_accuracy[e, inference]:.3f}" for inference in queries)
         log(f"{dataset} {target.kind} lambda={target.lam} repeat={target.repeat}: task accuracy "
-            f"{base['task_accuracy']:.3f}, NN MIA {nn_row['accuracy']:.3f}, attribute inference {inferred['accuracy']:.3f}")
+            f"{bases[e]['task_accuracy']:.3f}, NN MIA ({mias}), attribute inference {inferred['accuracy']:.3f}")
     return rows

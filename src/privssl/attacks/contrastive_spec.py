@@ -14,3 +14,8 @@ LABEL_ONLY_ATTACKS = ("label_only_augmentation", "label_only_boundary")  # Choqu
 MEMBERSHIP_ATTACKS = (NN_ATTACK, *METRIC_ATTACKS, *LABEL_ONLY_ATTACKS)
 ATTRIBUTE_ATTACK = "attribute_mlp"  # 3-layer MLP from the embedding to the sensitive attribute
 CLAIMS = ("membership", "attribute", "talos")  # the thesis's three claims the report settles
+# a membership attack's rows: `membership` queries the task's models with the task's labels (the Talos
+# claims: what the released model leaks), `membership_task` the membership task's models with its
+# labels (contrastive vs supervised, in its regime), only where that task is not the task itself
+MEMBERSHIP, MEMBERSHIP_TASK, ATTRIBUTE = "membership", "membership_task", "attribute"
+INFERENCES = (MEMBERSHIP, MEMBERSHIP_TASK, ATTRIBUTE)

@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, NN_ATTACK  # noqa: E402
+from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP, MEMBERSHIP_TASK, NN_ATTACK  # noqa: E402
 from privssl.reports.contrastive_report import pool  # noqa: E402
 from privssl.reports.plotting import _span, fit_width  # noqa: E402
 
@@ -58,7 +58,7 @@ def _bar(ax, x, value, lo, hi, **style):
 
 def _strongest_other(rows: pd.DataFrame) -> pd.Series | None:
     """The strongest membership attack other than NN (metric-based or label-only), by pooled accuracy."""
-    others = rows[(rows.inference == "membership") & (rows.attack != NN_ATTACK)]
+    others = rows[(rows.inference == MEMBERSHIP) & (rows.attack != NN_ATTACK)]
     return None if others.empty else others.sort_values(["accuracy", "attack"], ascending=[False, True]).iloc[0]
 
 
@@ -83,7 +83,8 @@ def _grid(stats: pd.DataFrame) -> tuple[plt.Figure, np.ndarray, list[str]]:
 
 def privacy_figure(metrics: pd.DataFrame) -> plt.Figure:
     """Per dataset a row of three panels: task accuracy, membership inference accuracy (NN attack,
-    and as a hollow square the strongest metric-based or label-only attack, named), attribute
+    and as a hollow square the strongest metric-based or label-only attack, named, on the task's
+    model; a diamond: the NN attack on the membership task's model, where the run has one), attribute
     inference accuracy with the majority-class baseline (grey tick and bar); per model kind,
     pooled over repeats, 95 % intervals clustered by record as error bars."""
     stats = pool(metrics)
@@ -99,10 +100,15 @@ def privacy_figure(metrics: pd.DataFrame) -> plt.Figure:
             _bar(task_ax, x, model.task_accuracy, model.task_accuracy_lo, model.task_accuracy_hi, color=colour,
                  marker="o")
             n_task.append(model.n_test)
-            nn = rows[rows.attack == NN_ATTACK]
+            nn = rows[(rows.attack == NN_ATTACK) & (rows.inference == MEMBERSHIP)]
             if not nn.empty:
                 r = nn.iloc[0]
                 _bar(mia_ax, x - 0.12, r.accuracy, r.accuracy_lo, r.accuracy_hi, color=colour, marker="o")
+                n_mia.append(r.n)
+            own_task = rows[(rows.attack == NN_ATTACK) & (rows.inference == MEMBERSHIP_TASK)]
+            if not own_task.empty:  # the membership task's model (contrastive_report.py's membership claim)
+                r = own_task.iloc[0]
+                _bar(mia_ax, x, r.accuracy, r.accuracy_lo, r.accuracy_hi, color=colour, marker="D")
                 n_mia.append(r.n)
             other = _strongest_other(rows)
             if other is not None:
@@ -135,6 +141,7 @@ def privacy_figure(metrics: pd.DataFrame) -> plt.Figure:
            for t, text in (("supervised", "supervised"), ("contrastive", "contrastive (λ = 0)"),
                            ("talos", "Talos (λ > 0)"))]
     key += [Line2D([], [], color="black", marker="o", ls="none", label="NN attack / attribute MLP"),
+            Line2D([], [], color="black", marker="D", ls="none", label="NN attack, the membership task's model"),
             Line2D([], [], color="black", marker="s", mfc="white", ls="none",
                    label="strongest metric / label-only membership attack (named)"),
             Line2D([], [], color="grey", marker="_", ms=14, ls="none", label="majority-class baseline"),
