@@ -489,3 +489,16 @@ def test_the_membership_claim_reads_the_membership_task_rows_and_talos_the_task_
     assert membership_after.value_a.iloc[0] == pytest.approx(nn[nn.target == "contrastive"].accuracy.mean())
     talos_before, talos_after = before[before.claim == "talos"], after[after.claim == "talos"]
     assert talos_after.reset_index(drop=True).equals(talos_before.reset_index(drop=True))
+
+
+def test_the_expected_grid_has_membership_task_rows_only_where_the_dataset_has_a_membership_task():
+    from privssl.grids import contrastive
+
+    config = {"contrastive": {"datasets": {"digits": {"task": "parity", "part": 40, "aux": 40}}, "repeats": 1,
+                              "talos": {"lambdas": [0, 2]}}}
+    inferences = lambda: {i for block in contrastive(config, "digits") for i in block["inference"]}  # noqa: E731
+    assert inferences() == {"membership", "attribute"}
+    config["contrastive"]["datasets"]["digits"]["membership_task"] = "parity"  # the task itself
+    assert inferences() == {"membership", "attribute"}
+    config["contrastive"]["datasets"]["digits"]["membership_task"] = "class"
+    assert inferences() == {"membership", "membership_task", "attribute"}

@@ -464,8 +464,18 @@ def test_contrastive_branch_outputs(tiny_run):
     assert sorted(metrics.loc[metrics.target != "supervised", "lambda"].unique()) == lambdas
     assert set(metrics.attack) == {"nn", "correctness", "confidence", "entropy", "modified_entropy",
                                    "label_only_augmentation", "label_only_boundary", "attribute_mlp"}
-    membership = metrics[metrics.inference == "membership"]
+    membership = metrics[metrics.inference.isin(["membership", "membership_task"])]
     assert (membership.n == 2 * part).all() and (metrics.loc[metrics.inference == "attribute", "n"] == part).all()
+    # membership_task: class: the membership labels are the digits, and every model is attacked
+    # twice, on the task's model and on the membership task's, with the same attacks
+    assert cfg["datasets"]["digits"]["membership_task"] == "class"
+    assert all(splits["membership_task"][s] == splits["attribute"][s] for s in splits["splits"])
+    attacks = {inference: set(zip(rows.target, rows["lambda"].fillna(-1), rows.attack))
+               for inference, rows in membership.groupby("inference")}
+    assert attacks["membership"] == attacks["membership_task"]
+    # the task's models fit parity, the membership task's the digits: their fits differ
+    queried = membership.groupby("inference").queried_train_accuracy.mean()
+    assert queried["membership"] != queried["membership_task"]
     for metric in ("accuracy", "task_accuracy"):
         assert ((metrics[f"{metric}_lo"] <= metrics[metric]) & (metrics[metric] <= metrics[f"{metric}_hi"])).all()
     history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/contrastive/target_history.csv"))
@@ -474,6 +484,7 @@ def test_contrastive_branch_outputs(tiny_run):
     table = tiny_run.path(f"{RESULTS}/tables/contrastive.md").read_text()
     for claim in ("membership", "attribute", "talos"):
         assert f"| digits | {claim} |" in table
+    assert "| digits | membership | membership inference accuracy, NN attack (nn) (membership task) |" in table
 
 
 def test_semileak_branch_outputs(tiny_run):

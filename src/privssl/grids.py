@@ -13,7 +13,14 @@ list is an empty cell (NaN): the ε of the clean head `none`, the λ of a superv
 
 from __future__ import annotations
 
-from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS, TARGET_KINDS
+from privssl.attacks.contrastive_spec import (
+    ATTRIBUTE,
+    ATTRIBUTE_ATTACK,
+    MEMBERSHIP,
+    MEMBERSHIP_ATTACKS,
+    MEMBERSHIP_TASK,
+    TARGET_KINDS,
+)
 from privssl.attacks.mia_spec import ATTACKS as MIA_ATTACKS
 from privssl.audit.one_run_spec import one_run_audit_name
 from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
@@ -159,18 +166,22 @@ def audit(config: dict, dataset: str) -> list[dict]:
 
 def contrastive(config: dict, dataset: str) -> list[dict]:
     """contrastive/metrics.csv: every membership and the attribute attack on every target model
-    (supervised; contrastive = Talos at λ = 0; Talos at every other λ) and repeat."""
+    (supervised; contrastive = Talos at λ = 0; Talos at every other λ) and repeat; the membership
+    attacks again on the membership task's models where the dataset has a task of its own for them."""
     section = config["contrastive"]
+    entry = section["datasets"][dataset]
     lambdas = {"supervised": NONE, "contrastive": [0.0],
                "talos": [lam for lam in section["talos"]["lambdas"] if lam != 0]}
     repeats = list(range(section["repeats"]))
+    inferences = [MEMBERSHIP] + ([MEMBERSHIP_TASK] if entry.get("membership_task", entry["task"]) != entry["task"]
+                                 else [])
     blocks = []
     for target in TARGET_KINDS:
         if not lambdas[target]:
             continue  # no Talos λ > 0 configured
         key = {"dataset": [dataset], "target": [target], "lambda": lambdas[target], "repeat": repeats}
-        blocks += [key | {"inference": ["membership"], "attack": list(MEMBERSHIP_ATTACKS)},
-                   key | {"inference": ["attribute"], "attack": [ATTRIBUTE_ATTACK]}]
+        blocks += [key | {"inference": inferences, "attack": list(MEMBERSHIP_ATTACKS)},
+                   key | {"inference": [ATTRIBUTE], "attack": [ATTRIBUTE_ATTACK]}]
     return blocks
 
 

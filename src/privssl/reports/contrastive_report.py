@@ -5,11 +5,13 @@ thesis's statements (resources/thesis_contrastive.csv):
 
 1. membership: contrastive models are LESS vulnerable to membership inference than supervised
    models of the same architecture (the NN attack, the thesis's main one, and the strongest
-   membership attack of each model);
+   membership attack of each model), on the membership task's models where the run has them
+   (inference `membership_task`), else on the task's;
 2. attribute: contrastive models are MORE vulnerable to attribute inference (attribute_mlp,
    beside the majority-class baseline);
 3. talos: Talos at λ > 0 lowers the attribute inference accuracy of the contrastive model
-   (Talos at λ = 0) at no cost in task accuracy or membership privacy (NN attack).
+   (Talos at λ = 0) at no cost in task accuracy or membership privacy (NN attack on the task's
+   models, the released ones).
 
 Pooling over repeats (independent trainings of every model on the same records): every value is
 the mean decision over the repeats, its 95 % interval clustered by record
