@@ -42,7 +42,8 @@ rule contrastive_data:
         library=library("contrastive_data.py"),
         task=lambda w: config["contrastive"]["datasets"][w.dataset]["task"],
         membership_task=lambda w: config["contrastive"]["datasets"][w.dataset].get(
-            "membership_task", config["contrastive"]["datasets"][w.dataset]["task"]),
+            "membership_task", config["contrastive"]["datasets"][w.dataset]["task"]
+        ),
         part=lambda w: config["contrastive"]["datasets"][w.dataset]["part"],
         aux=lambda w: config["contrastive"]["datasets"][w.dataset]["aux"],
         seed=stage_seed("contrastive_data"),
