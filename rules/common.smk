@@ -5,6 +5,7 @@ from pathlib import Path
 
 from privssl import grids
 from privssl.code_graph import library_code
+from privssl.data.label_maps import membership_task_of
 from privssl.release.methods import PROTECT_METHODS, output_perturbation_methods, release_method
 from privssl.release.tuning_spec import tuned_sections
 

@@ -41,9 +41,7 @@ rule contrastive_data:
     params:
         library=library("contrastive_data.py"),
         task=lambda w: config["contrastive"]["datasets"][w.dataset]["task"],
-        membership_task=lambda w: config["contrastive"]["datasets"][w.dataset].get(
-            "membership_task", config["contrastive"]["datasets"][w.dataset]["task"]
-        ),
+        membership_task=lambda w: membership_task_of(config["contrastive"]["datasets"][w.dataset]),
         part=lambda w: config["contrastive"]["datasets"][w.dataset]["part"],
         aux=lambda w: config["contrastive"]["datasets"][w.dataset]["aux"],
         seed=stage_seed("contrastive_data"),

@@ -23,6 +23,7 @@ from privssl.attacks.contrastive_spec import (
 )
 from privssl.attacks.mia_spec import ATTACKS as MIA_ATTACKS
 from privssl.audit.one_run_spec import one_run_audit_name
+from privssl.data.label_maps import membership_task_of
 from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
 from privssl.release.tuning_spec import varied_fields
@@ -173,8 +174,7 @@ def contrastive(config: dict, dataset: str) -> list[dict]:
     lambdas = {"supervised": NONE, "contrastive": [0.0],
                "talos": [lam for lam in section["talos"]["lambdas"] if lam != 0]}
     repeats = list(range(section["repeats"]))
-    inferences = [MEMBERSHIP] + ([MEMBERSHIP_TASK] if entry.get("membership_task", entry["task"]) != entry["task"]
-                                 else [])
+    inferences = [MEMBERSHIP] + ([MEMBERSHIP_TASK] if membership_task_of(entry) != entry["task"] else [])
     blocks = []
     for target in TARGET_KINDS:
         if not lambdas[target]:

@@ -55,6 +55,11 @@ for _dataset, _n in _CLASSES.items():
     LABEL_MAPS[_dataset][CLASS_MAP] = LabelMap(tuple(f"class_{c}" for c in range(_n)), tuple(range(_n)))
 
 
+def membership_task_of(entry: dict) -> str:
+    """The label map of a `contrastive.datasets` entry's membership models: its own, else the task."""
+    return entry.get("membership_task", entry["task"])
+
+
 def label_map(dataset: str, name: str) -> LabelMap:
     """The label map `name` of `dataset`; ValueError naming the allowed ones otherwise."""
     maps = LABEL_MAPS.get(dataset)

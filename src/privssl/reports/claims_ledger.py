@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from privssl.attacks.repeated import Estimate, versus_bound
-from privssl.reports.claims_spec import LEDGER_CLAIMS, LEDGER_VERDICTS, MEASURED_BY, NOT_TESTED, VERDICTS
+from privssl.reports.claims_spec import LEDGER_CLAIMS, MEASURED_BY, NOT_TESTED, VERDICTS
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
 from privssl.reports.decisions import paired
 from privssl.reports.regime import (
