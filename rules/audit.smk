@@ -68,6 +68,8 @@ rule lira:
         ),
         head=spec_option("head-spec", "head"),
         attacks=" ".join(LIRA["attacks"]),
+        population=LIRA["rmia"]["population"],
+        gamma=LIRA["rmia"]["gamma"],
         fpr=" ".join(map(str, LIRA["fpr"])),
         bootstrap=LIRA["bootstrap"],
         confidence=config["audit"]["confidence"],
@@ -87,9 +89,51 @@ rule lira:
     shell:
         "python {input.script:q} --dataset {wildcards.dataset} --method {wildcards.target} --features {input.features:q}"
         " --heads {input.heads:q} {params.release} {params.head}"
-        " --attacks {params.attacks} --fpr {params.fpr} --bootstrap {params.bootstrap}"
-        " --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out-csv {output.csv:q}"
+        " --attacks {params.attacks} --population {params.population} --rmia-gamma {params.gamma}"
+        " --fpr {params.fpr} --bootstrap {params.bootstrap} --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out-csv {output.csv:q}"
         " --out-roc {output.roc:q} --out-audit {output.audit:q} {params.threads_option} {params.expect} {params.choices} 2> {log:q}"
+
+
+rule lira_references:
+    """LiRA and RMIA against the clean target heads with 1, 2, 4, … of the shadow heads as
+    references: how each attack's power depends on the reference models it can afford."""
+    input:
+        script=script("lira_references.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+        heads=f"{RESULTS}/{{dataset}}/attack/lira/heads_finetune.pt",
+    output:
+        f"{RESULTS}/{{dataset}}/attack/lira/references.csv",
+    params:
+        library=library("lira_references.py"),
+        attacks=" ".join(a for a in LIRA["attacks"] if a in REFERENCE_ATTACKS),
+        population=LIRA["rmia"]["population"],
+        gamma=LIRA["rmia"]["gamma"],
+        fpr=" ".join(map(str, LIRA["fpr"])),
+        bootstrap=LIRA["bootstrap"],
+        seed=stage_seed("lira"),
+        expect=lambda w: expect(
+            {
+                f"{RESULTS}/{w.dataset}/attack/lira/heads_finetune.pt": grids.lira_heads_record(
+                    config, "finetune", stage_seed("lira_heads")
+                )
+            }
+        ),
+        threads_option=threads_option("lira"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/lira_references.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/lira_references.tsv"
+    threads: torch_threads("lira")
+    resources:
+        mem_mb=job_memory("lira"),
+        runtime=job_runtime("lira"),
+    conda:
+        ENV
+    shell:
+        "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --heads {input.heads:q}"
+        " --attacks {params.attacks} --population {params.population} --rmia-gamma {params.gamma}"
+        " --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed} --out {output:q}"
+        " {params.threads_option} {params.expect} 2> {log:q}"
 
 
 rule audit_one_run:
@@ -176,17 +220,24 @@ rule audit_figures:
         lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
         roc=expand(f"{RESULTS}/{{dataset}}/roc.csv.gz", dataset=DATASETS),
         audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
+        references=expand(f"{RESULTS}/{{dataset}}/attack/lira/references.csv", dataset=DATASETS),
     output:
         fig4_png=report(f"{RESULTS}/figures/fig4_roc.png", caption="../report/fig4.rst", category="Figures"),
         fig4_pdf=f"{RESULTS}/figures/fig4_roc.pdf",
         fig5_png=report(f"{RESULTS}/figures/fig5_audit.png", caption="../report/fig5.rst", category="Figures"),
         fig5_pdf=f"{RESULTS}/figures/fig5_audit.pdf",
+        references_png=report(
+            f"{RESULTS}/figures/fig_references.png", caption="../report/fig_references.rst", category="Figures"
+        ),
+        references_pdf=f"{RESULTS}/figures/fig_references.pdf",
+        references_md=f"{RESULTS}/tables/lira_references.md",
     params:
         library=library("plot_audit.py"),
         expect=expect(
             grid("lira", "lira.csv", DATASETS),
             grid("lira", "roc.csv.gz", DATASETS),
             grid("audit", "audit.csv", DATASETS),
+            grid("lira_references", "attack/lira/references.csv", DATASETS),
         ),
     log:
         f"{RESULTS}/logs/audit_figures.log",
@@ -195,4 +246,6 @@ rule audit_figures:
         ENV
     shell:
         "python {input.script:q} --lira {input.lira:q} --roc {input.roc:q} --audit {input.audit:q}"
-        " --fig4 {output.fig4_png:q} {output.fig4_pdf:q} --fig5 {output.fig5_png:q} {output.fig5_pdf:q} {params.expect} 2> {log:q}"
+        " --references {input.references:q} --fig4 {output.fig4_png:q} {output.fig4_pdf:q}"
+        " --fig5 {output.fig5_png:q} {output.fig5_pdf:q} --fig-references {output.references_png:q} {output.references_pdf:q}"
+        " --md-references {output.references_md:q} {params.expect} 2> {log:q}"

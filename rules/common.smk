@@ -4,6 +4,7 @@ import shlex
 from pathlib import Path
 
 from privssl import grids
+from privssl.attacks.mia_spec import REFERENCE_ATTACKS
 from privssl.code_graph import library_code
 from privssl.data.label_maps import membership_task_of
 from privssl.release.methods import PROTECT_METHODS, output_perturbation_methods, release_method
@@ -232,6 +233,9 @@ def final_outputs():
             f"{RESULTS}/figures/fig4_roc.pdf",
             f"{RESULTS}/figures/fig5_audit.png",
             f"{RESULTS}/figures/fig5_audit.pdf",
+            f"{RESULTS}/figures/fig_references.png",
+            f"{RESULTS}/figures/fig_references.pdf",
+            f"{RESULTS}/tables/lira_references.md",
         ]
     if CONTRASTIVE:
         outputs += [

@@ -8,7 +8,11 @@ with per-candidate or global variance, and the loss attack. Each runs twice for 
 adaptive (the shadows released by the same mechanism at the same ε) and non-adaptive (clean
 shadows). Writes per (ε, attack, adaptive): metrics with intervals over the T × pool decisions,
 the ROC curve, and the audit row (threshold chosen on half of the candidates, Clopper–Pearson
-bound on the other half)."""
+bound on the other half).
+
+RMIA (privssl.attacks.rmia) uses the same shadow heads as its reference heads and the attacker's
+population split (`--population`, records in no head) as its z; its offline a is chosen per
+(ε, adaptive) on the shadows alone and written beside its rows (`rmia_a`)."""
 
 import argparse
 from typing import Callable
@@ -28,24 +32,23 @@ from privssl.artefacts import (
     parse_checking_choices,
 )
 from privssl.attacks.adaptive import dpsgd_releases, perturb
-from privssl.attacks.lira import candidate_pool, lira_scores, logit_confidence, membership
+from privssl.attacks.lira import candidate_pool, membership
+from privssl.attacks.mia_spec import REFERENCE_ATTACKS, RMIA_ATTACKS
+from privssl.attacks.reference_attacks import References, reference_scores, with_rmia_a
+from privssl.attacks.rmia import label_probability
 from privssl.attacks.mia import best_threshold, metric_scores
 from privssl.attacks.mia_spec import METRIC_ATTACKS
 from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.statistics import roc
 from privssl.audit.bounds import epsilon_lower_bound_split, hypothesis_test_ceiling
 from privssl.cli import expect_argument, json_object, thread_count
+from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import Progress, atomic_write_csv, script_logger
 from privssl.release.methods import METHODS, release_method, substitution_claim
 from privssl.release.protection import head_inputs
 from privssl.training.heads import HeadSpec, head_logits, unflatten
 
-LIRA_ATTACKS = {"lira_online": ("online", "per_example"), "lira_offline": ("offline", "per_example"),
-                "lira_online_global": ("online", "global"), "lira_offline_global": ("offline", "global")}
-ATTACKS = (*LIRA_ATTACKS, *METRIC_ATTACKS)
-# The score at which a LiRA attack says "member" without any fitting: a likelihood ratio of 1
-# (online), or φ above the OUT median (offline: log P[Z ≤ φ] = log ½).
-LIRA_THRESHOLD = {"online": 0.0, "offline": float(np.log(0.5))}
+ATTACKS = (*REFERENCE_ATTACKS, *METRIC_ATTACKS)
 
 
 def corners(fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
@@ -83,6 +86,9 @@ def main() -> None:
     parser.add_argument("--utility", default=None, help="the method's utility CSV (its guarantee kinds)")
     parser.add_argument("--head-spec", type=json_object, default={})
     parser.add_argument("--attacks", nargs="+", required=True, choices=ATTACKS)
+    parser.add_argument("--population", choices=LABELLED_SPLITS, default=None,
+                        help="RMIA's population split z: in no head, so not a split of the candidate pool")
+    parser.add_argument("--rmia-gamma", type=float, default=1.0, help="RMIA's γ: x dominates z when LR(x, z) >= γ")
     parser.add_argument("--fpr", nargs="+", type=float, required=True, help="FPR levels for TPR at low FPR")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--confidence", type=float, default=0.95, help="of the audit's Clopper–Pearson bounds")
@@ -102,6 +108,11 @@ def main() -> None:
         parser.error(f"--fpr levels must lie in (0, 1), got {bad}")
     if args.bootstrap < 1 or not 0 < args.confidence < 1:
         parser.error(f"--bootstrap must be >= 1 and --confidence in (0, 1), got {args.bootstrap}, {args.confidence}")
+    rmia = [a for a in args.attacks if a in RMIA_ATTACKS]
+    if rmia and args.population is None:
+        parser.error(f"--attacks {' '.join(rmia)} need --population (RMIA's z)")
+    if not args.rmia_gamma > 0:
+        parser.error(f"--rmia-gamma {args.rmia_gamma} is not allowed; allowed: γ > 0")
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -112,6 +123,9 @@ def main() -> None:
     if args.utility:
         utility = load_csv_file(args.utility, UTILITY, expected_of(args.expect, args.utility))
         kinds = dict(zip(utility.eps, utility.guarantee_kind))
+    if rmia and args.population in heads["pool"]:
+        parser.error(f"--population {args.population} is a split of the candidate pool {heads['pool']}; allowed: a "
+                     f"split in no head ({', '.join(s for s in LABELLED_SPLITS if s not in heads['pool'])})")
     x, y = candidate_pool(feats, heads["pool"])
     released, eps_grid = releases_of(args.method, heads, release, feats, args, log.info)
     n_shadows = heads["shadows"]
@@ -119,10 +133,21 @@ def main() -> None:
     shadow_in, target_in = inside[:n_shadows], inside[n_shadows:]
     x = head_inputs(x.double(), heads["clip_norm"])
 
-    def logits_of(flat: torch.Tensor) -> torch.Tensor:
-        return head_logits(unflatten(flat, heads["shapes"]), x)
+    def logits_of(flat: torch.Tensor, inputs: torch.Tensor = x) -> torch.Tensor:
+        return head_logits(unflatten(flat, heads["shapes"]), inputs)
 
-    clean_logits = logits_of(heads["flat"][:n_shadows])
+    if rmia:
+        z, z_labels = candidate_pool(feats, [args.population])
+        z = head_inputs(z.double(), heads["clip_norm"])
+
+    def references_of(flat: torch.Tensor) -> References:
+        """The attacker's heads, with RMIA's population probabilities and a when it runs."""
+        if not rmia:
+            return References(logits_of(flat), shadow_in)
+        return with_rmia_a(References(logits_of(flat), shadow_in, label_probability(logits_of(flat, z), z_labels)),
+                           y, args.rmia_gamma)
+
+    clean = references_of(heads["flat"][:n_shadows])
     is_member = target_in.reshape(-1).numpy()
     # One split of the candidates for the audit: the threshold is chosen on one half only.
     select = torch.zeros(heads["pool_size"], dtype=torch.bool)
@@ -135,26 +160,26 @@ def main() -> None:
     # a few ε only: an attack's bootstrapped metrics are the unit
     progress = Progress(log.info, "attacks (ε × adaptive × attack)", len(eps_grid) * len(variants) * len(args.attacks))
     for e, eps in enumerate(eps_grid):
-        logits = logits_of(released[e])
-        targets = logits[n_shadows:]
+        targets = logits_of(released[e][n_shadows:])
+        target_population = label_probability(logits_of(released[e][n_shadows:], z), z_labels) if rmia else None
         claim = (float("inf"), 0.0) if args.method == "none" else substitution_claim(args.method, eps, args.delta)
         for adaptive in variants:
-            shadows = logits[:n_shadows] if adaptive else clean_logits
+            # adaptive: the shadows released by the same mechanism at the same ε
+            references = references_of(released[e][:n_shadows]) if adaptive and args.method != "none" else clean
             for attack in args.attacks:
-                if attack in LIRA_ATTACKS:
-                    variant, variance = LIRA_ATTACKS[attack]
-                    scores = lira_scores(logit_confidence(targets, y), logit_confidence(shadows, y), shadow_in,
-                                         variant, variance)
-                    threshold = LIRA_THRESHOLD[variant]
+                if attack in REFERENCE_ATTACKS:
+                    scores, threshold = reference_scores(attack, targets, target_population, references, y,
+                                                         args.rmia_gamma)
                 else:  # a metric attack: its threshold fitted on the shadows' in/out scores
                     scores = metric_scores(torch.softmax(targets, -1), y)[attack]
-                    shadow_scores = metric_scores(torch.softmax(shadows, -1), y)[attack]
+                    shadow_scores = metric_scores(torch.softmax(references.logits, -1), y)[attack]
                     threshold = best_threshold(shadow_scores.reshape(-1).numpy(), shadow_in.reshape(-1).numpy())
                 flat_scores = scores.reshape(-1).numpy()
                 key = {"dataset": args.dataset, "method": args.method, "eps": eps, "attack": attack,
                        "adaptive": adaptive}
                 # T targets decide every candidate: the intervals take the candidate as the unit
                 rows.append({**key, "guarantee_kind": kinds.get(eps, "none"), "targets": targets.shape[0],
+                             "rmia_a": references.rmia_a if attack in RMIA_ATTACKS else float("nan"),
                              **clustered_membership_metrics(scores.numpy(), target_in.numpy(), threshold,
                                                             tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed)})
                 fpr, tpr, _ = roc(flat_scores, is_member)

@@ -255,13 +255,21 @@ def test_nested_overrides_are_read_as_a_config_file_would_be():
 
 
 def test_nested_overrides_keep_text_as_text():
-    config = overridden({"protect": "{mechanisms: [alm, laplace]}", "attack": "{lira: {pool: [finetune, shadow]}}"})
+    config = overridden({"protect": "{mechanisms: [alm, laplace]}", "attack": "{lira: {pool: [finetune, test]}}"})
     assert config["protect"]["mechanisms"] == ["alm", "laplace"]
-    assert config["attack"]["lira"]["pool"] == ["finetune", "shadow"]
+    assert config["attack"]["lira"]["pool"] == ["finetune", "test"]
     with pytest.raises(ConfigError, match=r"'protect.eps\[0\]': 'one' is not of type 'number'"):
         overridden({"protect": "{eps: [one]}"})
     with pytest.raises(ConfigError, match=r"'protect.delta': '1e-5' is a string, not a number \(write 1.0e-5"):
         overridden({"protect": "{delta: 1e-5}"})
+
+
+def test_rmia_population_inside_the_candidate_pool_is_refused():
+    # the tiny config's population is `shadow`: a pool that holds it would give z that some heads trained on
+    with pytest.raises(ConfigError, match=r"'attack.lira.rmia.population': 'shadow' is a split of the candidate pool "
+                                          r"\['finetune', 'shadow'\]; allowed: a split outside it"):
+        overridden({"attack": "{lira: {pool: [finetune, shadow]}}"})
+    assert overridden({"attack": "{lira: {pool: [finetune, shadow], rmia: {population: test}}}"})
 
 
 def test_top_level_values_are_left_as_snakemake_typed_them():

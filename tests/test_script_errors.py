@@ -59,3 +59,14 @@ def test_any_other_error_keeps_its_traceback(monkeypatch, capsys, error):
     shown = reported(error, monkeypatch, capsys, ["scripts/protect.py", "--release", "results/in.pt"])
     assert shown.startswith("Traceback (most recent call last):") and "in reported" in shown
     assert shown.endswith(f"{type(error).__name__}: {error}\n")
+
+
+def test_rmia_without_its_population_is_refused_before_any_input_is_read(tmp_path):
+    args = ["--dataset", "digits", "--method", "none", "--features", tmp_path / "missing.pt", "--heads",
+            tmp_path / "heads.pt", "--attacks", "lira_online", "rmia_offline", "--fpr", "0.01", "--delta", "1e-5",
+            "--out-csv", tmp_path / "lira.csv", "--out-roc", tmp_path / "roc.csv", "--out-audit", tmp_path / "a.csv"]
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "lira.py", *map(str, args)],
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == "lira.py: error: --attacks rmia_offline need --population (RMIA's z)"

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from privssl.attacks.contrastive_spec import CLAIMS, INFERENCES, MEMBERSHIP, MEMBERSHIP_TASK
+from privssl.attacks.mia_spec import REFERENCE_ATTACKS
 from privssl.cli import FileObject, json_object
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
@@ -719,7 +720,13 @@ MIA = {**_KEY, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("me
 LIRA = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
         "guarantee_kind": Text(GUARANTEE_KINDS), "targets": Num(1, integer=True), **_METRICS,
         "records": Num(2, integer=True), "draws": Num(1, integer=True),
+        "rmia_a": Num(0, 1, nan=True),  # RMIA's offline a, chosen on the shadows; empty for the other attacks
         "grid": (("dataset", "method", "attack", "adaptive"), ("eps",))}
+# lira_references rule: the clean heads attacked with 1, 2, 4, … shadows as references
+LIRA_REFERENCES = {"dataset": Text(), "attack": Text(REFERENCE_ATTACKS), "references": Num(1, integer=True),
+                   "targets": Num(1, integer=True), **_METRICS, "records": Num(2, integer=True),
+                   "draws": Num(1, integer=True), "rmia_a": Num(0, 1, nan=True),
+                   "grid": (("dataset", "attack"), ("references",))}
 ROC = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")), "fpr": PROBABILITY,
        "tpr": PROBABILITY, "curves": True}  # many rows per key: one ROC curve
 AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),

@@ -408,10 +408,14 @@ def check_training_time(config: dict) -> None:
 
 
 def check_membership_evaluation(config: dict) -> None:
-    """The LiRA pool must hold 2|d| records (every shadow and target trains on |d| of them), and
+    """The LiRA pool must hold 2|d| records (every shadow and target trains on |d| of them), RMIA's
+    population must lie outside it, and
     the one-run audit's canary slots and fillers must fit in it beside the fixed records; its
     guess fraction must give at least one guess on each side and no more guesses than canaries."""
     lira, canaries = config["attack"]["lira"], config["audit"]["one_run"]["canaries"]
+    if lira["rmia"]["population"] in lira["pool"]:
+        raise ConfigError(f"config key 'attack.lira.rmia.population': {lira['rmia']['population']!r} is a split of the "
+                          f"candidate pool {lira['pool']}; allowed: a split outside it (RMIA's z are in no head)")
     problem = check_guesses(config["audit"]["one_run"]["guess_fraction"], canaries)
     if problem:
         raise ConfigError(f"config key 'audit.one_run.guess_fraction': {problem}")

@@ -22,6 +22,7 @@ from privssl.attacks.contrastive_spec import (
     TARGET_KINDS,
 )
 from privssl.attacks.mia_spec import ATTACKS as MIA_ATTACKS
+from privssl.attacks.mia_spec import REFERENCE_ATTACKS, reference_counts
 from privssl.audit.one_run_spec import one_run_audit_name
 from privssl.data.label_maps import membership_task_of
 from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
@@ -146,6 +147,14 @@ def lira(config: dict, dataset: str, targets: list[str] | None = None) -> list[d
     """lira.csv and roc.csv.gz (per key one ROC curve): every LiRA variant on every target."""
     return [_lira_keys(config, dataset, t) | {"attack": list(config["attack"]["lira"]["attacks"])}
             for t in targets or audited(config)]
+
+
+def lira_references(config: dict, dataset: str) -> list[dict]:
+    """attack/lira/references.csv: every LiRA and RMIA attack of the config on the clean heads at
+    1, 2, 4, … of the shadow heads."""
+    lira = config["attack"]["lira"]
+    return [{"dataset": [dataset], "attack": [a for a in lira["attacks"] if a in REFERENCE_ATTACKS],
+             "references": reference_counts(lira["shadows"])}]
 
 
 def hypothesis_test_audit(config: dict, dataset: str, targets: list[str] | None = None) -> list[dict]:

@@ -4,3 +4,15 @@ write and the readers expect."""
 
 METRIC_ATTACKS = ("confidence", "entropy", "modified_entropy", "loss", "correctness")
 ATTACKS = ("shadow_mlp", *METRIC_ATTACKS)  # the shadow-model MLP, then the metric attacks
+
+# the attacks that score target heads against the shadow (reference) heads (privssl.attacks.reference_attacks)
+LIRA_ATTACKS = {"lira_online": ("online", "per_example"), "lira_offline": ("offline", "per_example"),
+                "lira_online_global": ("online", "global"), "lira_offline_global": ("offline", "global")}
+RMIA_ATTACKS = {"rmia_online": "online", "rmia_offline": "offline"}
+REFERENCE_ATTACKS = (*LIRA_ATTACKS, *RMIA_ATTACKS)
+
+
+def reference_counts(shadows: int) -> list[int]:
+    """1, 2, 4, … reference heads up to all of them (the last one even when not a power of two)."""
+    counts = [2 ** i for i in range(shadows.bit_length()) if 2 ** i <= shadows]
+    return counts if counts[-1] == shadows else [*counts, shadows]

@@ -112,3 +112,58 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
     fig.legend(handles, labels, loc="outside right upper", fontsize=7)
     fit_width(fig)
     return fig
+
+
+def _lowest_tpr_column(frame: pd.DataFrame) -> str:
+    columns = sorted((c for c in frame.columns if c.startswith("tpr_at_") and c.endswith("pct_fpr")),
+                     key=lambda c: float(c[len("tpr_at_"):-len("pct_fpr")]))
+    if not columns:
+        raise ValueError("no tpr_at_*pct_fpr column")
+    return columns[0]
+
+
+def figure_references(references: pd.DataFrame) -> plt.Figure:
+    """AUC and TPR at the lowest FPR level against the number of reference heads (log2), one line
+    per attack with its interval as error bars, a row per dataset; chance dotted."""
+    tpr = _lowest_tpr_column(references)
+    level = float(tpr[len("tpr_at_"):-len("pct_fpr")]) / 100
+    datasets = _datasets(references)
+    fig, axes = _panels(len(datasets), 2, 3.6 * len(datasets) + 1.2)
+    for row, dataset in enumerate(datasets):
+        rows = references[references.dataset == dataset]
+        for col, (metric, label, chance) in enumerate((("auc", "AUC", 0.5), (tpr, f"TPR at {level:g} FPR", level))):
+            ax = axes[row, col]
+            for i, (attack, group) in enumerate(rows.groupby("attack", sort=False)):
+                group = group.sort_values("references")
+                style = {"ls": "-" if attack.startswith("rmia") else "--", "marker": "os^vDP"[i % 6]}
+                ax.errorbar(group.references, group[metric], yerr=[group[metric] - group[f"{metric}_lo"],
+                                                                   group[f"{metric}_hi"] - group[metric]],
+                            capsize=2, lw=1, ms=4, label=attack, gid=f"{metric}:{attack}", **style)
+            ax.axhline(chance, color="grey", ls=":", lw=0.8, label="chance")
+            ax.set(xscale="log", xlabel="reference (shadow) heads", ylabel=label, title=f"{dataset}: {label}")
+            ax.xaxis.set_major_locator(plt.FixedLocator(sorted(rows.references.unique())))
+            ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.legend(fontsize=6, loc="best")
+    return fig
+
+
+def references_markdown(references: pd.DataFrame) -> str:
+    """The comparison as a Markdown table: per dataset and number of references, each attack's AUC
+    and TPR at the lowest FPR level with their intervals and false positives."""
+    tpr = _lowest_tpr_column(references)
+    fp = "fp_at_" + tpr[len("tpr_at_"):]
+    level = tpr[len("tpr_at_"):-len("pct_fpr")]
+    lines = ["# LiRA and RMIA against the number of reference heads", "",
+             "The unprotected target heads (T × pool decisions; intervals with the candidate record as the unit); "
+             "RMIA's a chosen on all the shadows.", ""]
+    for dataset, rows in references.groupby("dataset", sort=False):
+        first = rows.iloc[0]
+        lines += [f"## {dataset} ({int(first.n_members)} member and {int(first.n_nonmembers)} non-member decisions, "
+                  f"{int(first.records)} records, {int(first.draws)} targets)", "",
+                  f"| references | attack | AUC [95 %] | TPR at {level} % FPR [95 %] (false positives) |",
+                  "|---:|---|---|---|"]
+        for d in rows.sort_values(["references", "attack"]).to_dict("records"):  # "0.1pct": no attribute names
+            lines.append(f"| {d['references']} | {d['attack']} | {d['auc']:.3f} [{d['auc_lo']:.3f}, {d['auc_hi']:.3f}] | "
+                         f"{d[tpr]:.4f} [{d[tpr + '_lo']:.4f}, {d[tpr + '_hi']:.4f}] ({int(d[fp])}) |")
+        lines.append("")
+    return "\n".join(lines)
