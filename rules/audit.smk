@@ -118,15 +118,15 @@ rule lira_references:
                 )
             }
         ),
-        threads_option=threads_option("lira"),
+        threads_option=threads_option("lira_references"),
     log:
         f"{RESULTS}/{{dataset}}/logs/lira_references.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/lira_references.tsv"
-    threads: torch_threads("lira")
+    threads: torch_threads("lira_references")
     resources:
-        mem_mb=job_memory("lira"),
-        runtime=job_runtime("lira"),
+        mem_mb=job_memory("lira_references"),
+        runtime=job_runtime("lira_references"),
     conda:
         ENV
     shell:
@@ -134,6 +134,43 @@ rule lira_references:
         " --attacks {params.attacks} --population {params.population} --rmia-gamma {params.gamma}"
         " --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed} --out {output:q}"
         " {params.threads_option} {params.expect} 2> {log:q}"
+
+
+rule audit_canary:
+    """The gradient-canary audits of the DP-SGD head (white box with every update, final model) at
+    audit.canary.eps; a lower bound above the release's claim stops the job."""
+    input:
+        **tuned_inputs("head"),
+        script=script("audit_canary.py"),
+        features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+        release=f"{RESULTS}/{{dataset}}/protect/dpsgd.pt",
+    output:
+        f"{RESULTS}/{{dataset}}/audit/canary_dpsgd.csv",
+    params:
+        choices=choice_config("head"),
+        library=library("audit_canary.py"),
+        head=spec_option("head-spec", "head"),
+        eps=" ".join(map(str, config["audit"]["canary"]["eps"])),
+        runs=config["audit"]["canary"]["runs"],
+        confidence=config["audit"]["confidence"],
+        delta=config["protect"]["delta"],
+        seed=stage_seed("audit_canary"),
+        expect=lambda w: expect(release_records(w.dataset, ["dpsgd"])),
+        threads_option=threads_option("audit_canary"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/audit_canary.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/audit_canary.tsv"
+    threads: torch_threads("audit_canary")
+    resources:
+        mem_mb=job_memory("audit_canary"),
+        runtime=job_runtime("audit_canary"),
+    conda:
+        ENV
+    shell:
+        "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --release {input.release:q}"
+        " {params.head} --eps {params.eps} --runs {params.runs} --confidence {params.confidence} --delta {params.delta}"
+        " --seed {params.seed} --out {output:q} {params.threads_option} {params.expect} {params.choices} 2> {log:q}"
 
 
 rule audit_one_run:
@@ -188,7 +225,8 @@ rule membership_tables:
         lira=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/{{target}}.csv", target=AUDITED),
         roc=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/roc_{{target}}.csv.gz", target=AUDITED),
         audit=expand(f"{RESULTS}/{{{{dataset}}}}/audit/hypothesis_test_{{target}}.csv", target=AUDITED)
-        + [f"{RESULTS}/{{dataset}}/audit/one_run.csv"],
+        + [f"{RESULTS}/{{dataset}}/audit/one_run.csv"]
+        + ([f"{RESULTS}/{{dataset}}/audit/canary_dpsgd.csv"] if "dpsgd" in MECHANISMS else []),
     output:
         lira=f"{RESULTS}/{{dataset}}/lira.csv",
         roc=f"{RESULTS}/{{dataset}}/roc.csv.gz",
@@ -200,6 +238,7 @@ rule membership_tables:
         audit=lambda w: expect(
             grid("hypothesis_test_audit", "audit/hypothesis_test_{target}.csv", [w.dataset], AUDITED),
             grid("one_run_audit", "audit/one_run.csv", [w.dataset]),
+            grid("canary_audit", "audit/canary_dpsgd.csv", [w.dataset] if "dpsgd" in MECHANISMS else []),
         ),
     log:
         f"{RESULTS}/{{dataset}}/logs/membership_tables.log",

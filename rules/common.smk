@@ -136,6 +136,7 @@ def stage_seed(stage):
         + ["dpcl", "dpadapter"]
         + ["tune"]
         + ["semileak_data", "semileak_target", "semileak_shadow", "semileak_attack"]
+        + ["audit_canary"]
     )
     return config["seed"] * 100 + stages.index(stage)
 

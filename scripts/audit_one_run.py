@@ -27,6 +27,7 @@ from privssl.artefacts import (
 from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
 from privssl.attacks.lira import candidate_pool
 from privssl.attacks.mia import metric_scores
+from privssl.audit.audit_names import BLACK_BOX
 from privssl.audit.bounds import one_run_ceiling, one_run_epsilon_lower_bound, one_run_guesses
 from privssl.audit.canaries import CANARY_KINDS, canary_design
 from privssl.audit.one_run_spec import check_guesses, guesses_per_side, one_run_audit_name
@@ -119,7 +120,7 @@ def main() -> None:
                 rows.append({"dataset": args.dataset, "method": method, "eps": eps, "attack": "loss",
                              "adaptive": True, "delta": claim[1], "claimed_eps": claim[0],
                              "guarantee_kind": kinds.get(method, {}).get(eps, "none"),
-                             "audit": one_run_audit_name(kind),
+                             "audit": one_run_audit_name(kind), "threat_model": BLACK_BOX,
                              "eps_lower_bound": one_run_epsilon_lower_bound(correct, made, args.canaries, claim[1],
                                                                             args.confidence),
                              "eps_ceiling": one_run_ceiling(made, args.canaries, claim[1], args.confidence),

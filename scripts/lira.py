@@ -40,6 +40,7 @@ from privssl.attacks.mia import best_threshold, metric_scores
 from privssl.attacks.mia_spec import METRIC_ATTACKS
 from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.statistics import roc
+from privssl.audit.audit_names import BLACK_BOX
 from privssl.audit.bounds import epsilon_lower_bound_split, hypothesis_test_ceiling
 from privssl.cli import expect_argument, json_object, thread_count
 from privssl.data.splits import LABELLED_SPLITS
@@ -189,6 +190,7 @@ def main() -> None:
                                                   is_member[~select], claim[1], each_rate)
                 audit_rows.append({**key, "delta": claim[1], "claimed_eps": claim[0],
                                    "guarantee_kind": kinds.get(eps, "none"), "audit": "hypothesis_test",
+                                   "threat_model": BLACK_BOX,
                                    "eps_lower_bound": bound["eps_lower_bound"],
                                    "eps_ceiling": hypothesis_test_ceiling(bound["n_nonmembers"], bound["n_members"],
                                                                           claim[1], each_rate),

@@ -468,7 +468,8 @@ def test_several_tables_each_need_their_grid(tmp_path):
 
 def one_run_rows(**change) -> pd.DataFrame:
     row = {"dataset": "digits", "method": "alm", "eps": 1.0, "attack": "loss", "adaptive": True, "delta": 0.0,
-           "claimed_eps": 1.0, "guarantee_kind": "random_dp", "audit": "one_run_mislabelled", "eps_lower_bound": 0.0,
+           "claimed_eps": 1.0, "guarantee_kind": "random_dp", "audit": "one_run_mislabelled", "threat_model": "black_box",
+           "eps_lower_bound": 0.0,
            "eps_ceiling": one_run_ceiling(50, 100, 0.0), "n": 50, "canaries": 100, "correct": 30}
     return pd.DataFrame([row, {**row, "eps": 10.0, **change}])
 

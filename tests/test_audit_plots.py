@@ -67,7 +67,7 @@ def audit_frame(tmp_path_factory):
     script uses (so the frame is one the figure really receives)."""
     rows = [{"dataset": dataset, "attack": attack, "adaptive": True, "method": method, "eps": eps,
              "delta": 0.0 if KIND[method] == "pure_dp" else DELTA, "claimed_eps": claimed,
-             "guarantee_kind": KIND[method], "audit": audit, "eps_lower_bound": bound,
+             "guarantee_kind": KIND[method], "audit": audit, "threat_model": "black_box", "eps_lower_bound": bound,
              "eps_ceiling": ceiling_of(method, audit), "n": 200}
             for dataset, method, eps, claimed, audit, bounds in AUDIT_POINTS for attack, bound in bounds.items()]
     path = tmp_path_factory.mktemp("audit") / "audit.csv"

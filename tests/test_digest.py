@@ -161,9 +161,11 @@ def test_release_accuracy_refuses_rows_that_decided_another_test_set():
         digest.release_accuracy("digits", mixed, N_TEST)
 
 
-def audit_row(method, eps, kind, claimed, audit, attack, bound, n=100, adaptive=True, ceiling=12.0):
+def audit_row(method, eps, kind, claimed, audit, attack, bound, n=100, adaptive=True, ceiling=12.0,
+              threat_model="black_box"):
     return {"method": method, "eps": eps, "guarantee_kind": kind, "claimed_eps": claimed, "audit": audit,
-            "attack": attack, "adaptive": adaptive, "eps_lower_bound": bound, "eps_ceiling": ceiling, "n": n}
+            "threat_model": threat_model, "attack": attack, "adaptive": adaptive, "eps_lower_bound": bound,
+            "eps_ceiling": ceiling, "n": n}
 
 
 def test_audits_show_the_largest_bound_and_flag_only_proven_claims_it_exceeds():
@@ -174,16 +176,20 @@ def test_audits_show_the_largest_bound_and_flag_only_proven_claims_it_exceeds():
         audit_row("certified_pure", 10.0, "pure_dp", 10.0, "hypothesis_test", "lira_online", 10.0),  # on y = x
         audit_row("alm", 1.0, "random_dp", 1.0, "hypothesis_test", "lira_online", 2.5),  # random DP: not a proof
         audit_row("none", float("nan"), "none", math.inf, "hypothesis_test", "lira_online", 3.0),
+        audit_row("dpsgd", 1.0, "approx_dp", 1.0, "white_box_all_updates", "gradient_canary", 0.98, ceiling=1.0,
+                  threat_model="white_box_all_updates"),
     ])
     text = digest.audits("digits", audit)
     certified = table_rows(text, "`certified_pure`")
-    assert [(c[1], c[5], c[6], c[7], c[8], c[9]) for c in certified] == [
-        ("1", "1.300", "2.000", "`lira_online` (adaptive)", "20", "**violation**"),  # the strongest row's ceiling
-        ("10", "10", "12", "`lira_online` (adaptive)", "100", "")]
+    assert [(c[1], c[5], c[6], c[7], c[8], c[9], c[10]) for c in certified] == [
+        ("1", "black box", "1.300", "2.000", "`lira_online` (adaptive)", "20", "**violation**"),  # the strongest's ceiling
+        ("10", "black box", "10", "12", "`lira_online` (adaptive)", "100", "")]
     (alm,) = table_rows(text, "`alm`")
-    assert alm[5] == "2.500" and alm[9] == ""
+    assert alm[6] == "2.500" and alm[10] == ""
     (none,) = table_rows(text, "`none`")
-    assert none[3] == "∞" and none[9] == ""
+    assert none[3] == "∞" and none[10] == ""
+    (dpsgd,) = table_rows(text, "`dpsgd`")
+    assert (dpsgd[4], dpsgd[5], dpsgd[6], dpsgd[10]) == ("`white_box_all_updates`", "white box all updates", "0.980", "")
 
 
 def test_clean_head_copies_the_attacks_on_the_unprotected_head_with_their_intervals():

@@ -34,6 +34,7 @@ import pandas as pd
 
 from privssl.attacks.contrastive_spec import CLAIMS, INFERENCES, MEMBERSHIP, MEMBERSHIP_TASK
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS
+from privssl.audit.audit_names import THREAT_MODELS
 from privssl.cli import FileObject, json_object
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
@@ -595,7 +596,8 @@ def one_run_counts(path, frame: pd.DataFrame) -> None:
 def bounds_within_ceilings(path, frame: pd.DataFrame) -> None:
     """An audit row's ceiling is its own bound with every decision right (privssl.audit.bounds), and
     the bound only falls as errors are added: a bound above its ceiling was not computed from the
-    row's counts. The tolerance is float rounding only."""
+    row's counts. A parametric canary audit's ceiling is the claim (privssl.audit.gradient_canary),
+    which its rule never lets a bound pass. The tolerance is float rounding only."""
     over = (frame.eps_lower_bound > frame.eps_ceiling * (1 + 1e-9) + 1e-12).to_numpy()
     _first_line(path, "eps_lower_bound", over, frame.eps_lower_bound,
                 "at most the row's eps_ceiling, the bound of the same audit with every decision right")
@@ -731,7 +733,7 @@ ROC = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("metho
        "tpr": PROBABILITY, "curves": True}  # many rows per key: one ROC curve
 AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
          "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
-         "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "eps_lower_bound": Num(0),
+         "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "threat_model": Text(THREAT_MODELS), "eps_lower_bound": Num(0),
          "eps_ceiling": Num(0),  # the bound were every decision right: what the audit could prove at its n
          "n": COUNT, "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",)),
          "relations": audit_relations}

@@ -413,6 +413,10 @@ def check_membership_evaluation(config: dict) -> None:
     the one-run audit's canary slots and fillers must fit in it beside the fixed records; its
     guess fraction must give at least one guess on each side and no more guesses than canaries."""
     lira, canaries = config["attack"]["lira"], config["audit"]["one_run"]["canaries"]
+    unknown = [e for e in config["audit"]["canary"]["eps"] if e not in config["protect"]["eps"]]
+    if unknown:
+        raise ConfigError(f"config key 'audit.canary.eps': {unknown} are not ε of the releases (allowed: values of "
+                          f"protect.eps, {config['protect']['eps']})")
     if lira["rmia"]["population"] in lira["pool"]:
         raise ConfigError(f"config key 'attack.lira.rmia.population': {lira['rmia']['population']!r} is a split of the "
                           f"candidate pool {lira['pool']}; allowed: a split outside it (RMIA's z are in no head)")

@@ -23,6 +23,7 @@ from privssl.attacks.contrastive_spec import (
 )
 from privssl.attacks.mia_spec import ATTACKS as MIA_ATTACKS
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS, reference_counts
+from privssl.audit.audit_names import CANARY_ATTACK, CANARY_AUDITS
 from privssl.audit.one_run_spec import one_run_audit_name
 from privssl.data.label_maps import membership_task_of
 from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
@@ -169,9 +170,18 @@ def one_run_audit(config: dict, dataset: str) -> list[dict]:
             for t in audited(config)]
 
 
+def canary_audit(config: dict, dataset: str) -> list[dict]:
+    """audit/canary_dpsgd.csv: the gradient-canary audits of the DP-SGD head at audit.canary.eps
+    (none without a DP-SGD head)."""
+    if "dpsgd" not in config["protect"]["mechanisms"]:
+        return []
+    return [{"dataset": [dataset], "method": ["dpsgd"], "eps": list(config["audit"]["canary"]["eps"]),
+             "attack": [CANARY_ATTACK], "adaptive": [True], "audit": list(CANARY_AUDITS)}]
+
+
 def audit(config: dict, dataset: str) -> list[dict]:
-    """audit.csv: both audits of every target."""
-    return hypothesis_test_audit(config, dataset) + one_run_audit(config, dataset)
+    """audit.csv: both audits of every target, and the canary audits of the DP-SGD head."""
+    return hypothesis_test_audit(config, dataset) + one_run_audit(config, dataset) + canary_audit(config, dataset)
 
 
 def contrastive(config: dict, dataset: str) -> list[dict]:

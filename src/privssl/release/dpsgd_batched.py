@@ -16,9 +16,17 @@ Per-example gradient norms need no per-example gradients: a linear layer's gradi
 example is the outer product a_i g_iᵀ of its input and output gradient, of norm ‖a_i‖·‖g_i‖,
 and the clipped sum Σ c_i a_i g_iᵀ is one matrix product (the "ghost clipping" identity).
 tests/test_dpsgd_batched.py checks one step against Opacus itself.
+
+An auditor's gradient canary (`GradientCanary`, privssl.audit.gradient_canary) can be inserted:
+in the heads where it is present it is one more record of the Poisson batch, sampled at the same
+rate by its own draw, whose gradient (a fixed direction at a fixed norm) is clipped by the same
+rule as every record's; the trace of the canary's coordinate over the steps is kept for the
+white-box auditor, who sees every update.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -26,6 +34,23 @@ from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
 from privssl.training.heads import DTYPE, HeadSpec, init_heads
 
 _OPACUS_NORM_GUARD = 1e-6  # Opacus' clip factor C / (‖g‖ + 1e-6)
+
+
+def clip_factor(norm_sq: torch.Tensor, clip_norm: float) -> torch.Tensor:
+    """Opacus' per-example clipping factor min(1, C / (‖g‖ + 1e-6)) from ‖g‖²."""
+    return torch.clamp(clip_norm / (norm_sq.sqrt() + _OPACUS_NORM_GUARD), max=1.0)
+
+
+@dataclass(frozen=True)
+class GradientCanary:
+    """A crafted gradient inserted as one more record: in the heads where `present` (B,), sampled
+    with the records' rate; its gradient is `norm` times the unit basis vector of parameter `name` at
+    `index` (a coordinate of one head), clipped like every per-example gradient."""
+
+    name: str
+    index: tuple[int, ...]
+    norm: float
+    present: torch.Tensor
 
 
 def clipped_gradient_sum(params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
@@ -49,7 +74,7 @@ def clipped_gradient_sum(params: dict[str, torch.Tensor], x: torch.Tensor, y: to
         norm_sq = (x_sq + 1) * (g_hidden * g_hidden).sum(-1) + ((a1 * a1).sum(-1) + 1) * (g_out * g_out).sum(-1)
     else:
         norm_sq = (x_sq + 1) * (g_out * g_out).sum(-1)
-    factor = weights * torch.clamp(clip_norm / (norm_sq.sqrt() + _OPACUS_NORM_GUARD), max=1.0)
+    factor = weights * clip_factor(norm_sq, clip_norm)
     if not mlp:
         g = g_out * factor[..., None]
         return {"weight": torch.einsum("bnf,bnc->bfc", x, g), "bias": g.sum(1)}
@@ -61,10 +86,12 @@ def clipped_gradient_sum(params: dict[str, torch.Tensor], x: torch.Tensor, y: to
 @torch.no_grad()
 def train_dpsgd_heads(features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor, n_classes: int,
                       head_spec: HeadSpec, spec: DPSGDSpec, noise_multipliers: torch.Tensor,
-                      seed: int) -> dict[str, torch.Tensor]:
+                      seed: int, canary: GradientCanary | None = None) -> dict[str, torch.Tensor]:
     """B DP-SGD heads: head b trains on rows features[sets[b]] (all sets of one size n) with
     noise multiplier noise_multipliers[b], from A_S's initialisation, for the steps and rate
-    `sampling_plan(n, spec)` gives (Opacus'). `seed` fixes every Poisson batch and noise draw."""
+    `sampling_plan(n, spec)` gives (Opacus'). `seed` fixes every Poisson batch and noise draw.
+    With a `canary`, the returned parameters also hold "canary_trace" (B, steps + 1): the
+    canary's coordinate before the first step and after every step."""
     if sets.ndim != 2 or sets.shape[1] < 1:
         raise ValueError(f"sets must be (heads, n) row indices, got {tuple(sets.shape)}")
     sigma = torch.as_tensor(noise_multipliers, dtype=DTYPE, device=features.device)
@@ -79,6 +106,14 @@ def train_dpsgd_heads(features: torch.Tensor, labels: torch.Tensor, sets: torch.
     momentum = {k: torch.zeros_like(v) for k, v in params.items()}
     generator = torch.Generator(device=features.device).manual_seed(seed)
     noise_std = sigma * spec.clip_norm
+    if canary is not None:
+        if canary.present.shape != (n_heads,):
+            raise ValueError(f"the canary's presence must be one flag per head ({n_heads}), got "
+                             f"{tuple(canary.present.shape)}")
+        at = (slice(None), *canary.index)  # the canary's coordinate in every head
+        trace = [params[canary.name][at].clone()]
+        canary_clipped = float(canary.norm * clip_factor(torch.tensor(canary.norm ** 2, dtype=DTYPE), spec.clip_norm))
+        present = canary.present.to(device=features.device, dtype=DTYPE)
     for step in range(steps):
         chosen = torch.rand(n_heads, n, generator=generator, device=features.device, dtype=DTYPE) < sample_rate
         # Only the sampled rows enter the step: each head's rows first, padded to the largest
@@ -88,10 +123,17 @@ def train_dpsgd_heads(features: torch.Tensor, labels: torch.Tensor, sets: torch.
         batch = chosen.gather(1, rows).to(DTYPE)
         xb = x.gather(1, rows[..., None].expand(-1, -1, x.shape[2]))
         grads = clipped_gradient_sum(params, xb, y.gather(1, rows), batch, spec.clip_norm)
+        if canary is not None:  # one more Poisson draw per head: is the canary record in this batch?
+            sampled = torch.rand(n_heads, generator=generator, device=features.device, dtype=DTYPE) < sample_rate
+            grads[canary.name][at] += canary_clipped * present * sampled
         for name, p in params.items():
             noise = torch.randn(p.shape, generator=generator, device=p.device, dtype=DTYPE)
             grad = (grads[name] + noise_std.view(-1, *([1] * (p.ndim - 1))) * noise) / expected_batch
             # torch.optim.SGD: buf = grad at the first step, then momentum·buf + grad; p -= lr·buf
             momentum[name] = grad if step == 0 else spec.momentum * momentum[name] + grad
             p -= spec.lr * momentum[name]
+        if canary is not None:
+            trace.append(params[canary.name][at].clone())
+    if canary is not None:
+        params["canary_trace"] = torch.stack(trace, 1)
     return params

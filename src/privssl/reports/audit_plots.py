@@ -64,7 +64,8 @@ def figure4(lira: pd.DataFrame, roc: pd.DataFrame) -> plt.Figure:
 
 
 def figure5(audit: pd.DataFrame) -> plt.Figure:
-    """Claimed ε (for substitution, the audits' adjacency) against the audited lower bound, per
+    """Claimed ε (for each audit's adjacency: substitution for the black-box audits, add/remove
+    for the DP-SGD head's gradient canary) against the audited lower bound, per
     method and audit; the strongest attack per (method, ε, audit); y = x drawn; points above it
     circled in red as violations; the unprotected head's bound as a dash-dot line. Each point's
     ceiling (its audit's bound were every decision right) is a grey dash above it, joined by a dotted
@@ -74,7 +75,7 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets) + 3.5, 5.2), squeeze=False,
                              layout="constrained")  # room on the right for the legend
     audits = sorted(audit.audit.unique())
-    markers = dict(zip(audits, ("o", "s", "^", "D")))
+    markers = dict(zip(audits, ("o", "s", "^", "D", "v", "P", "X", "*")))
     for ax, dataset in zip(axes[0], datasets):
         rows = audit[audit.dataset == dataset]
         best = rows.loc[rows.groupby(["method", "eps", "audit"], dropna=False).eps_lower_bound.idxmax()]
@@ -101,7 +102,7 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
         # On a log x axis y = x leaves the panel at x = top: shade where a point would violate its claim.
         ax.plot(span, span, color="grey", ls="--", lw=1, label="y = x (claim)")
         ax.fill_between(span, span, top, where=span < top, color="red", alpha=0.07, label="y > x: claim violated")
-        ax.set(xscale="log", xlim=(span[0], span[-1]), ylim=(-0.05 * top, top), xlabel="claimed ε (substitution)",
+        ax.set(xscale="log", xlim=(span[0], span[-1]), ylim=(-0.05 * top, top), xlabel="claimed ε (the audit's adjacency)",
                ylabel="audited lower bound on ε (95 %)", title=dataset)
         for kind in audits:
             ax.scatter([], [], marker=markers[kind], color="dimgrey", facecolors="none" if kind != audits[0] else None,

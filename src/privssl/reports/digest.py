@@ -154,18 +154,21 @@ def audits(dataset: str, audit: pd.DataFrame) -> str:
         violation = row.guarantee_kind in PROVEN and row.eps_lower_bound > row.claimed_eps
         eps = "n/a" if math.isnan(row.eps) else eps_text(row.eps)
         rows.append([f"`{row.method}`", eps, row.guarantee_kind, fmt(row.claimed_eps), f"`{row.audit}`",
+                     row.threat_model.replace("_", " "),
                      fmt(row.eps_lower_bound), fmt(row.eps_ceiling),
                      f"`{row.attack}`{' (adaptive)' if row.adaptive else ''}", str(row.n),
                      "**violation**" if violation else ""])
     return "\n".join([
         f"### {dataset}", "",
-        "The largest audited lower bound over attacks, per method, ε and audit, beside the claim under "
-        "substitution of one record (the audits' adjacency). The ceiling is the largest bound the audit "
-        "could prove at its n (every decision right): a bound near 0 says little where the ceiling is low too.", "",
-        markdown_table(["method", "ε", "guarantee kind", "claimed ε (substitution)", "audit", "ε lower bound (95 %)",
+        "The largest audited lower bound over attacks, per method, ε and audit, beside the claim for the "
+        "audit's adjacency: substitution of one record for the black-box audits, addition or removal for "
+        "the DP-SGD head's gradient canary (white box with every update; final model). The ceiling is the "
+        "largest bound the audit could prove at its n (every decision right; for the parametric canary bounds, "
+        "the claim): a bound near 0 says little where the ceiling is low too.", "",
+        markdown_table(["method", "ε", "guarantee kind", "claimed ε", "audit", "threat model", "ε lower bound (95 %)",
                         "ceiling", "attack", "n", ""], rows), "",
         source(f"results/{dataset}/audit.csv", "`claimed_eps`, `eps_lower_bound` (maximum over `attack`, "
-               "`adaptive`), `eps_ceiling` (of that row), `n`, `guarantee_kind`")])
+               "`adaptive`), `eps_ceiling` (of that row), `n`, `guarantee_kind`, `threat_model`")])
 
 
 def link_protection(graph: str, table: pd.DataFrame) -> str:
