@@ -53,8 +53,9 @@ def main() -> None:
     for eps in args.eps:
         e = grid.index(eps)
         sigma = float(release["noise_scale"][e])
+        # each ε's trainings draw from seeds of their own: its chunks take seed, seed + chunk, … < seed + 2 runs + 1
         found = audit_dpsgd(x, y, int(feats["n_classes"]), head_spec, release["specs"][e], sigma, eps, args.delta,
-                            args.runs, args.confidence, args.seed + e)
+                            args.runs, args.confidence, args.seed + e * (2 * args.runs + 1))
         rows += [{"dataset": args.dataset, "method": "dpsgd", "eps": eps, "attack": CANARY_ATTACK,
                   "adaptive": True, "guarantee_kind": "approx_dp", **row} for row in found]
         log.info("ε = %g (σ = %.4g): %s", eps, sigma,

@@ -14,7 +14,7 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import FEATURES, load_lira_heads, load_tensor_file, parse_checking_choices
+from privssl.artefacts import FEATURES, expected_of, load_lira_heads, load_tensor_file, parse_checking_choices
 from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.lira import candidate_pool, membership
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS, RMIA_ATTACKS, reference_counts
@@ -51,7 +51,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     feats = load_tensor_file(args.features, FEATURES)
-    heads = load_lira_heads(args.heads, len(feats["finetune_labels"]))
+    heads = load_lira_heads(args.heads, len(feats["finetune_labels"]), expected_of(args.expect, args.heads))
     if args.population in heads["pool"]:
         parser.error(f"--population {args.population} is a split of the candidate pool {heads['pool']}; allowed: a "
                      f"split in no head ({', '.join(s for s in LABELLED_SPLITS if s not in heads['pool'])})")

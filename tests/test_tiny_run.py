@@ -34,6 +34,7 @@ from test_workflow import (
     write_config,
 )
 
+from privssl.audit.audit_names import CANARY_AUDITS
 from privssl.audit.bounds import one_run_ceiling
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
 from privssl.release.tuning_spec import grid_points
@@ -353,6 +354,20 @@ def test_lira_roc_and_audit_tables(tiny_run):
         assert ((lira[f"{metric}_lo"] <= lira[metric]) & (lira[metric] <= lira[f"{metric}_hi"])).all(), metric
     # each target trains on |d| of the 2|d| candidates: as many member as non-member decisions
     assert (lira.n_members == lira.n_nonmembers).all()
+    # RMIA's a, chosen by the attacker from the grid 0, 0.1, …, 1, on its rows only
+    rmia = lira.attack.str.startswith("rmia")
+    assert rmia.any() and lira.rmia_a[~rmia].isna().all()
+    assert np.isin(lira.rmia_a[rmia].round(6), np.round(np.linspace(0, 1, 11), 6)).all()
+    # the reference-heads comparison: every LiRA and RMIA attack at 1, 2, 4, … shadows, on the clean heads' decisions
+    references = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/attack/lira/references.csv"))
+    reference_attacks = [a for a in lira_cfg["attacks"] if a.startswith(("lira", "rmia"))]
+    counts = [2 ** i for i in range(lira_cfg["shadows"].bit_length()) if 2 ** i <= lira_cfg["shadows"]]
+    assert sorted(zip(references.attack, references.references)) == sorted(
+        (a, k) for a in reference_attacks for k in counts)
+    assert (references.n_members == lira[lira.method == "none"].n_members.iloc[0]).all()
+    at_all = references[references.references == lira_cfg["shadows"]].set_index("attack").auc
+    clean = lira[lira.method == "none"].set_index("attack").auc
+    assert np.allclose(at_all, clean[at_all.index])  # all shadows as references: the lira rule's own attack
     roc = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/roc.csv.gz"))
     assert_columns(roc, ["method", "eps", "attack", "fpr", "tpr"], "roc.csv.gz")
     assert set(roc.method) == methods
@@ -368,7 +383,12 @@ def test_lira_roc_and_audit_tables(tiny_run):
     assert_columns(audit, ["dataset", "method", "eps", "delta", "guarantee_kind", "attack", "audit",
                            "eps_lower_bound", "eps_ceiling", "n"], "audit.csv")
     one_run = {f"one_run_{k}" for k in tiny_run.expected["audit"]["one_run"]["kinds"]}
-    assert set(audit.audit) == {"hypothesis_test"} | one_run
+    assert set(audit.audit) == {"hypothesis_test"} | one_run | set(CANARY_AUDITS)
+    # each audit's threat model: the DP-SGD head's canaries white box or final model, the others black box
+    threat_models = {"hypothesis_test": "black_box", **dict.fromkeys(one_run, "black_box"), **CANARY_AUDITS}
+    assert dict(zip(audit.audit, audit.threat_model)) == threat_models
+    canary = audit[audit.attack == "gradient_canary"]
+    assert set(canary.method) == {"dpsgd"} and sorted(canary.eps.unique()) == tiny_run.expected["audit"]["canary"]["eps"]
     assert set(audit.method) == methods
     # no release whose guarantee is proven is audited above the ε it claims (for substitution)
     proven = audit[audit.guarantee_kind.isin(["pure_dp", "approx_dp"])]
