@@ -12,6 +12,7 @@ from scipy import stats
 
 from privssl.accounting.dpsgd import accountant_epsilon, noise_multiplier
 from privssl.audit.gradient_canary import (
+    WHITE_BOX_CONFIDENCE,
     ClaimViolated,
     audit_dpsgd,
     check_below_claim,
@@ -116,10 +117,11 @@ def calibrated():
 
 def test_the_audit_comes_close_to_a_correct_claim_and_stays_below_it(calibrated):
     x, y, classes, spec, sigma = calibrated
-    rows = audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma, 2.0, DELTA, runs=40)
+    rows = audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma, 2.0, DELTA, runs=100)
     check_below_claim([{**r, "method": "dpsgd"} for r in rows])
     white = next(r for r in rows if r["audit"] == "white_box_all_updates")
     assert white["threat_model"] == "white_box_all_updates" and white["coordinate_clean"]
+    assert white["confidence"] == WHITE_BOX_CONFIDENCE and white["n"] == 100 * 40  # runs × steps without the canary
     assert white["eps_lower_bound"] > 0.85 * 2.0
     assert white["sigma_hat"] == pytest.approx(sigma, rel=0.05) and white["sensitivity"] == pytest.approx(1.0)
     # the final model: the canary pushed its coordinate down in the runs it was in, a clearly positive shift
@@ -129,7 +131,7 @@ def test_the_audit_comes_close_to_a_correct_claim_and_stays_below_it(calibrated)
 
 def test_a_planted_half_sigma_is_caught(calibrated):
     x, y, classes, spec, sigma = calibrated
-    rows = audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma / 2, 2.0, DELTA, runs=40)
+    rows = audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma / 2, 2.0, DELTA, runs=100)
     with pytest.raises(ClaimViolated, match=r"dpsgd at ε = 2: the white_box_all_updates audit proves ε ≥"):
         check_below_claim([{**r, "method": "dpsgd"} for r in rows])
 
