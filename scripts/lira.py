@@ -32,13 +32,12 @@ from privssl.artefacts import (
     parse_checking_choices,
 )
 from privssl.attacks.adaptive import dpsgd_releases, perturb
+from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.lira import candidate_pool, membership
-from privssl.attacks.mia_spec import REFERENCE_ATTACKS, RMIA_ATTACKS
+from privssl.attacks.mia import best_threshold, metric_scores
+from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
 from privssl.attacks.reference_attacks import References, reference_scores, with_rmia_a
 from privssl.attacks.rmia import label_probability
-from privssl.attacks.mia import best_threshold, metric_scores
-from privssl.attacks.mia_spec import METRIC_ATTACKS
-from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.statistics import roc
 from privssl.audit.audit_names import BLACK_BOX
 from privssl.audit.bounds import epsilon_lower_bound_split, hypothesis_test_ceiling

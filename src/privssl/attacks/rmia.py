@@ -30,6 +30,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from privssl.attacks import statistics
+
 VARIANTS = ("online", "offline")
 # the score at which RMIA says "member" without fitting: x dominates half of the population
 RMIA_THRESHOLD = 0.5
@@ -113,16 +115,6 @@ def rmia_scores(target: torch.Tensor, reference: torch.Tensor, reference_in: tor
     return dominated.double() / ratio_z.shape[1]
 
 
-def _auc(scores: np.ndarray, is_member: np.ndarray) -> float:
-    """The Mann–Whitney AUC (ties count ½)."""
-    from scipy.stats import rankdata
-
-    ranks = rankdata(scores)
-    members = int(is_member.sum())
-    nonmembers = len(is_member) - members
-    return float((ranks[is_member].sum() - members * (members + 1) / 2) / (members * nonmembers))
-
-
 def choose_offline_a(reference: torch.Tensor, reference_in: torch.Tensor, population_reference: torch.Tensor,
                      grid=A_GRID, gamma: float = 1.0) -> float:
     """The attacker's a: reference head 0 attacked by offline RMIA as if it were the target, with
@@ -138,7 +130,7 @@ def choose_offline_a(reference: torch.Tensor, reference_in: torch.Tensor, popula
     for a in grid:
         scores = rmia_scores(reference[:1], reference[1:], reference_in[1:], population_reference[:1],
                              population_reference[1:], "offline", float(a), gamma)
-        auc = _auc(scores[0].numpy(), pseudo_in)
+        auc = statistics.auc(scores[0].numpy(), pseudo_in)
         if auc > best_auc:
             best, best_auc = float(a), auc
     return best

@@ -45,11 +45,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy import stats
+from dp_accounting.pld import privacy_loss_distribution
+from scipy import optimize, stats
 
+from privssl.attacks.adaptive import heads_per_chunk
 from privssl.audit.audit_names import CANARY_AUDITS
 from privssl.audit.bounds import epsilon_lower_bound_split, hypothesis_test_ceiling
-from privssl.release.dpsgd_spec import DPSGDSpec
+from privssl.release.dpsgd_batched import GradientCanary, train_dpsgd_heads
+from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
 
 # The white-box bound is tight by design, so at 95 % it would exceed a correct claim in about one audit
 # of twenty by sampling error alone, and stop the job for it; its σ bound is taken at this confidence
@@ -124,8 +127,6 @@ PLD_INTERVAL = 1e-4  # the optimistic PLD's loss grid: within 1 % below the pess
 def subsampled_gaussian_epsilon_lower(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
     """A lower bound on the ε at δ of `steps` Poisson-subsampled Gaussian steps (add/remove): the
     PLD with its losses rounded down (privacy buckets, optimistic), never above the true ε."""
-    from dp_accounting.pld import privacy_loss_distribution
-
     pld = privacy_loss_distribution.from_gaussian_mechanism(
         standard_deviation=noise_multiplier, sensitivity=1, sampling_prob=sample_rate, pessimistic_estimate=False,
         value_discretization_interval=PLD_INTERVAL, use_connect_dots=False)
@@ -153,9 +154,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     high = 1.0
     while excess(high) > 0:
         high *= 2
-    from scipy.optimize import brentq
-
-    return float(brentq(excess, 0.0, high, xtol=1e-10))
+    return float(optimize.brentq(excess, 0.0, high, xtol=1e-10))
 
 
 def final_model_gdp(moved_in: np.ndarray, moved_out: np.ndarray, delta: float, confidence: float = 0.95) -> dict:
@@ -207,9 +206,6 @@ def canary_trainings(features: torch.Tensor, labels: torch.Tensor, n_classes: in
     """(u, traces with the canary (runs, T + 1), traces without it, the trace of one noise-free
     training with it (1, T + 1)): DP-SGD trainings of the head on all of d at `noise_multiplier`
     (the last one at 0), by the batched trainer the attacks use, in chunks."""
-    from privssl.attacks.adaptive import heads_per_chunk
-    from privssl.release.dpsgd_batched import GradientCanary, train_dpsgd_heads
-
     if runs < 2:
         raise ValueError(f"the canary audit needs at least 2 runs per world, got {runs}")
     mlp = head_spec.architecture == "mlp"
@@ -238,8 +234,6 @@ def audit_dpsgd(features: torch.Tensor, labels: torch.Tensor, n_classes: int, he
     """Both audits of one DP-SGD release claimed (ε, δ)-DP and trained at `noise_multiplier` (the
     release's σ; a test plants another): one row per threat model with the bound, its ceiling
     (the claim, for the parametric white-box bound), n, and the white-box fit."""
-    from privssl.release.dpsgd_spec import sampling_plan
-
     sample_rate, steps = sampling_plan(len(labels), spec)
     coordinate, trace_in, trace_out, noise_free = canary_trainings(features, labels, n_classes, head_spec, spec,
                                                                    noise_multiplier, runs, seed)
