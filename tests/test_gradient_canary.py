@@ -78,6 +78,15 @@ def test_the_optimistic_pld_is_below_the_accountants_epsilon_and_close():
     assert upper * 0.97 < lower <= upper
 
 
+def test_no_white_box_bound_without_a_clean_coordinate():
+    from privssl.audit.gradient_canary import WhiteBoxFit, white_box_epsilon
+
+    fit = WhiteBoxFit(sigma=1.0, sigma_hi=1.05, sensitivity=1.0, n=1000)
+    assert white_box_epsilon(fit, 0.1, 100, DELTA) == pytest.approx(subsampled_gaussian_epsilon_lower(1.05, 0.1, 100,
+                                                                                                      DELTA))
+    assert white_box_epsilon(fit, 0.1, 100, DELTA, clean=False) == 0.0
+
+
 def test_the_quiet_coordinate_is_a_dead_feature():
     x = torch.rand(30, 6)
     x[:, 4] = 0.0

@@ -112,3 +112,16 @@ def test_the_grid_expects_every_reference_attack_at_every_count():
                                                      "references": [1, 2, 4, 5]}]
     assert set(REFERENCE_ATTACKS) == {"lira_online", "lira_offline", "lira_online_global", "lira_offline_global",
                                       "rmia_online", "rmia_offline"}
+
+
+def test_an_rmia_row_without_its_a_is_refused(tmp_path):
+    from privssl.artefacts import LIRA_REFERENCES, ArtefactError, load_csv_file
+
+    rows = _rows().assign(rmia_a=lambda f: np.where(f.attack == "rmia_offline", 0.3, np.nan), accuracy=0.55,
+                          accuracy_lo=0.5, accuracy_hi=0.6, **{"tpr_at_0.1pct_fpr": 0.01, "tpr_at_0.1pct_fpr_hi": 0.02})
+    rows.to_csv(tmp_path / "ok.csv", index=False)
+    assert len(load_csv_file(tmp_path / "ok.csv", LIRA_REFERENCES)) == len(rows)
+    rows.loc[rows.attack == "rmia_offline", "rmia_a"] = np.nan
+    rows.to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(ArtefactError, match="rmia_a"):
+        load_csv_file(tmp_path / "bad.csv", LIRA_REFERENCES)

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from privssl.attacks.contrastive_spec import CLAIMS, INFERENCES, MEMBERSHIP, MEMBERSHIP_TASK
-from privssl.attacks.mia_spec import REFERENCE_ATTACKS
+from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
 from privssl.audit.audit_names import THREAT_MODELS
 from privssl.cli import FileObject, json_object
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
@@ -704,6 +704,8 @@ CERTIFIED_SENSITIVITY = {**_SENSITIVITY, "sampling": Text(("certified",)), "lips
                          "beta": POSITIVE, "iterations": COUNT}  # the solver's data-independent step count
 
 _KEY = {"dataset": Text(), "attack": Text(), "adaptive": Flag()}
+# the lira rule's attacks other than RMIA: their rows leave RMIA's a empty, and only theirs may
+_NOT_RMIA = tuple(a for a in (*REFERENCE_ATTACKS, *METRIC_ATTACKS) if a not in RMIA_ATTACKS)
 _METHOD = Text(("none", *METHODS))
 _METRICS = {name: PROBABILITY for name in ("accuracy", "accuracy_lo", "accuracy_hi", "auc", "auc_lo", "auc_hi",
                                            "tpr_at_*")} | {"n_members": COUNT, "n_nonmembers": COUNT, "fp_at_*": COUNT}
@@ -722,12 +724,13 @@ MIA = {**_KEY, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("me
 LIRA = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
         "guarantee_kind": Text(GUARANTEE_KINDS), "targets": Num(1, integer=True), **_METRICS,
         "records": Num(2, integer=True), "draws": Num(1, integer=True),
-        "rmia_a": Num(0, 1, nan=True),  # RMIA's offline a, chosen on the shadows; empty for the other attacks
+        "rmia_a": Num(0, 1, nan_where=("attack", _NOT_RMIA)),  # RMIA's offline a, chosen on the shadows
         "grid": (("dataset", "method", "attack", "adaptive"), ("eps",))}
 # lira_references rule: the clean heads attacked with 1, 2, 4, … shadows as references
 LIRA_REFERENCES = {"dataset": Text(), "attack": Text(REFERENCE_ATTACKS), "references": Num(1, integer=True),
                    "targets": Num(1, integer=True), **_METRICS, "records": Num(2, integer=True),
-                   "draws": Num(1, integer=True), "rmia_a": Num(0, 1, nan=True),
+                   "draws": Num(1, integer=True),
+                   "rmia_a": Num(0, 1, nan_where=("attack", _NOT_RMIA)),
                    "grid": (("dataset", "attack"), ("references",))}
 ROC = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")), "fpr": PROBABILITY,
        "tpr": PROBABILITY, "curves": True}  # many rows per key: one ROC curve

@@ -8,9 +8,10 @@ Poisson batches and noise, everything else the release's (its settings and σ at
 
 u is the first-layer weight of a feature that is 0 in every record of d (a dead unit of the
 encoder): the per-example gradient of every real record vanishes on u, so the coordinate moves
-only by the canary and the noise. Without such a feature the quietest one is taken, whose
-records' gradients add variance to the observations and make every bound below looser, never
-invalid.
+only by the canary and the noise. Without such a feature the quietest one is taken: the
+final-model audits stay valid (their runs differ only by the canary), but the white-box bound is
+not computed (0): the noise-free run's largest step would then hold the records' gradients too,
+not the canary's alone, and could overstate its sensitivity.
 
 - `white_box_all_updates` (Nasr, Hayes, Steinke, Balle, Tramèr, Jagielski, Carlini, Terzis 2023):
   the auditor sees every update, so from the trace of u it recovers each step's noisy gradient sum
@@ -133,9 +134,10 @@ def subsampled_gaussian_epsilon_lower(noise_multiplier: float, sample_rate: floa
     return max(0.0, float(pld.self_compose(steps).get_epsilon_for_delta(delta)))
 
 
-def white_box_epsilon(fit: WhiteBoxFit, sample_rate: float, steps: int, delta: float) -> float:
-    """The lower bound at noise σ_hi / s (0 where the canary never moved u: s ≤ 0)."""
-    if fit.sensitivity <= 0:
+def white_box_epsilon(fit: WhiteBoxFit, sample_rate: float, steps: int, delta: float, clean: bool = True) -> float:
+    """The lower bound at noise σ_hi / s; 0 where the canary never moved u (s ≤ 0) or where u is not
+    clean (records' gradients reach it, so s is not the canary's alone)."""
+    if fit.sensitivity <= 0 or not clean:
         return 0.0
     return subsampled_gaussian_epsilon_lower(fit.sigma_hi / fit.sensitivity, sample_rate, steps, delta)
 
@@ -242,7 +244,8 @@ def audit_dpsgd(features: torch.Tensor, labels: torch.Tensor, n_classes: int, he
                         WHITE_BOX_CONFIDENCE)
     common = {"runs_per_world": runs, "steps": steps, "sample_rate": sample_rate, "coordinate_clean": coordinate.clean,
               "noise_multiplier": noise_multiplier, "confidence": confidence}
-    white = {"audit": "white_box_all_updates", "eps_lower_bound": white_box_epsilon(fit, sample_rate, steps, delta),
+    white = {"audit": "white_box_all_updates",
+             "eps_lower_bound": white_box_epsilon(fit, sample_rate, steps, delta, coordinate.clean),
              "eps_ceiling": claimed_eps, "n": fit.n, "confidence": WHITE_BOX_CONFIDENCE, "sigma_hat": fit.sigma,
              "sigma_hi": fit.sigma_hi, "sensitivity": fit.sensitivity}
     # final model: the canary pushes u down (its gradient is +C on u), so a member moved further down
