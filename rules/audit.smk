@@ -173,6 +173,45 @@ rule audit_canary:
         " --seed {params.seed} --out {output:q} {params.threads_option} {params.expect} {params.choices} 2> {log:q}"
 
 
+rule audit_crafted_pair:
+    """The crafted-pair audits of the certified heads' releases at audit.canary.eps: a neighbouring
+    pair built to move the certified head as far as its proof allows, each world released
+    audit.canary.draws times; a lower bound above the release's claim stops the job."""
+    input:
+        script=script("audit_crafted_pair.py"),
+        sensitivity=f"{RESULTS}/{{dataset}}/certified/sensitivity.json",
+        releases=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=CERTIFIED_METHODS),
+    output:
+        f"{RESULTS}/{{dataset}}/audit/crafted_pair_certified.csv",
+    params:
+        library=library("audit_crafted_pair.py"),
+        methods=" ".join(CERTIFIED_METHODS),
+        eps=" ".join(map(str, config["audit"]["canary"]["eps"])),
+        draws=config["audit"]["canary"]["draws"],
+        confidence=config["audit"]["confidence"],
+        delta=config["protect"]["delta"],
+        seed=stage_seed("audit_crafted_pair"),
+        expect=lambda w: expect(
+            release_records(w.dataset, CERTIFIED_METHODS), sensitivity_records(w.dataset, CERTIFIED_METHODS)
+        ),
+        threads_option=threads_option("audit_crafted_pair"),
+    log:
+        f"{RESULTS}/{{dataset}}/logs/audit_crafted_pair.log",
+    benchmark:
+        f"{RESULTS}/{{dataset}}/benchmarks/audit_crafted_pair.tsv"
+    threads: torch_threads("audit_crafted_pair")
+    resources:
+        mem_mb=job_memory("audit_crafted_pair"),
+        runtime=job_runtime("audit_crafted_pair"),
+    conda:
+        ENV
+    shell:
+        "python {input.script:q} --dataset {wildcards.dataset} --sensitivity {input.sensitivity:q}"
+        " --methods {params.methods} --releases {input.releases:q} --eps {params.eps} --draws {params.draws}"
+        " --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out {output:q}"
+        " {params.threads_option} {params.expect} 2> {log:q}"
+
+
 rule audit_one_run:
     """The one-run audit (Steinke et al. 2023) of every method at every ε, per canary kind."""
     input:
@@ -226,7 +265,8 @@ rule membership_tables:
         roc=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/roc_{{target}}.csv.gz", target=AUDITED),
         audit=expand(f"{RESULTS}/{{{{dataset}}}}/audit/hypothesis_test_{{target}}.csv", target=AUDITED)
         + [f"{RESULTS}/{{dataset}}/audit/one_run.csv"]
-        + ([f"{RESULTS}/{{dataset}}/audit/canary_dpsgd.csv"] if "dpsgd" in MECHANISMS else []),
+        + ([f"{RESULTS}/{{dataset}}/audit/canary_dpsgd.csv"] if "dpsgd" in MECHANISMS else [])
+        + ([f"{RESULTS}/{{dataset}}/audit/crafted_pair_certified.csv"] if CERTIFIED_METHODS else []),
     output:
         lira=f"{RESULTS}/{{dataset}}/lira.csv",
         roc=f"{RESULTS}/{{dataset}}/roc.csv.gz",
@@ -239,6 +279,7 @@ rule membership_tables:
             grid("hypothesis_test_audit", "audit/hypothesis_test_{target}.csv", [w.dataset], AUDITED),
             grid("one_run_audit", "audit/one_run.csv", [w.dataset]),
             grid("canary_audit", "audit/canary_dpsgd.csv", [w.dataset] if "dpsgd" in MECHANISMS else []),
+            grid("crafted_pair_audit", "audit/crafted_pair_certified.csv", [w.dataset] if CERTIFIED_METHODS else []),
         ),
     log:
         f"{RESULTS}/{{dataset}}/logs/membership_tables.log",

@@ -35,6 +35,7 @@ GRAPH = f"{RESULTS}/{{dataset}}"
 LIRA = config["attack"]["lira"]
 ONE_RUN = config["audit"]["one_run"]
 AUDITED = ["none"] + MECHANISMS  # `none`: the clean heads, the attacks' reference point
+CERTIFIED_METHODS = grids.certified_methods(config)  # the releases of the certified head: rule audit_crafted_pair
 # Training-time releases (rules/training_time.smk), on every image dataset when their section is present
 TRAINING_TIME = grids.training_time_methods(config)
 DPCL_METHODS = [m for m in TRAINING_TIME if release_method(m).head == "dpcl"]
@@ -136,7 +137,7 @@ def stage_seed(stage):
         + ["dpcl", "dpadapter"]
         + ["tune"]
         + ["semileak_data", "semileak_target", "semileak_shadow", "semileak_attack"]
-        + ["audit_canary"]
+        + ["audit_canary", "audit_crafted_pair"]
     )
     return config["seed"] * 100 + stages.index(stage)
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env python
 """Rule `claims`: the claims ledger across the seeds (CSV and Markdown), one row per (claim, dataset,
-setting): the ALM paper's claims from every image dataset's releases, thesis Ch. 4's and Ch. 3's
+setting): the ALM paper's claims from every image dataset's releases, the releases' guarantees
+from their audits, thesis Ch. 4's and Ch. 3's
 from their branches' metrics, DPCL's and DPAdapter's from the training-time releases, and the
 DPCL paper's noise multipliers against its stated ε. Each input group is optional: a config
 without a branch has no rows of its claims."""
 
 import argparse
 
-from privssl.artefacts import MIA, PAPER_CLAIMS, UTILITY, load_csv_file, load_csv_files
+from privssl.artefacts import AUDIT, MIA, PAPER_CLAIMS, UTILITY, load_csv_file, load_csv_files
 from privssl import claim_sources
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
@@ -19,6 +20,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--utility", nargs="*", default=[], help="utility.csv of each image dataset")
     parser.add_argument("--mia", nargs="*", default=[], help="mia.csv of each image dataset")
+    parser.add_argument("--audit", nargs="*", default=[], help="audit.csv of each image dataset")
     claim_sources.add_branch_arguments(parser)
     parser.add_argument("--csv", required=True)
     parser.add_argument("--md", required=True)
@@ -31,9 +33,10 @@ def main() -> None:
     claim_sources.check_branch_arguments(parser, args)
     utility = load_csv_files(args.utility, UTILITY, args.expect) if args.utility else None
     mia = load_csv_files(args.mia, MIA, args.expect) if args.mia else None
+    audit = load_csv_files(args.audit, AUDIT, args.expect) if args.audit else None
     contrastive, semileak, dpadapter = claim_sources.branch_tables(args)
     table = run_tables.ledger(load_csv_file(args.catalogue, PAPER_CLAIMS), utility, mia, args.dpcl_paper, dpadapter,
-                              contrastive, semileak)
+                              contrastive, semileak, audit)
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:
         tmp.write_text(markdown(table))

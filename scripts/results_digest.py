@@ -82,8 +82,9 @@ def main() -> None:
     utility, mia = tables(args.utility, UTILITY), tables(args.mia, MIA)
     accounting, link_rows = tables(args.accounting, DPCL_ACCOUNTING), tables(args.link_parts, LINK_ROWS)
     contrastive, semileak, dpadapter = claim_sources.branch_tables(args)
+    audits = pd.concat([a for *_, a in image], ignore_index=True) if image else None
     ledger = run_tables.ledger(load_csv_file(args.catalogue, PAPER_CLAIMS), utility, mia, args.dpcl_paper, dpadapter,
-                               contrastive, semileak)
+                               contrastive, semileak, audits)
 
     where = Path(args.out).parent / "tables"
     shown = lambda title, name, text, level=2: digest.section(title, where / f"{name}.md", text, level)  # noqa: E731

@@ -117,11 +117,9 @@ def unbalanced(n_members, n_nonmembers, shift, seed):
     return rng.normal(size=member.size) + shift * member, member
 
 
-def plug_in_epsilon(fp, n0, fn, n1, delta):
-    """The split audit's selection score, written out: rates floored at 0.5/n, both inequalities."""
-    fpr, fnr = max(fp / n0, 0.5 / n0), max(fn / n1, 0.5 / n1)
-    return max(np.log((1 - delta - fpr) / fnr) if 1 - delta - fpr > 0 else -np.inf,
-               np.log((1 - delta - fnr) / fpr) if 1 - delta - fnr > 0 else -np.inf)
+def selection_score(fp, n0, fn, n1, delta):
+    """The split audit's selection score, written out: the Clopper–Pearson bound on the selection data."""
+    return direct_bound(fp, n0, fn, n1, delta)
 
 
 def test_split_threshold_depends_on_selection_data_only():
@@ -130,9 +128,9 @@ def test_split_threshold_depends_on_selection_data_only():
     result = epsilon_lower_bound_split(select, member_select, evaluate, member_eval, DELTA)
     other = epsilon_lower_bound_split(select, member_select, evaluate[::-1] * 3 + 1, member_eval, DELTA)
     assert result["threshold"] == other["threshold"] and result["selected_on"] == 1000
-    # the threshold of the largest plug-in ε on the selection data, the first one on ties (by hand)
+    # the threshold of the largest bound on the selection data, the first one on ties (by hand)
     candidates = np.r_[np.unique(select), np.inf]
-    scored = [plug_in_epsilon(((select >= t) & ~member_select).sum(), 500, ((select < t) & member_select).sum(), 500,
+    scored = [selection_score(((select >= t) & ~member_select).sum(), 500, ((select < t) & member_select).sum(), 500,
                               DELTA) for t in candidates]
     assert result["threshold"] == candidates[int(np.argmax(scored))]
     assert (result["n_members"], result["n_nonmembers"]) == (130, 470)
@@ -296,9 +294,9 @@ def test_bad_delta_and_confidence(delta, confidence, match):
 # --------------------------------------------------------------------------- what the mutants of bounds.py found
 
 
-def test_the_split_selects_the_plug_in_argmax_on_small_unbalanced_sets():
+def test_the_split_selects_the_bound_argmax_on_small_unbalanced_sets():
     """On 400 small selection sets (3–14 members and non-members, tied scores, the lowest score
-    a member's or a non-member's), the threshold is the first argmax of the plug-in ε written out
+    a member's or a non-member's), the threshold is the first argmax of the selection bound written out
     by hand, every selection query is counted once, and the evaluation's counts are the threshold's."""
     rng = np.random.default_rng(0)
     for _ in range(400):
@@ -306,7 +304,7 @@ def test_the_split_selects_the_plug_in_argmax_on_small_unbalanced_sets():
         member = np.r_[np.ones(n1, bool), np.zeros(n0, bool)]
         scores = np.round(rng.normal(size=n1 + n0) + rng.uniform(0, 2) * member, 1)
         candidates = np.r_[np.unique(scores), np.inf]
-        scored = [plug_in_epsilon(((scores >= t) & ~member).sum(), n0, ((scores < t) & member).sum(), n1, DELTA)
+        scored = [selection_score(((scores >= t) & ~member).sum(), n0, ((scores < t) & member).sum(), n1, DELTA)
                   for t in candidates]
         result = epsilon_lower_bound_split(scores, member, scores[::-1], member, DELTA)
         assert result["threshold"] == candidates[int(np.argmax(scored))]

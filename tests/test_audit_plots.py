@@ -137,6 +137,26 @@ def test_figure5_draws_each_drawn_points_ceiling_and_names_it_in_the_legend(audi
         plt.close(fig)
 
 
+def test_figure5_is_log_log_with_zero_bounds_drawn_and_names_each_threat_model(audit_frame):
+    """Both axes logarithmic, the y axis linear below 0.1 so that a bound of 0 sits inside the
+    panel (not at −inf off it); each audit's legend entry names its threat model."""
+    frame = audit_frame.copy()
+    frame.loc[frame.audit == "one_run", "threat_model"] = "final_model"
+    frame.loc[(frame.method == "laplace") & (frame.eps == 2.0), "eps_lower_bound"] = 0.0
+    fig = figure5(frame)
+    try:
+        ax = fig.axes[0]
+        assert ax.get_xscale() == "log" and ax.get_yscale() == "symlog"
+        assert ax.yaxis.get_transform().linthresh == pytest.approx(0.1)
+        assert ax.get_ylim()[0] <= 0.0 < ax.get_ylim()[1]
+        drawn = {c.get_gid(): points_of(c) for c in ax.collections if c.get_gid() and ":" in c.get_gid()}
+        assert (2.0, 0.0) in drawn["laplace:hypothesis"] | drawn["laplace:one_run"]
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert "hypothesis (black box)" in labels and "one_run (final model)" in labels
+    finally:
+        plt.close(fig)
+
+
 def lira_rows():
     """tpr columns at 2 % and 10 % FPR: the numerically lowest level is 2 %, the lexically first
     is '10pct'; non-adaptive attacks stronger than every adaptive one; a TPR tie broken by AUC."""

@@ -20,6 +20,7 @@ from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACK
 from privssl.io import pack_decisions  # noqa: E402
 from privssl.release.methods import METHODS, REGISTRY  # noqa: E402
 from privssl.reports import training_time_report  # noqa: E402
+from privssl.audit.audit_names import CANARY_AUDITS, CRAFTED_AUDITS  # noqa: E402
 from privssl.reports.audit_plots import figure4, figure5  # noqa: E402
 from privssl.reports.contrastive_plots import privacy_figure, talos_lambda_figure  # noqa: E402
 from privssl.reports.plotting import (  # noqa: E402
@@ -170,6 +171,10 @@ def _link_table() -> pd.DataFrame:
                          for dataset in DATASETS for i, (attack, distance, shadow) in enumerate(attacks)])
 
 
+AUDIT_THREATS = {"hypothesis_test": "black_box", "one_run_mislabelled": "black_box",
+                 "one_run_in_distribution": "black_box", **CANARY_AUDITS, **CRAFTED_AUDITS}
+
+
 def _audit_frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """lira.csv, roc.csv.gz and audit.csv rows for every method on two datasets, at one ε (Fig. 4
     draws a column per ε of the grid: one keeps the test fast; fig. 5's legend still lists all)."""
@@ -184,10 +189,10 @@ def _audit_frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
                                  "n_nonmembers": 500})
                     roc += [{"dataset": dataset, "method": method, "eps": eps, "attack": attack, "adaptive": True,
                              "fpr": f, "tpr": min(1.0, f ** 0.8)} for f in grid]
-                    for kind in ("hypothesis", "one_run"):
+                    for kind, threat in AUDIT_THREATS.items():  # every audit's legend entry
                         audit.append({"dataset": dataset, "method": method, "eps": eps, "attack": attack,
-                                      "claimed_eps": math.inf if method == "none" else eps,
-                                      "audit": kind, "eps_lower_bound": 0.5, "eps_ceiling": 4.0})
+                                      "claimed_eps": math.inf if method == "none" else eps, "audit": kind,
+                                      "threat_model": threat, "eps_lower_bound": 0.5, "eps_ceiling": 4.0})
     return pd.DataFrame(lira), pd.DataFrame(roc), pd.DataFrame(audit)
 
 

@@ -34,7 +34,7 @@ from test_workflow import (
     write_config,
 )
 
-from privssl.audit.audit_names import CANARY_AUDITS
+from privssl.audit.audit_names import CANARY_AUDITS, CRAFTED_AUDITS
 from privssl.audit.bounds import one_run_ceiling
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
 from privssl.release.tuning_spec import grid_points
@@ -383,12 +383,21 @@ def test_lira_roc_and_audit_tables(tiny_run):
     assert_columns(audit, ["dataset", "method", "eps", "delta", "guarantee_kind", "attack", "audit",
                            "eps_lower_bound", "eps_ceiling", "n"], "audit.csv")
     one_run = {f"one_run_{k}" for k in tiny_run.expected["audit"]["one_run"]["kinds"]}
-    assert set(audit.audit) == {"hypothesis_test"} | one_run | set(CANARY_AUDITS)
-    # each audit's threat model: the DP-SGD head's canaries white box or final model, the others black box
-    threat_models = {"hypothesis_test": "black_box", **dict.fromkeys(one_run, "black_box"), **CANARY_AUDITS}
+    assert set(audit.audit) == {"hypothesis_test"} | one_run | set(CANARY_AUDITS) | set(CRAFTED_AUDITS)
+    # each audit's threat model: the DP-SGD head's canaries white box or final model, the certified heads'
+    # crafted pair final model, the others black box
+    threat_models = {"hypothesis_test": "black_box", **dict.fromkeys(one_run, "black_box"), **CANARY_AUDITS,
+                     **CRAFTED_AUDITS}
     assert dict(zip(audit.audit, audit.threat_model)) == threat_models
     canary = audit[audit.attack == "gradient_canary"]
     assert set(canary.method) == {"dpsgd"} and sorted(canary.eps.unique()) == tiny_run.expected["audit"]["canary"]["eps"]
+    crafted = audit[audit.attack == "crafted_pair"]
+    assert set(crafted.method) == {m for m in methods if m.startswith("certified")}
+    assert (crafted.runs_per_world == tiny_run.expected["audit"]["canary"]["draws"]).all()
+    # the pair: one design, within the proof, and the Gaussian's GDP fit below what the pair itself allows
+    assert crafted.pair_distance.nunique() == 1 and ((0 < crafted.pair_fraction) & (crafted.pair_fraction < 1)).all()
+    gdp = crafted[crafted.audit == "crafted_pair_gdp"]
+    assert set(gdp.method) == {"certified_gaussian"} and (gdp.eps_of_pair < gdp.claimed_eps).all()
     assert set(audit.method) == methods
     # no release whose guarantee is proven is audited above the ε it claims (for substitution)
     proven = audit[audit.guarantee_kind.isin(["pure_dp", "approx_dp"])]

@@ -23,7 +23,7 @@ from privssl.attacks.contrastive_spec import (
 )
 from privssl.attacks.mia_spec import ATTACKS as MIA_ATTACKS
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS, reference_counts
-from privssl.audit.audit_names import CANARY_ATTACK, CANARY_AUDITS
+from privssl.audit.audit_names import CANARY_ATTACK, CANARY_AUDITS, CRAFTED_ATTACK, CRAFTED_AUDITS
 from privssl.audit.one_run_spec import one_run_audit_name
 from privssl.data.label_maps import membership_task_of
 from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
@@ -179,9 +179,26 @@ def canary_audit(config: dict, dataset: str) -> list[dict]:
              "attack": [CANARY_ATTACK], "adaptive": [True], "audit": list(CANARY_AUDITS)}]
 
 
+def crafted_pair_audit(config: dict, dataset: str) -> list[dict]:
+    """audit/crafted_pair_certified.csv: the crafted-pair audits of every certified release at
+    audit.canary.eps, the Gaussian-DP fit only where the noise is Gaussian (none without a
+    certified release)."""
+    eps = list(config["audit"]["canary"]["eps"])
+    return [{"dataset": [dataset], "method": [m], "eps": eps, "attack": [CRAFTED_ATTACK], "adaptive": [True],
+             "audit": [a for a in CRAFTED_AUDITS if a == "crafted_pair_test" or release_method(m).noise == "gaussian"]}
+            for m in certified_methods(config)]
+
+
+def certified_methods(config: dict) -> list[str]:
+    """The releases of the certified head among protect.mechanisms."""
+    return [m for m in config["protect"]["mechanisms"] if release_method(m).head == "certified"]
+
+
 def audit(config: dict, dataset: str) -> list[dict]:
-    """audit.csv: both audits of every target, and the canary audits of the DP-SGD head."""
-    return hypothesis_test_audit(config, dataset) + one_run_audit(config, dataset) + canary_audit(config, dataset)
+    """audit.csv: both audits of every target, the canary audits of the DP-SGD head and the
+    crafted-pair audits of the certified heads."""
+    return (hypothesis_test_audit(config, dataset) + one_run_audit(config, dataset) + canary_audit(config, dataset)
+            + crafted_pair_audit(config, dataset))
 
 
 def contrastive(config: dict, dataset: str) -> list[dict]:

@@ -12,3 +12,6 @@ THREAT_MODELS = (WHITE_BOX_ALL_UPDATES, FINAL_MODEL, BLACK_BOX)
 CANARY_AUDITS = {"white_box_all_updates": WHITE_BOX_ALL_UPDATES, "final_model_gdp": FINAL_MODEL,
                  "final_model_test": FINAL_MODEL}
 CANARY_ATTACK = "gradient_canary"  # the `attack` column of their rows
+# each audit of a certified head by a crafted neighbouring pair (privssl.audit.crafted_pair)
+CRAFTED_AUDITS = {"crafted_pair_gdp": FINAL_MODEL, "crafted_pair_test": FINAL_MODEL}
+CRAFTED_ATTACK = "crafted_pair"  # the `attack` column of their rows

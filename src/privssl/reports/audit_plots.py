@@ -63,6 +63,9 @@ def figure4(lira: pd.DataFrame, roc: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+Y_LINEAR = 0.1  # Fig. 5's y axis: logarithmic above, linear below (a bound of 0 is a result too)
+
+
 def figure5(audit: pd.DataFrame) -> plt.Figure:
     """Claimed ε (for each audit's adjacency: substitution for the black-box audits, add/remove
     for the DP-SGD head's gradient canary) against the audited lower bound, per
@@ -70,12 +73,15 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
     circled in red as violations; the unprotected head's bound as a dash-dot line. Each point's
     ceiling (its audit's bound were every decision right) is a grey dash above it, joined by a dotted
     line: a bound near 0 under a high ceiling is an audit that could have caught a leak and did not,
-    under a ceiling near 0 an audit too small to prove anything."""
+    under a ceiling near 0 an audit too small to prove anything. Both axes are logarithmic, the y
+    axis linear below Y_LINEAR so that bounds of 0 stay drawn; the legend names each audit's
+    threat model."""
     datasets = _datasets(audit)
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets) + 3.5, 5.2), squeeze=False,
                              layout="constrained")  # room on the right for the legend
     audits = sorted(audit.audit.unique())
-    markers = dict(zip(audits, ("o", "s", "^", "D", "v", "P", "X", "*")))
+    markers = dict(zip(audits, ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p")))
+    threat = audit.drop_duplicates("audit").set_index("audit").threat_model
     for ax, dataset in zip(axes[0], datasets):
         rows = audit[audit.dataset == dataset]
         best = rows.loc[rows.groupby(["method", "eps", "audit"], dropna=False).eps_lower_bound.idxmax()]
@@ -102,11 +108,12 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
         # On a log x axis y = x leaves the panel at x = top: shade where a point would violate its claim.
         ax.plot(span, span, color="grey", ls="--", lw=1, label="y = x (claim)")
         ax.fill_between(span, span, top, where=span < top, color="red", alpha=0.07, label="y > x: claim violated")
-        ax.set(xscale="log", xlim=(span[0], span[-1]), ylim=(-0.05 * top, top), xlabel="claimed ε (the audit's adjacency)",
-               ylabel="audited lower bound on ε (95 %)", title=dataset)
+        ax.set(xscale="log", xlim=(span[0], span[-1]), ylim=(0, top), xlabel="claimed ε (the audit's adjacency)",
+               ylabel=f"audited lower bound on ε (95 %; linear below {Y_LINEAR:g})", title=dataset)
+        ax.set_yscale("symlog", linthresh=Y_LINEAR, linscale=0.5)
         for kind in audits:
             ax.scatter([], [], marker=markers[kind], color="dimgrey", facecolors="none" if kind != audits[0] else None,
-                       label=kind)
+                       label=f"{kind} ({threat[kind].replace('_', ' ')})")
         for method in sorted(set(released.method), key=METHODS.index):
             ax.scatter([], [], marker="o", color=_style(method)["color"], label=_style(method)["label"])
     handles, labels = axes[0, -1].get_legend_handles_labels()

@@ -14,7 +14,9 @@ CONTRASTIVE_CLAIMS = ("contrastive_less_membership", "contrastive_more_attribute
 SEMILEAK_CLAIMS = tuple(f"semileak_{c}" for c in (*SEMILEAK_BRANCH_CLAIMS, "top1"))
 DPCL_CLAIMS = ("dpcl_above_naive", "dpcl_paper_sigmas_eps_1000")
 DPADAPTER_CLAIMS = ("dpadapter_above_sam", "sam_above_standard")
-LEDGER_CLAIMS = ALM_CLAIMS + CONTRASTIVE_CLAIMS + SEMILEAK_CLAIMS + DPCL_CLAIMS + DPADAPTER_CLAIMS
+# the releases' own guarantees against their audits (privssl.reports.audit_claims)
+AUDIT_CLAIMS = ("proven_release_below_claim", "tight_audit_reaches_claim")
+LEDGER_CLAIMS = ALM_CLAIMS + CONTRASTIVE_CLAIMS + SEMILEAK_CLAIMS + DPCL_CLAIMS + DPADAPTER_CLAIMS + AUDIT_CLAIMS
 VERDICTS = ("reproduced", "contradicted", "unresolved")
 # the ledger's row of a claim the run measured nothing for: kept, with what would measure it
 NOT_TESTED = "not tested"
@@ -43,4 +45,7 @@ MEASURED_BY = {
     "dpcl_paper_sigmas_eps_1000": "the `dpcl` section (its paper rows are computed, not trained)",
     "dpadapter_above_sam": "the `dpadapter` section",
     "sam_above_standard": "the `dpadapter` section",
+    "proven_release_below_claim": "an image dataset with a proven release (certified_*, dpsgd) in protect.mechanisms",
+    "tight_audit_reaches_claim": "an image dataset with dpsgd or a certified_* release in protect.mechanisms (their "
+                                 "tight audits, at audit.canary.eps)",
 }

@@ -1,0 +1,105 @@
+"""The ledger's rows on the releases' guarantees (privssl.reports.audit_claims), from an audit
+table whose verdicts are known by construction: which rows test a proven claim, the largest
+bound-to-claim ratio (worked out here by hand), a violation that must contradict, and the tight
+audits' verdicts with what caps each."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privssl.artefacts import PAPER_CLAIMS, load_csv_file
+from privssl.reports.audit_claims import audit_claims
+from privssl.reports.claims_ledger import Ledger, markdown
+from privssl.reports.run_tables import ledger as run_ledger
+
+CATALOGUE = Path(__file__).resolve().parents[1] / "resources" / "claims.csv"
+NAN = math.nan
+
+
+def row(method, eps, claimed, kind, audit, bound, ceiling, threat="black_box", attack="lira_online", **extra):
+    return {"dataset": "digits", "method": method, "eps": eps, "attack": attack, "adaptive": True, "delta": 1e-5,
+            "claimed_eps": claimed, "guarantee_kind": kind, "audit": audit, "threat_model": threat,
+            "eps_lower_bound": bound, "eps_ceiling": ceiling, "n": 100, **extra}
+
+
+def audit_table(violation=False) -> pd.DataFrame:
+    crafted = {"pair_fraction": 0.687, "runs_per_world": 20000, "attack": "crafted_pair", "threat": "final_model"}
+    canary = {"runs_per_world": 100, "confidence": 1 - 1e-6, "attack": "gradient_canary",
+              "threat": "white_box_all_updates"}
+    rows = [
+        row("none", NAN, math.inf, "none", "hypothesis_test", 4.0, 5.8),  # no claim
+        row("laplace", 1.0, 1.0, "random_dp", "hypothesis_test", 3.0, 5.8),  # above, but random DP: not tested here
+        row("certified_gaussian", 1.0, 1.0, "approx_dp", "hypothesis_test", 0.2, 5.8),
+        row("certified_gaussian", 10.0, 10.0, "approx_dp", "hypothesis_test", 2.5 if not violation else 10.5, 11.0),
+        row("certified_gaussian", 1.0, 1.0, "approx_dp", "crafted_pair_gdp", 0.62, 1.0, eps_of_pair=0.66, **crafted),
+        row("certified_gaussian", 10.0, 10.0, "approx_dp", "crafted_pair_gdp", 6.3, 10.0, eps_of_pair=6.35,
+            **crafted),
+        row("certified_pure", 1.0, 1.0, "pure_dp", "crafted_pair_test", 0.0, 9.7, **crafted),
+        row("dpsgd", 1.0, 2.0, "approx_dp", "hypothesis_test", 0.5, 5.8),  # substitution claim 2ε
+        row("dpsgd", 1.0, 1.0, "approx_dp", "white_box_all_updates", 0.98, 1.0, **canary),
+        row("dpsgd", 10.0, 10.0, "approx_dp", "white_box_all_updates", 9.8, 10.0, **canary),
+        row("dpsgd", 100.0, math.inf, "approx_dp", "hypothesis_test", 5.0, 5.8),  # ∞: no claim to test
+    ]
+    return pd.DataFrame(rows)
+
+
+def ledger_of(frame: pd.DataFrame) -> pd.DataFrame:
+    table = Ledger(load_csv_file(CATALOGUE, PAPER_CLAIMS))
+    audit_claims(table, frame)
+    return table.frame()
+
+
+def test_every_proven_release_has_one_row_with_its_largest_ratio():
+    rows = ledger_of(audit_table())
+    below = rows[rows.claim == "proven_release_below_claim"].set_index("setting")
+    assert sorted(below.index) == ["certified_gaussian", "certified_pure", "dpsgd"]  # not laplace (random DP)
+    # by hand: certified_gaussian 0.62/1, 6.3/10, 0.2, 0.25 -> 0.63 (crafted_pair_gdp at ε = 10)
+    assert below.loc["certified_gaussian", "value"] == pytest.approx(0.63)
+    assert "crafted_pair_gdp" in below.loc["certified_gaussian", "note"] and "ε = 10" in below.loc[
+        "certified_gaussian", "note"]
+    assert below.loc["dpsgd", "value"] == pytest.approx(0.98)  # not 5/∞, not 0.5/2
+    assert "the largest of 3 audit rows" in below.loc["dpsgd", "quantity"]  # the ∞ claim tests nothing
+    assert below.loc["certified_pure", "value"] == 0.0
+    assert (below.verdict == "reproduced").all() and (below.reference == 1.0).all()
+
+
+def test_a_bound_above_a_proven_claim_contradicts_it():
+    rows = ledger_of(audit_table(violation=True))
+    gaussian = rows[(rows.claim == "proven_release_below_claim") & (rows.setting == "certified_gaussian")].iloc[0]
+    assert gaussian.verdict == "contradicted" and gaussian.value == pytest.approx(1.05)
+    assert "1 of 4 audit rows above their claim" in gaussian.note and "hypothesis_test" in gaussian.note
+
+
+def test_the_tight_audits_are_judged_at_ninety_percent_of_the_claim():
+    rows = ledger_of(audit_table())
+    tight = rows[rows.claim == "tight_audit_reaches_claim"].set_index("setting")
+    assert tight.loc["dpsgd, ε = 1", "verdict"] == "reproduced" and tight.loc["dpsgd, ε = 10", "verdict"] == "reproduced"
+    assert tight.loc["certified_gaussian, ε = 1", "verdict"] == "contradicted"
+    assert "0.69 of the proven Δ2" in tight.loc["certified_gaussian, ε = 1", "note"]
+    assert "would show ε = 0.66" in tight.loc["certified_gaussian, ε = 1", "note"]
+    assert tight.loc["certified_pure, ε = 1", "verdict"] == "contradicted"
+    assert "would show" not in tight.loc["certified_pure, ε = 1", "note"]
+    # only the tightest audit of each: no hypothesis-test rows
+    assert len(tight) == 5 and tight.loc["dpsgd, ε = 1", "value"] == 0.98
+
+
+def test_a_tight_audit_whose_ceiling_is_below_the_margin_is_unresolved_for_more_runs():
+    frame = audit_table()
+    frame.loc[frame.audit == "crafted_pair_test", "eps_ceiling"] = 0.5
+    rows = ledger_of(frame)
+    pure = rows[(rows.claim == "tight_audit_reaches_claim") & (rows.setting == "certified_pure, ε = 1")].iloc[0]
+    assert pure.verdict == "unresolved" and np.isinf(pure.n_for_80pct_power)
+
+
+def test_the_run_ledger_judges_the_audit_claims_only_when_given_audits():
+    catalogue = load_csv_file(CATALOGUE, PAPER_CLAIMS)
+    without = run_ledger(catalogue)
+    assert (without[without.claim.isin(["proven_release_below_claim", "tight_audit_reaches_claim"])].verdict
+            == "not tested").all()
+    with_audits = run_ledger(catalogue, audit=audit_table())
+    judged = with_audits[with_audits.claim == "tight_audit_reaches_claim"]
+    assert len(judged) == 5 and "not tested" not in set(judged.verdict)
+    assert "tight_audit_reaches_claim" in markdown(with_audits)
