@@ -157,6 +157,21 @@ def test_figure5_is_log_log_with_zero_bounds_drawn_and_names_each_threat_model(a
         plt.close(fig)
 
 
+def test_figure5_fills_the_hypothesis_test_s_markers_only(audit_frame):
+    """The caption's reading: filled the hypothesis-test audit, hollow every other, whatever sorts first."""
+    frame = audit_frame.copy()
+    frame.loc[frame.audit == "hypothesis", "audit"] = "hypothesis_test"
+    frame.loc[frame.audit == "one_run", "audit"] = "crafted_pair_gdp"  # sorts before hypothesis_test
+    fig = figure5(frame)
+    try:
+        for c in fig.axes[0].collections:
+            if c.get_gid() and ":" in c.get_gid():
+                hollow = c.get_facecolor().size == 0 or np.allclose(c.get_facecolor()[:, 3], 0)
+                assert hollow == (not c.get_gid().endswith(":hypothesis_test")), c.get_gid()
+    finally:
+        plt.close(fig)
+
+
 def lira_rows():
     """tpr columns at 2 % and 10 % FPR: the numerically lowest level is 2 %, the lexically first
     is '10pct'; non-adaptive attacks stronger than every adaptive one; a TPR tie broken by AUC."""

@@ -192,6 +192,25 @@ def test_audits_show_the_largest_bound_and_flag_only_proven_claims_it_exceeds():
     assert (dpsgd[4], dpsgd[5], dpsgd[6], dpsgd[10]) == ("`white_box_all_updates`", "white box all updates", "0.980", "")
 
 
+def test_audits_say_what_caps_the_crafted_pair():
+    pair = {"pair_design": "design A", "pair_distance": 0.1375, "pair_fraction": 0.6869, "sensitivity": 0.2002}
+    audit = pd.DataFrame([
+        audit_row("certified_gaussian", 1.0, "approx_dp", 1.0, "crafted_pair_gdp", "crafted_pair", 0.62,
+                  ceiling=1.0, threat_model="final_model") | pair | {"eps_of_pair": 0.663},
+        audit_row("certified_gaussian", 10.0, "approx_dp", 10.0, "crafted_pair_gdp", "crafted_pair", 6.3,
+                  ceiling=10.0, threat_model="final_model") | pair | {"eps_of_pair": 6.35},
+        audit_row("certified_pure", 1.0, "pure_dp", 1.0, "crafted_pair_test", "crafted_pair", 0.0, ceiling=9.7,
+                  threat_model="final_model") | pair | {"eps_of_pair": float("nan")},
+        audit_row("dpsgd", 1.0, "approx_dp", 1.0, "white_box_all_updates", "gradient_canary", 0.98, ceiling=1.0,
+                  threat_model="white_box_all_updates"),
+    ])
+    text = digest.audits("digits", audit)
+    assert ("The crafted pair (design A) moves the certified head ‖W_d − W_d'‖ = 0.1375, 0.687 of the proven "
+            "Δ2 = 0.2002; a perfect test of this pair would show ε = `certified_gaussian` at ε = 1: 0.663; "
+            "`certified_gaussian` at ε = 10: 6.350.") in text
+    assert "The crafted pair" not in digest.audits("digits", audit.iloc[3:].dropna(axis=1, how="all"))
+
+
 def test_clean_head_copies_the_attacks_on_the_unprotected_head_with_their_intervals():
     metrics = {"train_accuracy": 0.99, "test_accuracy": 0.7666, "finetune_size": 150}
     base = {"accuracy": 0.583, "accuracy_lo": 0.525, "accuracy_hi": 0.640, "auc": 0.636, "auc_lo": 0.57,

@@ -80,6 +80,7 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets) + 3.5, 5.2), squeeze=False,
                              layout="constrained")  # room on the right for the legend
     audits = sorted(audit.audit.unique())
+    filled = "hypothesis_test" if "hypothesis_test" in audits else audits[0]  # the caption's filled marker
     markers = dict(zip(audits, ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p")))
     threat = audit.drop_duplicates("audit").set_index("audit").threat_model
     for ax, dataset in zip(axes[0], datasets):
@@ -89,7 +90,7 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
         for (method, kind), group in released.groupby(["method", "audit"], sort=False):
             style = _style(method)
             ax.scatter(group.claimed_eps, group.eps_lower_bound, color=style["color"], marker=markers[kind],
-                       facecolors="none" if kind != audits[0] else style["color"], s=30,
+                       facecolors="none" if kind != filled else style["color"], s=30,
                        gid=f"{method}:{kind}")
         ax.vlines(released.claimed_eps, released.eps_lower_bound, released.eps_ceiling, color="lightgrey", lw=0.6,
                   ls=":", zorder=0)
@@ -112,7 +113,7 @@ def figure5(audit: pd.DataFrame) -> plt.Figure:
                ylabel=f"audited lower bound on ε (95 %; linear below {Y_LINEAR:g})", title=dataset)
         ax.set_yscale("symlog", linthresh=Y_LINEAR, linscale=0.5)
         for kind in audits:
-            ax.scatter([], [], marker=markers[kind], color="dimgrey", facecolors="none" if kind != audits[0] else None,
+            ax.scatter([], [], marker=markers[kind], color="dimgrey", facecolors="none" if kind != filled else None,
                        label=f"{kind} ({threat[kind].replace('_', ' ')})")
         for method in sorted(set(released.method), key=METHODS.index):
             ax.scatter([], [], marker="o", color=_style(method)["color"], label=_style(method)["label"])

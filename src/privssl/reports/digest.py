@@ -161,14 +161,29 @@ def audits(dataset: str, audit: pd.DataFrame) -> str:
     return "\n".join([
         f"### {dataset}", "",
         "The largest audited lower bound over attacks, per method, ε and audit, beside the claim for the "
-        "audit's adjacency: substitution of one record for the black-box audits, addition or removal for "
-        "the DP-SGD head's gradient canary (white box with every update; final model). The ceiling is the "
-        "largest bound the audit could prove at its n (every decision right; for the parametric canary bounds, "
-        "the claim): a bound near 0 says little where the ceiling is low too.", "",
+        "audit's adjacency: substitution of one record for the black-box audits and the certified heads' "
+        "crafted pair (final model), addition or removal for the DP-SGD head's gradient canary (white box with "
+        "every update; final model). The ceiling is the largest bound the audit could prove at its n (every "
+        "decision right; for the parametric bounds, the claim): a bound near 0 says little where the ceiling is "
+        "low too.", "",
         markdown_table(["method", "ε", "guarantee kind", "claimed ε", "audit", "threat model", "ε lower bound (95 %)",
-                        "ceiling", "attack", "n", ""], rows), "",
+                        "ceiling", "attack", "n", ""], rows), "", *_crafted_pair(audit),
         source(f"results/{dataset}/audit.csv", "`claimed_eps`, `eps_lower_bound` (maximum over `attack`, "
                "`adaptive`), `eps_ceiling` (of that row), `n`, `guarantee_kind`, `threat_model`")])
+
+
+def _crafted_pair(audit: pd.DataFrame) -> list[str]:
+    """What caps the certified heads' crafted-pair audits: the share of the proven Δ2 the pair
+    reaches, and the ε a perfect test of the pair would show (Gaussian noise)."""
+    if "pair_fraction" not in audit.columns or audit.pair_fraction.isna().all():
+        return []
+    crafted = audit[audit.pair_fraction.notna()]
+    first = crafted.iloc[0]
+    shown = crafted[crafted.eps_of_pair.notna()] if "eps_of_pair" in crafted.columns else crafted.iloc[:0]
+    perfect = "; ".join(f"`{r.method}` at ε = {eps_text(r.eps)}: {fmt(r.eps_of_pair)}" for r in shown.itertuples())
+    return [f"The crafted pair ({first.pair_design}) moves the certified head ‖W_d − W_d'‖ = "
+            f"{first.pair_distance:.4g}, {first.pair_fraction:.3f} of the proven Δ2 = {first.sensitivity:.4g}"
+            + (f"; a perfect test of this pair would show ε = {perfect}" if perfect else "") + ".", ""]
 
 
 def link_protection(graph: str, table: pd.DataFrame) -> str:
