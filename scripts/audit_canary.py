@@ -9,14 +9,13 @@ the training or in its accounting, not a result."""
 
 import argparse
 
-import pandas as pd
 import torch
 
 from privssl.artefacts import FEATURES, expected_of, load_release, load_tensor_file, parse_checking_choices
 from privssl.audit.audit_names import CANARY_ATTACK
-from privssl.audit.gradient_canary import ClaimViolated, audit_dpsgd, check_below_claim
+from privssl.audit.gradient_canary import audit_dpsgd, write_below_claim
 from privssl.cli import expect_argument, json_object, thread_count
-from privssl.io import InputError, Progress, atomic_write_csv, script_logger
+from privssl.io import InputError, Progress, script_logger
 from privssl.training.heads import HeadSpec
 
 
@@ -61,12 +60,7 @@ def main() -> None:
         log.info("ε = %g (σ = %.4g): %s", eps, sigma,
                  ", ".join(f"{r['audit']} ε ≥ {r['eps_lower_bound']:.3f}" for r in found))
         progress.advance()
-    try:
-        check_below_claim(rows)
-    except ClaimViolated as err:
-        log.error("rows: %s", rows)
-        raise SystemExit(f"audit_canary.py: error: {err}") from err
-    atomic_write_csv(pd.DataFrame(rows), args.out)
+    write_below_claim(rows, args.out, log, "audit_canary.py")
 
 
 if __name__ == "__main__":

@@ -12,15 +12,14 @@ a bug in the sensitivity proof or the calibration, not a result."""
 import argparse
 import math
 
-import pandas as pd
 import torch
 
 from privssl.artefacts import expected_of, load_release, load_sensitivity, parse_checking_choices
 from privssl.audit.audit_names import CRAFTED_ATTACK
 from privssl.audit.crafted_pair import audit_certified, craft_pair
-from privssl.audit.gradient_canary import ClaimViolated, check_below_claim
+from privssl.audit.gradient_canary import write_below_claim
 from privssl.cli import expect_argument, thread_count
-from privssl.io import InputError, Progress, atomic_write_csv, script_logger
+from privssl.io import InputError, Progress, script_logger
 from privssl.release.certified import CertifiedSpec
 from privssl.release.methods import release_method
 
@@ -61,7 +60,13 @@ def main() -> None:
         if missing:
             raise InputError(f"--eps {missing} are not ε of the release {method}; allowed: {release['eps'].tolist()}")
     spec = CertifiedSpec(record["clip_norm"], record["l2"], record["tolerance"])
-    width = next(iter(releases.values()))["shapes"]["weight"][0]
+    for method, release in releases.items():
+        if release["shapes"] != releases[args.methods[0]]["shapes"] or tuple(release["shapes"].get("weight", ()))[1:] != (
+                record["n_classes"],):
+            raise InputError(f"the release {method} has shapes {release['shapes']}; allowed: the certified head's "
+                             f"linear layout with the {record['n_classes']} classes of {args.sensitivity}, the same "
+                             "for every release")
+    width = releases[args.methods[0]]["shapes"]["weight"][0]
     pair = craft_pair(record["finetune_size"], width, record["n_classes"], spec)
     if not math.isclose(pair.sensitivity, record["delta2"], rel_tol=1e-12):
         raise InputError(f"{args.sensitivity}: delta2 = {record['delta2']:.6g}, but its spec and n give "
@@ -85,12 +90,7 @@ def main() -> None:
             log.info("%s, ε = %g: %s", method, eps,
                      ", ".join(f"{r['audit']} ε ≥ {r['eps_lower_bound']:.3f}" for r in found))
             progress.advance()
-    try:
-        check_below_claim(rows)
-    except ClaimViolated as err:
-        log.error("rows: %s", rows)
-        raise SystemExit(f"audit_crafted_pair.py: error: {err}") from err
-    atomic_write_csv(pd.DataFrame(rows), args.out)
+    write_below_claim(rows, args.out, log, "audit_crafted_pair.py")
 
 
 if __name__ == "__main__":

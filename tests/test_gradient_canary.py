@@ -3,6 +3,7 @@ an independent computation (the momentum inverted by hand, the χ² bound, μ-GD
 Gaussian shift of known μ), and the whole audit against a planted bug: the head trained at half
 the calibrated σ must be caught, at the calibrated σ it must not be, and must come close."""
 
+import logging
 import math
 
 import numpy as np
@@ -22,6 +23,7 @@ from privssl.audit.gradient_canary import (
     quiet_coordinate,
     subsampled_gaussian_epsilon_lower,
     white_box_fit,
+    write_below_claim,
 )
 from privssl.release.dpsgd_batched import GradientCanary, train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
@@ -150,3 +152,16 @@ def test_any_bound_above_its_claim_stops_the_audit():
     check_below_claim([{**row, "eps_lower_bound": 1.0}])  # at the claim: tight, not violated
     with pytest.raises(ClaimViolated, match=r"dpsgd at ε = 1: the final_model_gdp audit proves ε ≥ 1.010"):
         check_below_claim([{**row, "eps_lower_bound": 0.5}, {**row, "eps_lower_bound": 1.01}])
+
+
+def test_an_audit_above_its_claim_stops_the_script_and_writes_nothing(tmp_path):
+    rows = [{"method": "dpsgd", "audit": "white_box_all_updates", "claimed_eps": 1.0, "eps_lower_bound": 0.9}]
+    path = tmp_path / "ok.csv"
+    write_below_claim(rows, path, logging.getLogger("test"), "audit.py")
+    assert path.read_text().splitlines() == ["method,audit,claimed_eps,eps_lower_bound",
+                                             "dpsgd,white_box_all_updates,1.0,0.9"]
+    over = rows + [{"method": "certified_gaussian", "audit": "crafted_pair_gdp", "claimed_eps": 1.0,
+                    "eps_lower_bound": 1.2}]
+    with pytest.raises(SystemExit, match="audit.py: error: certified_gaussian at ε = 1: the crafted_pair_gdp audit"):
+        write_below_claim(over, tmp_path / "over.csv", logging.getLogger("test"), "audit.py")
+    assert not (tmp_path / "over.csv").exists()

@@ -70,3 +70,17 @@ def test_rmia_without_its_population_is_refused_before_any_input_is_read(tmp_pat
                           timeout=120, check=False)
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[-1] == "lira.py: error: --attacks rmia_offline need --population (RMIA's z)"
+
+
+def test_the_crafted_pair_refuses_a_release_of_another_head_before_any_input_is_read(tmp_path):
+    args = ["--dataset", "digits", "--sensitivity", tmp_path / "missing.json", "--methods", "certified_gaussian",
+            "gaussian", "--releases", tmp_path / "a.pt", tmp_path / "b.pt", "--eps", "1", "--draws", "100",
+            "--delta", "1e-5", "--out", tmp_path / "out.csv"]
+    proc = subprocess.run([sys.executable, REPO / "scripts" / "audit_crafted_pair.py", *map(str, args)],
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == ("audit_crafted_pair.py: error: --methods 'gaussian' does not release the "
+                                            "certified head; allowed: the methods whose head is 'certified' "
+                                            "(privssl.release.methods)")
+    assert not (tmp_path / "out.csv").exists()

@@ -45,6 +45,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 from dp_accounting.pld import privacy_loss_distribution
 from scipy import optimize, stats
@@ -52,6 +53,7 @@ from scipy import optimize, stats
 from privssl.attacks.adaptive import heads_per_chunk
 from privssl.audit.audit_names import CANARY_AUDITS
 from privssl.audit.bounds import epsilon_lower_bound_split, hypothesis_test_ceiling
+from privssl.io import atomic_write_csv
 from privssl.release.dpsgd_batched import GradientCanary, train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
 
@@ -200,6 +202,17 @@ def check_below_claim(rows: list[dict], tolerance: float = 1e-6) -> None:
         raise ClaimViolated("; ".join(f"{r['method']} at ε = {r['claimed_eps']:g}: the {r['audit']} audit proves "
                                       f"ε ≥ {r['eps_lower_bound']:.3f}" for r in over)
                             + " — a lower bound above the claim is a bug in the training or in its accounting")
+
+
+def write_below_claim(rows: list[dict], path, log, script: str) -> None:
+    """Write an audit's rows to `path`, or, where a bound exceeds its claim, log them and stop
+    `script` naming each such row: nothing is written then."""
+    try:
+        check_below_claim(rows)
+    except ClaimViolated as err:
+        log.error("rows: %s", rows)
+        raise SystemExit(f"{script}: error: {err}") from err
+    atomic_write_csv(pd.DataFrame(rows), path)
 
 
 def canary_trainings(features: torch.Tensor, labels: torch.Tensor, n_classes: int, head_spec, spec: DPSGDSpec,
