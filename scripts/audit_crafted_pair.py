@@ -60,13 +60,13 @@ def main() -> None:
         if missing:
             raise InputError(f"--eps {missing} are not ε of the release {method}; allowed: {release['eps'].tolist()}")
     spec = CertifiedSpec(record["clip_norm"], record["l2"], record["tolerance"])
+    layout = releases[args.methods[0]]["shapes"]
     for method, release in releases.items():
-        if release["shapes"] != releases[args.methods[0]]["shapes"] or tuple(release["shapes"].get("weight", ()))[1:] != (
-                record["n_classes"],):
+        if release["shapes"] != layout or tuple(layout.get("weight", ()))[1:] != (record["n_classes"],):
             raise InputError(f"the release {method} has shapes {release['shapes']}; allowed: the certified head's "
                              f"linear layout with the {record['n_classes']} classes of {args.sensitivity}, the same "
                              "for every release")
-    width = releases[args.methods[0]]["shapes"]["weight"][0]
+    width = layout["weight"][0]
     pair = craft_pair(record["finetune_size"], width, record["n_classes"], spec)
     if not math.isclose(pair.sensitivity, record["delta2"], rel_tol=1e-12):
         raise InputError(f"{args.sensitivity}: delta2 = {record['delta2']:.6g}, but its spec and n give "

@@ -115,9 +115,9 @@ def epsilon_lower_bound_split(scores_select, member_select, scores_eval, member_
     keeps its nominal confidence (unlike `epsilon_lower_bound`). Selecting by the bound rather than
     by the plug-in ε keeps away from thresholds in the far tail, whose handful of selection counts
     promise an ε the evaluation half cannot confirm (the crafted pair's Gaussian releases, μ = 0.18,
-    10⁵ per world: 0 at the plug-in's threshold, 0.035 at the bound's). Which of the two DP inequalities binds needs
-    no separate choice: both are evaluated at that threshold; of tied thresholds the first
-    (lowest) is kept.
+    10⁵ per world: 0 at the plug-in's threshold, 0.035 at the bound's). Which of the two DP
+    inequalities binds needs no separate choice: both are evaluated at that threshold; of tied
+    thresholds the first (lowest) is kept.
     """
     delta, confidence = _check_delta(delta), check_confidence(confidence)
     thresholds, tp_select, fp_select = threshold_counts(scores_select, member_select)
