@@ -59,7 +59,10 @@ def main() -> None:
         missing = [e for e in args.eps if e not in release["eps"].tolist()]
         if missing:
             raise InputError(f"--eps {missing} are not ε of the release {method}; allowed: {release['eps'].tolist()}")
-    spec = CertifiedSpec(record["clip_norm"], record["l2"], record["tolerance"])
+    try:  # the record's schema lets tolerance be 0, which no certified head is trained to
+        spec = CertifiedSpec(record["clip_norm"], record["l2"], record["tolerance"])
+    except ValueError as err:
+        raise InputError(f"{args.sensitivity}: {err}") from err
     layout = releases[args.methods[0]]["shapes"]
     for method, release in releases.items():
         if release["shapes"] != layout or tuple(layout.get("weight", ()))[1:] != (record["n_classes"],):

@@ -1,9 +1,10 @@
-"""The audits' threat models and the canary audits' names, torch-free: the artefact schema and the
+"""The audits' threat models and the canary and crafted-pair audits' names, torch-free: the artefact schema and the
 config's grids (run before any job) and the audits use one definition.
 
 - black_box: the auditor queries the released head (the hypothesis-test audit on LiRA's scores,
   the one-run audit on its canaries' losses);
-- final_model: the auditor sees the released parameters only (privssl.audit.gradient_canary);
+- final_model: the auditor sees the released parameters only (privssl.audit.gradient_canary; the
+  certified heads' crafted pair, privssl.audit.crafted_pair, where it also chooses both data sets);
 - white_box_all_updates: the auditor sees every update of the training (the same module)."""
 
 BLACK_BOX, FINAL_MODEL, WHITE_BOX_ALL_UPDATES = "black_box", "final_model", "white_box_all_updates"
