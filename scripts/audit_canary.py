@@ -1,8 +1,9 @@
 #!/usr/bin/env python
-"""Rule `audit_canary`: the tight audits of the DP-SGD head with a gradient canary
+"""Rule `audit_canary`: the audits of the DP-SGD head with a gradient canary
 (privssl.audit.gradient_canary) at each ε of `audit.canary.eps`: white box with every update
-visible, and final model only (a Gaussian-DP fit and a Clopper–Pearson test), from `runs`
-trainings with the canary and `runs` without it, each the release's own settings and σ at that ε.
+visible and final model only, each by a Gaussian-DP fit and a Clopper–Pearson test of the runs
+with the canary against the runs without it (`runs` of each), each the release's own settings and σ
+at that ε.
 
 A lower bound above the release's claim stops the job with the rows in its log: it is a bug in
 the training or in its accounting, not a result."""
@@ -35,8 +36,8 @@ def main() -> None:
     expect_argument(parser)
     args = parse_checking_choices(parser)
     log = script_logger("audit_canary")
-    if args.runs < 2 or not 0 < args.confidence < 1:
-        parser.error(f"--runs must be >= 2 and --confidence in (0, 1), got {args.runs} and {args.confidence}")
+    if args.runs < 4 or not 0 < args.confidence < 1:
+        parser.error(f"--runs must be >= 4 (the white-box test splits each world in halves) and --confidence in (0, 1), got {args.runs} and {args.confidence}")
     if args.threads:
         torch.set_num_threads(args.threads)
     feats = load_tensor_file(args.features, FEATURES)

@@ -471,7 +471,7 @@ def one_run_rows(**change) -> pd.DataFrame:
            "claimed_eps": 1.0, "guarantee_kind": "random_dp", "audit": "one_run_mislabelled", "threat_model": "black_box",
            "eps_lower_bound": 0.0,
            "eps_ceiling": one_run_ceiling(50, 100, 0.0), "n": 50, "canaries": 100, "correct": 30}
-    return pd.DataFrame([row, {**row, "eps": 10.0, **change}])
+    return pd.DataFrame([row, {**row, "eps": 10.0, "claimed_eps": 10.0, **change}])
 
 
 @pytest.mark.parametrize("change, field, problem", [
@@ -668,3 +668,51 @@ def test_a_reader_checks_a_choice_file_before_any_work_when_its_rule_gives_the_g
         parse("--head", f"@{path}", "--choice-config", json.dumps({"head": HEAD_TUNING}))
     inline = parse("--head", json.dumps(HEAD_SECTION | {"epochs": 7}), "--choice-config", json.dumps({"head": HEAD_TUNING}))
     assert inline.head["epochs"] == 7  # an inline spec is no tuned file
+
+
+def canary_audit_rows() -> pd.DataFrame:
+    """The DP-SGD head's white-box and a black-box audit row, and a certified pair's, as the rules write them."""
+    base = {"dataset": "digits", "adaptive": True, "delta": 1e-5, "n": 200}
+    return pd.DataFrame([
+        {**base, "method": "dpsgd", "eps": 10.0, "attack": "gradient_canary", "claimed_eps": 10.0,
+         "guarantee_kind": "approx_dp", "audit": "white_box_gdp", "threat_model": "white_box_all_updates",
+         "eps_lower_bound": 6.1, "eps_ceiling": 10.0},
+        {**base, "method": "dpsgd", "eps": 10.0, "attack": "lira_online", "claimed_eps": 20.0,
+         "guarantee_kind": "approx_dp", "audit": "hypothesis_test", "threat_model": "black_box",
+         "eps_lower_bound": 0.5, "eps_ceiling": 4.0},
+        {**base, "method": "certified_gaussian", "eps": 1.0, "attack": "crafted_pair", "claimed_eps": 1.0,
+         "guarantee_kind": "approx_dp", "audit": "crafted_pair_gdp", "threat_model": "final_model",
+         "eps_lower_bound": 0.5, "eps_ceiling": 1.0},
+        {**base, "method": "none", "eps": math.nan, "attack": "lira_online", "claimed_eps": math.inf,
+         "guarantee_kind": "none", "audit": "hypothesis_test", "threat_model": "black_box",
+         "eps_lower_bound": 1.2, "eps_ceiling": 4.0},
+    ])
+
+
+@pytest.mark.parametrize("line, field, value, problem", [
+    (0, "claimed_eps", 1.0, "field 'claimed_eps': 1 on line 2"),  # the white box's claim edited: 10 -> 1
+    (1, "claimed_eps", 10.0, "field 'claimed_eps': 10 on line 3"),  # a substitution audit of DP-SGD claims 2ε
+    (2, "claimed_eps", 2.0, "field 'claimed_eps': 2 on line 4"),
+    (3, "claimed_eps", 5.0, "field 'claimed_eps': 5 on line 5"),  # the unprotected head claims nothing
+    (0, "guarantee_kind", "heuristic_dp", "field 'guarantee_kind': 'heuristic_dp' for dpsgd on line 2"),
+    (2, "eps_ceiling", 2.0, "field 'eps_ceiling': 2 on line 4"),  # a parametric audit's ceiling is its claim
+])
+def test_an_audit_row_whose_claim_is_not_its_releases_is_refused(tmp_path, line, field, value, problem):
+    rows = canary_audit_rows()
+    atomic_write_csv(rows, tmp_path / "ok.csv")
+    artefacts.load_csv_file(tmp_path / "ok.csv", artefacts.AUDIT)
+    rows.loc[line, field] = value
+    atomic_write_csv(rows, tmp_path / "bad.csv")
+    with pytest.raises(ArtefactError, match=re.escape(problem)):
+        artefacts.load_csv_file(tmp_path / "bad.csv", artefacts.AUDIT)
+
+
+def test_an_estimate_outside_its_own_interval_is_refused_naming_it(tmp_path):
+    rows = pd.DataFrame({"auc": [0.56, 0.61], "auc_lo": [0.55, 0.58], "auc_hi": [0.57, 0.63], "other": [1, 2]})
+    atomic_write_csv(rows, tmp_path / "ok.csv")
+    artefacts.load_csv_file(tmp_path / "ok.csv", {})
+    rows.loc[1, "auc"] = 0.64
+    atomic_write_csv(rows, tmp_path / "bad.csv")
+    with pytest.raises(ArtefactError, match=re.escape("field 'auc': 0.64 on line 3 (expected inside its interval "
+                                                      "[auc_lo, auc_hi] = [0.58, 0.63] of the same row)")):
+        artefacts.load_csv_file(tmp_path / "bad.csv", {})

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from privssl.artefacts import PAPER_CLAIMS, load_csv_file
+from privssl.audit.gdp import expected_gdp_bound
 from privssl.reports.audit_claims import audit_claims
 from privssl.reports.claims_ledger import Ledger, markdown
 from privssl.reports.run_tables import ledger as run_ledger
@@ -27,8 +28,11 @@ def row(method, eps, claimed, kind, audit, bound, ceiling, threat="black_box", a
 
 def audit_table(violation=False) -> pd.DataFrame:
     crafted = {"pair_fraction": 0.687, "runs_per_world": 20000, "attack": "crafted_pair", "threat": "final_model"}
-    canary = {"runs_per_world": 100, "confidence": 1 - 1e-6, "attack": "gradient_canary",
+    canary = {"runs_per_world": 100, "confidence": 1 - 1e-4, "attack": "gradient_canary",
               "threat": "white_box_all_updates"}
+    # μ* of a claim whose GDP ε is 0.99 of it at ε = 1 and 0.95 at ε = 10 (a correct trainer's reach)
+    reach_1 = {"mu_reach": 0.2656, "eps_reach_unlimited": 0.99, "eps_reach": 0.0}
+    reach_10 = {"mu_reach": 1.9187, "eps_reach_unlimited": 9.5, "eps_reach": 9.2}
     rows = [
         row("none", NAN, math.inf, "none", "hypothesis_test", 4.0, 5.8),  # no claim
         row("laplace", 1.0, 1.0, "random_dp", "hypothesis_test", 3.0, 5.8),  # above, but random DP: not tested here
@@ -39,8 +43,8 @@ def audit_table(violation=False) -> pd.DataFrame:
             **crafted),
         row("certified_pure", 1.0, 1.0, "pure_dp", "crafted_pair_test", 0.0, 9.7, **crafted),
         row("dpsgd", 1.0, 2.0, "approx_dp", "hypothesis_test", 0.5, 5.8),  # substitution claim 2ε
-        row("dpsgd", 1.0, 1.0, "approx_dp", "white_box_all_updates", 0.98, 1.0, **canary),
-        row("dpsgd", 10.0, 10.0, "approx_dp", "white_box_all_updates", 9.8, 10.0, **canary),
+        row("dpsgd", 1.0, 1.0, "approx_dp", "white_box_gdp", 0.0, 1.0, **canary, **reach_1),
+        row("dpsgd", 10.0, 10.0, "approx_dp", "white_box_gdp", 9.8, 10.0, **canary, **reach_10),
         row("dpsgd", 100.0, math.inf, "approx_dp", "hypothesis_test", 5.0, 5.8),  # ∞: no claim to test
     ]
     return pd.DataFrame(rows)
@@ -60,7 +64,7 @@ def test_every_proven_release_has_one_row_with_its_largest_ratio():
     assert below.loc["certified_gaussian", "value"] == pytest.approx(0.63)
     assert "crafted_pair_gdp" in below.loc["certified_gaussian", "note"] and "ε = 10" in below.loc[
         "certified_gaussian", "note"]
-    assert below.loc["dpsgd", "value"] == pytest.approx(0.98)  # not 5/∞, not 0.5/2
+    assert below.loc["dpsgd", "value"] == pytest.approx(0.98)  # 9.8/10: not 5/∞, not 0.5/2
     assert "the largest of 3 audit rows" in below.loc["dpsgd", "quantity"]  # the ∞ claim tests nothing
     assert below.loc["certified_pure", "value"] == 0.0
     assert (below.verdict == "reproduced").all() and (below.reference == 1.0).all()
@@ -73,25 +77,53 @@ def test_a_bound_above_a_proven_claim_contradicts_it():
     assert "1 of 4 audit rows above their claim" in gaussian.note and "hypothesis_test" in gaussian.note
 
 
-def test_the_tight_audits_are_judged_at_ninety_percent_of_the_claim():
+def test_the_tight_audits_are_judged_at_ninety_percent_of_the_claim_against_their_reach():
     rows = ledger_of(audit_table())
     tight = rows[rows.claim == "tight_audit_reaches_claim"].set_index("setting")
-    assert tight.loc[["dpsgd, ε = 1", "dpsgd, ε = 10"], "verdict"].tolist() == ["reproduced", "reproduced"]
-    assert tight.loc["certified_gaussian, ε = 1", "verdict"] == "contradicted"
-    assert "0.69 of the proven Δ2" in tight.loc["certified_gaussian, ε = 1", "note"]
-    assert "would show ε = 0.66" in tight.loc["certified_gaussian, ε = 1", "note"]
-    assert tight.loc["certified_pure, ε = 1", "verdict"] == "contradicted"
-    assert "would show" not in tight.loc["certified_pure, ε = 1", "note"]
+    assert tight.loc["dpsgd, ε = 10", "verdict"] == "reproduced"  # 9.8 ≥ 9
+    # ε = 1: a correct trainer's fit reaches 0 at 100 trainings: the audit cannot tell, and names the runs that would
+    low = tight.loc["dpsgd, ε = 1"]
+    assert low.verdict == "unresolved" and "the audit cannot reach the claim" in low.note
+    need = low.n_for_80pct_power
+    assert expected_gdp_bound(0.2656, need, need, 1e-5, 1 - 1e-4) >= 0.9 > expected_gdp_bound(0.2656, need - 1,
+                                                                                               need - 1, 1e-5, 1 - 1e-4)
+    # the crafted pair reaches 0.69 of Δ2: a perfect test shows 0.66 of the claim, below the margin
+    gaussian = tight.loc["certified_gaussian, ε = 1"]
+    assert gaussian.verdict == "unresolved" and np.isinf(gaussian.n_for_80pct_power)
+    assert "0.69 of the proven Δ2" in gaussian.note and "shows ε = 0.66" in gaussian.note
+    # the Gamma-norm's loss is at most ε · 0.687 on this pair: out of reach too
+    pure = tight.loc["certified_pure, ε = 1"]
+    assert pure.verdict == "unresolved" and "shows ε = 0.687" in pure.note
     # only the tightest audit of each: no hypothesis-test rows
-    assert len(tight) == 5 and tight.loc["dpsgd, ε = 1", "value"] == 0.98
+    assert len(tight) == 5 and tight.loc["dpsgd, ε = 10", "value"] == 9.8
+
+
+def test_a_tight_audit_that_could_reach_the_claim_and_does_not_is_contradicted():
+    frame = audit_table()
+    frame.loc[(frame.audit == "white_box_gdp") & (frame.eps == 10.0), "eps_lower_bound"] = 7.0  # reach 9.2
+    frame.loc[frame.audit == "crafted_pair_gdp", "eps_of_pair"] = frame.claimed_eps  # a pair at Δ2
+    rows = ledger_of(frame)
+    tight = rows[rows.claim == "tight_audit_reaches_claim"].set_index("setting")
+    assert tight.loc["dpsgd, ε = 10", "verdict"] == "contradicted"
+    assert tight.loc[["certified_gaussian, ε = 1", "certified_gaussian, ε = 10"], "verdict"].tolist() == [
+        "contradicted", "contradicted"]
 
 
 def test_a_tight_audit_whose_ceiling_is_below_the_margin_is_unresolved_for_more_runs():
     frame = audit_table()
-    frame.loc[frame.audit == "crafted_pair_test", "eps_ceiling"] = 0.5
+    frame.loc[frame.audit == "crafted_pair_gdp", "eps_of_pair"] = frame.claimed_eps
+    frame.loc[frame.audit == "crafted_pair_gdp", "eps_ceiling"] = 0.5
     rows = ledger_of(frame)
-    pure = rows[(rows.claim == "tight_audit_reaches_claim") & (rows.setting == "certified_pure, ε = 1")].iloc[0]
-    assert pure.verdict == "unresolved" and np.isinf(pure.n_for_80pct_power)
+    gaussian = rows[(rows.claim == "tight_audit_reaches_claim") & (rows.setting == "certified_gaussian, ε = 1")]
+    assert gaussian.iloc[0].verdict == "unresolved" and np.isinf(gaussian.iloc[0].n_for_80pct_power)
+    assert "ceiling at these runs is 0.5" in gaussian.iloc[0].note
+
+
+def test_the_largest_bound_states_its_family_wise_level():
+    rows = ledger_of(audit_table())
+    dpsgd = rows[(rows.claim == "proven_release_below_claim") & (rows.setting == "dpsgd")].iloc[0]
+    # three finite-claim rows: the hypothesis test at 95 % and two canary fits at 1 − 1e-4
+    assert "probability ≤ 0.0502" in dpsgd.note
 
 
 def test_the_run_ledger_judges_the_audit_claims_only_when_given_audits():

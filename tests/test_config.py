@@ -398,3 +398,25 @@ def test_a_tuning_grid_no_method_uses_is_said_not_refused():
     assert advisories(config) == ["config key 'tuning.certified' is not used: no method of protect.mechanisms "
                                   "(alm, dpsgd) trains with the certified section, so its grid is not searched"]
     assert advisories(tiny()) == []
+
+
+@pytest.mark.parametrize("key, largest, past_it", [
+    ("seed", 2 ** 31 - 1, 2 ** 62),  # stage seeds seed · 100 + stage overflowed torch.manual_seed
+    ("attack.lira.rmia.gamma", 10, 1e6),  # no likelihood ratio reaches it: every RMIA score 0, AUC 0.5
+    ("audit.canary.runs", 20000, 10 ** 12),  # (2 runs + 1) × steps traces: 7 TiB
+    ("audit.canary.draws", 10 ** 6, 10 ** 12),
+    ("tuning.folds", 20, 10 ** 9),
+    ("head.epochs", 10 ** 7, 10 ** 12),
+])
+def test_a_size_no_job_could_hold_is_refused_before_any_job(key, largest, past_it):
+    message = refused(with_value(key, past_it))
+    assert f"config key '{key}': {past_it} is greater than the maximum of {largest}" in message
+    validate_config(with_value(key, largest), SCHEMA)
+
+
+def test_a_tuning_grid_of_too_many_points_is_refused_naming_its_size():
+    config = tiny()
+    config["tuning"]["dpsgd"] = {"lr": [0.01 * (i + 1) for i in range(199)], "epochs": [1, 2]}
+    assert "config key 'tuning.dpsgd': 398 grid points (allowed: at most 200" in refused(config)
+    config["tuning"]["dpsgd"] = {"lr": [0.01 * (i + 1) for i in range(100)], "epochs": [1, 2]}
+    validate_config(config, SCHEMA)

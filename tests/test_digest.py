@@ -176,7 +176,7 @@ def test_audits_show_the_largest_bound_and_flag_only_proven_claims_it_exceeds():
         audit_row("certified_pure", 10.0, "pure_dp", 10.0, "hypothesis_test", "lira_online", 10.0),  # on y = x
         audit_row("alm", 1.0, "random_dp", 1.0, "hypothesis_test", "lira_online", 2.5),  # random DP: not a proof
         audit_row("none", float("nan"), "none", math.inf, "hypothesis_test", "lira_online", 3.0),
-        audit_row("dpsgd", 1.0, "approx_dp", 1.0, "white_box_all_updates", "gradient_canary", 0.98, ceiling=1.0,
+        audit_row("dpsgd", 1.0, "approx_dp", 1.0, "white_box_gdp", "gradient_canary", 0.98, ceiling=1.0,
                   threat_model="white_box_all_updates"),
     ])
     text = digest.audits("digits", audit)
@@ -189,7 +189,7 @@ def test_audits_show_the_largest_bound_and_flag_only_proven_claims_it_exceeds():
     (none,) = table_rows(text, "`none`")
     assert none[3] == "∞" and none[10] == ""
     (dpsgd,) = table_rows(text, "`dpsgd`")
-    assert (dpsgd[4], dpsgd[5], dpsgd[6], dpsgd[10]) == ("`white_box_all_updates`", "white box all updates", "0.980", "")
+    assert (dpsgd[4], dpsgd[5], dpsgd[6], dpsgd[10]) == ("`white_box_gdp`", "white box all updates", "0.980", "")
 
 
 def test_audits_say_what_caps_the_crafted_pair():
@@ -201,7 +201,7 @@ def test_audits_say_what_caps_the_crafted_pair():
                   ceiling=10.0, threat_model="final_model") | pair | {"eps_of_pair": 6.35},
         audit_row("certified_pure", 1.0, "pure_dp", 1.0, "crafted_pair_test", "crafted_pair", 0.0, ceiling=9.7,
                   threat_model="final_model") | pair | {"eps_of_pair": float("nan")},
-        audit_row("dpsgd", 1.0, "approx_dp", 1.0, "white_box_all_updates", "gradient_canary", 0.98, ceiling=1.0,
+        audit_row("dpsgd", 1.0, "approx_dp", 1.0, "white_box_gdp", "gradient_canary", 0.98, ceiling=1.0,
                   threat_model="white_box_all_updates"),
     ])
     text = digest.audits("digits", audit)

@@ -1,7 +1,11 @@
-"""The gradient-canary audits of the DP-SGD head (privssl.audit.gradient_canary): each piece against
-an independent computation (the momentum inverted by hand, the χ² bound, μ-GDP's δ(ε), a
-Gaussian shift of known μ), and the whole audit against a planted bug: the head trained at half
-the calibrated σ must be caught, at the calibrated σ it must not be, and must come close."""
+"""The gradient-canary audits of the DP-SGD head (privssl.audit.gradient_canary, .white_box, .gdp):
+each piece against an independent computation (the momentum inverted by hand, μ-GDP's δ(ε), a
+Gaussian shift of known μ, the likelihood ratio from the two densities, the claimed statistic's
+shift by simulation), and the whole audit against planted bugs in the trainer, one in every term
+of the claim (σ, q, T, C, the noise's independence between steps, the canary's own sampling), at
+the Fashion-MNIST preset's 1000 trainings per world: each must stop the job (a bound above the
+claim), the correct trainer must not, and a canary sampled below the accounted rate must leave
+every bound below the ε it really has."""
 
 import logging
 import math
@@ -11,19 +15,23 @@ import pytest
 import torch
 from scipy import stats
 
+import privssl.release.dpsgd_batched as trainer
 from privssl.accounting.dpsgd import accountant_epsilon, noise_multiplier
+from privssl.audit.bounds import epsilon_lower_bound_split, epsilon_lower_bound_split_among
+from privssl.audit.gdp import gdp_epsilon, gdp_fit
 from privssl.audit.gradient_canary import (
-    WHITE_BOX_CONFIDENCE,
     ClaimViolated,
     audit_dpsgd,
     check_below_claim,
-    final_model_gdp,
-    gdp_epsilon,
-    observed_sums,
     quiet_coordinate,
-    subsampled_gaussian_epsilon_lower,
-    white_box_fit,
     write_below_claim,
+)
+from privssl.audit.white_box import (
+    GDP_CONFIDENCE,
+    claimed_shift,
+    observed_sums,
+    run_statistics,
+    step_log_likelihood_ratio,
 )
 from privssl.release.dpsgd_batched import GradientCanary, train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
@@ -44,16 +52,6 @@ def test_observed_sums_invert_sgd_with_momentum():
     np.testing.assert_allclose(observed_sums(torch.tensor(theta), spec, 40).numpy(), sums, atol=1e-10)
 
 
-def test_white_box_fit_is_the_chi_square_bound_and_the_noise_free_step():
-    rng = np.random.default_rng(1)
-    out = rng.normal(0, 2.0, (50, 40))
-    fit = white_box_fit(torch.tensor(out), torch.tensor([[0.0, 1.0, 0.0, 1.0]]), confidence=0.9)
-    n = out.size
-    expected = math.sqrt((n - 1) * out.var(ddof=1) / stats.chi2.ppf(0.1, n - 1))
-    assert fit.sigma_hi == pytest.approx(expected) and fit.sigma_hi > fit.sigma
-    assert fit.sensitivity == 1.0 and fit.n == n
-
-
 @pytest.mark.parametrize("mu", [0.5, 1.0, 3.0])
 def test_gdp_epsilon_solves_the_gdp_tradeoff(mu):
     eps = gdp_epsilon(mu, DELTA)
@@ -63,30 +61,15 @@ def test_gdp_epsilon_solves_the_gdp_tradeoff(mu):
     assert gdp_epsilon(0.0, DELTA) == 0.0 and gdp_epsilon(-1.0, DELTA) == 0.0
 
 
-def test_final_model_gdp_recovers_a_known_shift():
+def test_gdp_fit_recovers_a_known_shift():
     rng = np.random.default_rng(2)
     out, inn = rng.normal(0, 2, 20000), rng.normal(1.6, 2, 20000)  # μ = 0.8
-    row = final_model_gdp(inn, out, DELTA)
+    row = gdp_fit(inn, out, DELTA)
     pooled = math.sqrt((inn.var(ddof=1) + out.var(ddof=1)) / 2)
     assert row["mu_hat"] == pytest.approx((inn.mean() - out.mean()) / pooled) and abs(row["mu_hat"] - 0.8) < 0.05
     se = math.sqrt(2 / 20000 + row["mu_hat"] ** 2 / 80000)
     assert row["mu_lo"] == pytest.approx(row["mu_hat"] - stats.norm.ppf(0.95) * se)
     assert row["eps_lower_bound"] == pytest.approx(gdp_epsilon(row["mu_lo"], DELTA))
-
-
-def test_the_optimistic_pld_is_below_the_accountants_epsilon_and_close():
-    lower = subsampled_gaussian_epsilon_lower(1.5, 0.1, 100, DELTA)
-    upper = accountant_epsilon(1.5, 0.1, 100, DELTA, "pld")
-    assert upper * 0.97 < lower <= upper
-
-
-def test_no_white_box_bound_without_a_clean_coordinate():
-    from privssl.audit.gradient_canary import WhiteBoxFit, white_box_epsilon
-
-    fit = WhiteBoxFit(sigma=1.0, sigma_hi=1.05, sensitivity=1.0, n=1000)
-    assert white_box_epsilon(fit, 0.1, 100, DELTA) == pytest.approx(subsampled_gaussian_epsilon_lower(1.05, 0.1, 100,
-                                                                                                      DELTA))
-    assert white_box_epsilon(fit, 0.1, 100, DELTA, clean=False) == 0.0
 
 
 def test_the_quiet_coordinate_is_a_dead_feature():
@@ -118,6 +101,67 @@ def test_the_canary_moves_only_its_coordinate_by_its_clipped_norm():
     assert sums[1].abs().max() < 1e-12
 
 
+def test_the_canary_is_sampled_at_the_records_rate():
+    x, y, classes = _data()
+    spec = DPSGDSpec(clip_norm=1.0, batch_size=15, epochs=10, lr=0.2, momentum=0.5)
+    q, steps = sampling_plan(len(y), spec)
+    heads = 200
+    canary = GradientCanary("weight", (2, 0), 10.0, torch.ones(heads, dtype=torch.bool))
+    params = train_dpsgd_heads(x, y, torch.arange(len(y)).expand(heads, -1), classes, HeadSpec(architecture="linear"),
+                               spec, torch.zeros(heads), 5, canary)
+    drawn = observed_sums(params["canary_trace"], spec, int(len(y) * q)).round()
+    assert set(drawn.unique().tolist()) <= {0.0, 1.0}
+    # 8000 Bernoulli(q) draws: a two-sided binomial test at 1e-4 (a half or a double rate is 30 SE away)
+    assert stats.binomtest(int(drawn.sum()), heads * steps, q).pvalue > 1e-4
+
+
+def test_the_step_likelihood_ratio_is_that_of_the_two_densities():
+    obs, sigma, q = np.linspace(-4, 5, 19), 1.7, 0.3
+    with_canary = (1 - q) * stats.norm.pdf(obs, 0, sigma) + q * stats.norm.pdf(obs, 1, sigma)
+    np.testing.assert_allclose(step_log_likelihood_ratio(obs, sigma, q),
+                               np.log(with_canary / stats.norm.pdf(obs, 0, sigma)), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(step_log_likelihood_ratio(obs, sigma, 1.0), (obs - 0.5) / sigma ** 2, rtol=1e-12)
+
+
+def test_the_claimed_shift_is_that_of_the_simulated_claim():
+    rng = np.random.default_rng(4)
+    sigma, q, steps, runs = 2.0, 0.2, 50, 40000
+    out = rng.normal(0, sigma, (runs, steps))
+    inn = rng.normal(0, sigma, (runs, steps)) + (rng.random((runs, steps)) < q)
+    fit = gdp_fit(run_statistics(inn, sigma, q)["likelihood_ratio"], run_statistics(out, sigma, q)["likelihood_ratio"],
+                  DELTA)
+    se = math.sqrt(2 / runs)
+    assert abs(claimed_shift(sigma, q, steps) - fit["mu_hat"]) < 4 * se
+
+
+@pytest.mark.parametrize(("q", "steps"), [(1 / 3, 90), (1 / 4, 40), (0.05, 600), (1.0, 30)])
+@pytest.mark.parametrize("eps", [1.0, 10.0])
+def test_the_white_box_fit_of_a_correct_claim_stays_below_the_claim(q, steps, eps):
+    """The GDP summary of the claimed statistic never shows more than the accountant's ε: otherwise the
+    parametric white-box bound would stop a correct training. At q = 1 the step is a Gaussian mechanism,
+    exactly μ-GDP, and the summary is the claim."""
+    sigma = noise_multiplier(eps, DELTA, q, steps, "pld").noise_multiplier
+    reach = gdp_epsilon(claimed_shift(sigma, q, steps), DELTA)
+    claim = accountant_epsilon(sigma, q, steps, DELTA, "pld")
+    assert reach <= claim * (1 + 1e-3)
+    assert reach > 0.7 * claim  # and it comes close: the statistic is the claim's most powerful one
+
+
+def test_the_split_test_chooses_the_statistic_on_the_selection_half():
+    rng = np.random.default_rng(5)
+    member = np.repeat([True, False], 200)
+    blind = {"a": rng.normal(size=400), "b": rng.normal(size=400) + 3 * member}
+    blind_eval = {"a": rng.normal(size=400), "b": rng.normal(size=400) + 3 * member}
+    found = epsilon_lower_bound_split_among(blind, member, blind_eval, member, DELTA)
+    assert found["statistic"] == "b"
+    alone = epsilon_lower_bound_split(blind["b"], member, blind_eval["b"], member, DELTA)
+    assert {k: found[k] for k in alone} == alone
+    # the evaluation half never chooses: a statistic that separates there only is not taken
+    found = epsilon_lower_bound_split_among({"a": blind["a"], "b": blind["a"]}, member,
+                                            {"a": blind_eval["a"], "b": blind_eval["b"]}, member, DELTA)
+    assert found["statistic"] == "a"
+
+
 @pytest.fixture(scope="module")
 def calibrated():
     x, y, classes = _data()
@@ -126,25 +170,93 @@ def calibrated():
     return x, y, classes, spec, noise_multiplier(2.0, DELTA, q, steps, "pld").noise_multiplier
 
 
-def test_the_audit_comes_close_to_a_correct_claim_and_stays_below_it(calibrated):
+PRESET_RUNS = 1000  # configs/fashion.yaml: audit.canary.runs
+
+
+def _audit(calibrated, runs=PRESET_RUNS):
     x, y, classes, spec, sigma = calibrated
-    rows = audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma, 2.0, DELTA, runs=100)
+    return audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma, 2.0, DELTA, runs=runs, seed=3)
+
+
+def test_the_audit_of_a_correct_trainer_stays_below_the_claim_and_near_its_reach(calibrated):
+    rows = _audit(calibrated)
     check_below_claim([{**r, "method": "dpsgd"} for r in rows])
-    white = next(r for r in rows if r["audit"] == "white_box_all_updates")
+    by = {r["audit"]: r for r in rows}
+    assert set(by) == {"white_box_gdp", "white_box_test", "final_model_gdp", "final_model_test"}
+    white = by["white_box_gdp"]
     assert white["threat_model"] == "white_box_all_updates" and white["coordinate_clean"]
-    assert white["confidence"] == WHITE_BOX_CONFIDENCE and white["n"] == 100 * 40  # runs × steps without the canary
-    assert white["eps_lower_bound"] > 0.85 * 2.0
-    assert white["sigma_hat"] == pytest.approx(sigma, rel=0.05) and white["sensitivity"] == pytest.approx(1.0)
-    # the final model: the canary pushed its coordinate down in the runs it was in, a clearly positive shift
-    final = next(r for r in rows if r["audit"] == "final_model_gdp")
+    assert white["trainer"] == "privssl.release.dpsgd_batched" and white["confidence"] == GDP_CONFIDENCE
+    assert white["n"] == 2 * PRESET_RUNS and by["white_box_test"]["n"] == PRESET_RUNS  # half evaluates
+    # the bound lands near what the claim predicts for this many trainings (μ̂ within 4 SE of μ*)
+    assert abs(white["mu_hat"] - white["mu_reach"]) < 4 * math.sqrt(2 / PRESET_RUNS)
+    assert 0.5 * white["eps_reach"] < white["eps_lower_bound"] < 2.0
+    # the noise check: σ̂ is the release's σ and the clipped canary's step is C
+    assert white["sigma_hat"] == pytest.approx(calibrated[4], rel=0.03) and white["canary_step"] == pytest.approx(1.0)
+    final = by["final_model_gdp"]
     assert final["threat_model"] == "final_model" and final["mu_lo"] > 0 and final["eps_lower_bound"] > 0
 
 
-def test_a_planted_half_sigma_is_caught(calibrated):
+def _every_batch(original, n):
+    def mask(generator, heads, records, rate, device):
+        drawn = original(generator, heads, records, rate, device)
+        if records == n + 1:  # the canary's column
+            drawn[:, -1] = True
+        return drawn
+    return mask
+
+
+def _noise_drawn_once(original):
+    kept = {}
+
+    def noise(generator, shape, device):
+        return kept.setdefault(tuple(shape), original(generator, shape, device))
+    return noise
+
+
+PLANTED = {  # bug: (what to patch in the trainer, the patch)
+    "sigma_halved": ("gaussian_noise", lambda f, n: lambda g, shape, d: 0.5 * f(g, shape, d)),
+    "canary_in_every_batch": ("poisson_mask", _every_batch),
+    "sample_rate_doubled": ("poisson_mask", lambda f, n: lambda g, h, r, rate, d: f(g, h, r, 2 * rate, d)),
+    "clip_norm_doubled": ("clip_factor", lambda f, n: lambda norm_sq, clip: f(norm_sq, 2 * clip)),
+    "steps_doubled": ("sampling_plan", lambda f, n: lambda size, spec: (f(size, spec)[0], 2 * f(size, spec)[1])),
+    "noise_reused_every_step": ("gaussian_noise", lambda f, n: _noise_drawn_once(f)),
+}
+
+
+@pytest.mark.parametrize("bug", list(PLANTED))
+def test_a_planted_bug_in_the_trainer_stops_the_audit(calibrated, monkeypatch, bug):
+    name, patch = PLANTED[bug]
+    monkeypatch.setattr(trainer, name, patch(getattr(trainer, name), len(calibrated[1])))
+    rows = _audit(calibrated)
+    # the white box sees every update, so it alone must catch each bug (the final model catches some too)
+    with pytest.raises(ClaimViolated, match=r"dpsgd at ε = 2: the white_box_(gdp|test) audit proves ε ≥"):
+        check_below_claim([{**r, "method": "dpsgd"} for r in rows if r["threat_model"] == "white_box_all_updates"])
+
+
+def test_a_canary_sampled_below_the_accounted_rate_leaves_every_bound_below_its_true_epsilon(calibrated, monkeypatch):
+    """The canary joins at q/2 while the claim uses q: the training is more private than claimed (ε of
+    q/2), and a lower bound must stay below that ε — the audit's bounds come from the runs, not the claim."""
+    original, n = trainer.poisson_mask, len(calibrated[1])
+
+    def half_rate(generator, heads, records, rate, device):
+        drawn = original(generator, heads, records, rate, device)
+        if records == n + 1:
+            drawn[:, -1] &= torch.rand(heads, generator=generator, dtype=torch.float64) < 0.5
+        return drawn
+    monkeypatch.setattr(trainer, "poisson_mask", half_rate)
     x, y, classes, spec, sigma = calibrated
-    rows = audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma / 2, 2.0, DELTA, runs=100)
-    with pytest.raises(ClaimViolated, match=r"dpsgd at ε = 2: the white_box_all_updates audit proves ε ≥"):
-        check_below_claim([{**r, "method": "dpsgd"} for r in rows])
+    q, steps = sampling_plan(len(y), spec)
+    true_eps = accountant_epsilon(sigma, q / 2, steps, DELTA, "pld")
+    assert max(r["eps_lower_bound"] for r in _audit(calibrated)) < true_eps < 2.0
+
+
+def test_without_a_clean_coordinate_the_white_box_rows_are_zero(calibrated):
+    x, y, classes, spec, sigma = calibrated
+    x = x.clone()
+    x[0, 2] = 0.5  # no dead feature left: records' gradients reach the canary's coordinate
+    rows = audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma, 2.0, DELTA, runs=50)
+    white = [r for r in rows if r["threat_model"] == "white_box_all_updates"]
+    assert len(white) == 2 and all(r["eps_lower_bound"] == 0.0 and not r["coordinate_clean"] for r in white)
 
 
 def test_any_bound_above_its_claim_stops_the_audit():
@@ -155,11 +267,11 @@ def test_any_bound_above_its_claim_stops_the_audit():
 
 
 def test_an_audit_above_its_claim_stops_the_script_and_writes_nothing(tmp_path):
-    rows = [{"method": "dpsgd", "audit": "white_box_all_updates", "claimed_eps": 1.0, "eps_lower_bound": 0.9}]
+    rows = [{"method": "dpsgd", "audit": "white_box_gdp", "claimed_eps": 1.0, "eps_lower_bound": 0.9}]
     path = tmp_path / "ok.csv"
     write_below_claim(rows, path, logging.getLogger("test"), "audit.py")
     assert path.read_text().splitlines() == ["method,audit,claimed_eps,eps_lower_bound",
-                                             "dpsgd,white_box_all_updates,1.0,0.9"]
+                                             "dpsgd,white_box_gdp,1.0,0.9"]
     over = rows + [{"method": "certified_gaussian", "audit": "crafted_pair_gdp", "claimed_eps": 1.0,
                     "eps_lower_bound": 1.2}]
     with pytest.raises(SystemExit, match="audit.py: error: certified_gaussian at ε = 1: the crafted_pair_gdp audit"):

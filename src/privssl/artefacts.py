@@ -34,12 +34,12 @@ import pandas as pd
 
 from privssl.attacks.contrastive_spec import CLAIMS, INFERENCES, MEMBERSHIP, MEMBERSHIP_TASK
 from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
-from privssl.audit.audit_names import THREAT_MODELS
+from privssl.audit.audit_names import CANARY_ATTACK, CRAFTED_ATTACK, THREAT_MODELS
 from privssl.cli import FileObject, json_object
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
 from privssl.io import InputError, unpack_decisions, unpack_ranks
-from privssl.release.methods import GUARANTEE_KINDS, METHODS, TRAINING_TIME_METHODS
+from privssl.release.methods import ADD_REMOVE, GUARANTEE_KINDS, METHODS, REGISTRY, TRAINING_TIME_METHODS
 from privssl.release.tuning_spec import grid_points, varied_fields
 from privssl.reports.claims_spec import LEDGER_CLAIMS
 from privssl.training.encoder_names import ENCODERS
@@ -459,6 +459,25 @@ def read_table(path) -> pd.DataFrame:
 TABLE_OPTIONS = ("grid", "curves", "relations")
 
 
+def estimates_within_intervals(path, frame: pd.DataFrame) -> None:
+    """Every estimate x with an interval (columns x_lo, x_hi) lies inside it, lo ≤ x ≤ hi up to float
+    rounding: an estimate outside its own interval was not computed with it (or was edited), and a
+    figure's error bar of negative length fails inside matplotlib naming no file."""
+    for column in frame.columns:
+        lo, hi = f"{column}_lo", f"{column}_hi"
+        if lo not in frame.columns or hi not in frame.columns:
+            continue
+        values = [pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float) for c in (column, lo, hi)]
+        value, low, high = values
+        slack = 1e-9 * np.maximum(1.0, np.abs(value))
+        with np.errstate(invalid="ignore"):
+            outside = (value < low - slack) | (value > high + slack)  # NaN compares False: no interval, no check
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            fail(path, column, f"{value[i]:g} on line {i + 2}", f"inside its interval [{column}_lo, {column}_hi] = "
+                 f"[{low[i]:g}, {high[i]:g}] of the same row")
+
+
 def load_csv_file(path, schema: dict, expect: list[dict] | None = None) -> pd.DataFrame:
     """A table with every column of `schema` (a name ending in '*' stands for every column with that
     prefix), each value checked, and, per `schema['grid']`, a complete grid of rows; with `expect`
@@ -469,6 +488,7 @@ def load_csv_file(path, schema: dict, expect: list[dict] | None = None) -> pd.Da
     for name, spec in columns.items():
         for column in [c for c in frame.columns if c.startswith(name[:-1])] if name.endswith("*") else [name]:
             spec.check(path, column, frame[column], {}, frame)
+    estimates_within_intervals(path, frame)
     if "grid" in schema:
         check_grid(path, frame, *schema["grid"])
     if "relations" in schema:
@@ -603,10 +623,46 @@ def bounds_within_ceilings(path, frame: pd.DataFrame) -> None:
                 "at most the row's eps_ceiling, the bound of the same audit with every decision right")
 
 
+# the audits whose claim is the release's own adjacency (the canary: add/remove for DP-SGD; the crafted
+# pair: substitution); every other audit tests the substitution of one record (release.methods.substitution_claim)
+OWN_ADJACENCY_ATTACKS = (CANARY_ATTACK, CRAFTED_ATTACK)
+PARAMETRIC_AUDITS = ("white_box_gdp", "final_model_gdp", "crafted_pair_gdp")  # their ceiling is the claim
+PROVEN_BY_CONSTRUCTION = ("certified_gaussian", "certified_pure", "dpsgd")  # no sampled sensitivity: never weaker
+
+
+def audit_claims_are_the_releases(path, frame: pd.DataFrame) -> None:
+    """Each row's claim is its release's (privssl.release.methods), so that an edited claim or kind
+    cannot move the ledger: `claimed_eps` is ε for the canary and crafted-pair audits and the
+    substitution claim for the others (ε, or 2ε or ∞ for DP-SGD's addition/removal); a release whose
+    guarantee rests on no sampled sensitivity has its registry kind at every finite ε; a parametric
+    audit's ceiling is its claim."""
+    claimed, eps = frame.claimed_eps.to_numpy(dtype=float), frame.eps.to_numpy(dtype=float)
+    released = (frame.method != "none").to_numpy()
+    own = frame.attack.isin(OWN_ADJACENCY_ATTACKS).to_numpy()
+    add_remove = frame.method.map(lambda m: m in REGISTRY and REGISTRY[m].adjacency == ADD_REMOVE).to_numpy(bool)
+    doubled = np.isclose(claimed, 2 * eps, rtol=1e-12) | np.isinf(claimed)
+    wrong = released & ~np.where(own | ~add_remove, np.isclose(claimed, eps, rtol=1e-12), doubled)
+    wrong |= ~released & ~np.isinf(claimed)
+    _first_line(path, "claimed_eps", wrong, frame.claimed_eps,
+                "the release's own claim: ε for the canary and crafted-pair audits, the substitution claim (ε; 2ε or "
+                "∞ for DP-SGD) for the others, ∞ for the unprotected head")
+    kind = frame.method.map(lambda m: REGISTRY[m].dp_kind if m in PROVEN_BY_CONSTRUCTION else None)
+    wrong = (kind.notna() & np.isfinite(eps) & (frame.guarantee_kind != kind)).to_numpy()
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        fail(path, "guarantee_kind", f"{frame.guarantee_kind.iloc[i]!r} for {frame.method.iloc[i]} on line {i + 2}",
+             f"{kind.iloc[i]!r}, the registry's guarantee of {frame.method.iloc[i]} (privssl.release.methods)")
+    parametric = frame.audit.isin(PARAMETRIC_AUDITS).to_numpy()
+    _first_line(path, "eps_ceiling", parametric & ~np.isclose(frame.eps_ceiling.to_numpy(dtype=float), claimed,
+                                                              rtol=1e-12), frame.eps_ceiling,
+                "the row's claimed_eps: a parametric audit's ceiling is its claim")
+
+
 def audit_relations(path, frame: pd.DataFrame) -> None:
-    """A table's schema names one relation check; audit.csv has two."""
+    """A table's schema names one relation check; audit.csv has three."""
     one_run_counts(path, frame)
     bounds_within_ceilings(path, frame)
+    audit_claims_are_the_releases(path, frame)
 
 
 def noise_free_limits(path, frame: pd.DataFrame) -> None:

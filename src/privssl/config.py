@@ -32,6 +32,9 @@ from privssl.release.random_dp import order_statistic_index
 from privssl.release.tuning_spec import SECTIONS, section_grids, tuned_sections
 
 
+MAX_GRID_POINTS = 200  # a tuning section's points: the presets' largest grid has 16
+
+
 class ConfigError(ValueError):
     """A config value outside what is allowed; the message names the key."""
 
@@ -491,6 +494,12 @@ def check_tuning(config: dict) -> None:
             raise ConfigError(f"config key 'tuning.head.hidden': {grid['hidden']} are widths of an MLP's hidden "
                               f"layer, but that grid's heads are linear and have none (allowed: architecture mlp in "
                               f"the grid or in head.architecture, or no hidden in the grid)")
+    for section in SECTIONS:
+        points = sum(math.prod(len(values) for values in grid.values()) for grid in section_grids(config, section))
+        if points > MAX_GRID_POINTS:
+            raise ConfigError(f"config key 'tuning.{section}': {points} grid points (allowed: at most "
+                              f"{MAX_GRID_POINTS}; each point is trained tuning.folds times, and the head's each "
+                              f"time with its sampled Δ)")
     sizes = [entry["splits"]["finetune"] for section in ("datasets", "graphs")
              for entry in config.get(section, {}).values()]
     for key in ("head", "dpsgd"):

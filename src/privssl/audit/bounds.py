@@ -85,6 +85,12 @@ def hypothesis_test_ceiling(n_nonmembers, n_members, delta: float, confidence: f
     return epsilon_lower_bound_at(0, n_nonmembers, 0, n_members, delta, confidence)
 
 
+def each_rate(confidence: float) -> float:
+    """The one-sided confidence of each of FPR and FNR so that both bounds hold jointly at
+    `confidence` (union bound): 1 − (1 − confidence) / 2. The split audits state joint confidence."""
+    return 1 - (1 - check_confidence(confidence)) / 2
+
+
 def _result(eps: float, threshold: float, fp: int, fn: int, n_members: int, n_nonmembers: int) -> dict:
     return {"eps_lower_bound": float(eps), "threshold": float(threshold), "fp": int(fp), "fn": int(fn),
             "n_members": int(n_members), "n_nonmembers": int(n_nonmembers)}
@@ -106,6 +112,26 @@ def epsilon_lower_bound(scores, is_member, delta: float, confidence: float = 0.9
     return _result(bounds[best], thresholds[best], fp[best], fn[best], n_members, n_nonmembers)
 
 
+def _selected_threshold(scores_select, member_select, delta: float, confidence: float) -> tuple[float, float, int]:
+    """(threshold, its Clopper–Pearson bound on the selection data, the selection queries): the
+    threshold with the largest bound; of tied thresholds the first (lowest)."""
+    thresholds, tp_select, fp_select = threshold_counts(scores_select, member_select)
+    members, nonmembers = int(tp_select[0]), int(fp_select[0])
+    selected = epsilon_lower_bound_at(fp_select, nonmembers, members - tp_select, members, delta, confidence)
+    best = int(np.argmax(selected))
+    return float(thresholds[best]), float(selected[best]), members + nonmembers
+
+
+def _evaluated(threshold: float, scores_eval, member_eval, delta: float, confidence: float) -> dict:
+    """The one test 'member iff score >= threshold' on the evaluation data, and its bound."""
+    scores, is_member = clean_inputs(scores_eval, member_eval)
+    guess = scores >= threshold
+    fp, fn = int((guess & ~is_member).sum()), int((~guess & is_member).sum())
+    n_members, n_nonmembers = int(is_member.sum()), int((~is_member).sum())
+    eps = epsilon_lower_bound_at(fp, n_nonmembers, fn, n_members, delta, confidence)
+    return _result(eps, threshold, fp, fn, n_members, n_nonmembers)
+
+
 def epsilon_lower_bound_split(scores_select, member_select, scores_eval, member_eval, delta: float,
                               confidence: float = 0.95) -> dict:
     """ε lower bound of ONE threshold, chosen on selection data and tested on evaluation data.
@@ -120,17 +146,26 @@ def epsilon_lower_bound_split(scores_select, member_select, scores_eval, member_
     thresholds the first (lowest) is kept.
     """
     delta, confidence = _check_delta(delta), check_confidence(confidence)
-    thresholds, tp_select, fp_select = threshold_counts(scores_select, member_select)
-    members, nonmembers = int(tp_select[0]), int(fp_select[0])
-    selected = epsilon_lower_bound_at(fp_select, nonmembers, members - tp_select, members, delta, confidence)
-    threshold = float(thresholds[int(np.argmax(selected))])
-    scores, is_member = clean_inputs(scores_eval, member_eval)
-    guess = scores >= threshold
-    fp, fn = int((guess & ~is_member).sum()), int((~guess & is_member).sum())
-    n_members, n_nonmembers = int(is_member.sum()), int((~is_member).sum())
-    eps = epsilon_lower_bound_at(fp, n_nonmembers, fn, n_members, delta, confidence)
-    selected_on = int(tp_select[0] + fp_select[0])  # the lowest threshold flags every selection query
-    return _result(eps, threshold, fp, fn, n_members, n_nonmembers) | {"selected_on": selected_on}
+    threshold, _, selected_on = _selected_threshold(scores_select, member_select, delta, confidence)
+    return _evaluated(threshold, scores_eval, member_eval, delta, confidence) | {"selected_on": selected_on}
+
+
+def epsilon_lower_bound_split_among(statistics_select: dict, member_select, statistics_eval: dict, member_eval,
+                                    delta: float, confidence: float = 0.95) -> dict:
+    """`epsilon_lower_bound_split` where the selection data also choose the statistic: of the named
+    scores (the same names in both dicts), the one whose best threshold has the largest bound on the
+    selection data (of ties the first named) is the one test on the evaluation data, which so keeps
+    its nominal confidence whatever the number of statistics tried. The result names it."""
+    delta, confidence = _check_delta(delta), check_confidence(confidence)
+    if not statistics_select or set(statistics_select) != set(statistics_eval):
+        raise ValueError(f"need the same statistics on both halves, got {sorted(statistics_select)} and "
+                         f"{sorted(statistics_eval)}")
+    chosen = {name: _selected_threshold(scores, member_select, delta, confidence)
+              for name, scores in statistics_select.items()}
+    name = max(chosen, key=lambda k: chosen[k][1])  # max keeps the first of ties
+    threshold, _, selected_on = chosen[name]
+    return (_evaluated(threshold, statistics_eval[name], member_eval, delta, confidence)
+            | {"selected_on": selected_on, "statistic": name})
 
 
 # --------------------------------------------------------------------------- (b) one-run audit

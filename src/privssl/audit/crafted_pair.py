@@ -42,7 +42,8 @@ import numpy as np
 import torch
 
 from privssl.audit.audit_names import CRAFTED_AUDITS
-from privssl.audit.gradient_canary import final_model_audit, final_model_gdp, gdp_epsilon
+from privssl.audit.gdp import gdp_epsilon, gdp_fit
+from privssl.audit.gradient_canary import final_model_audit
 from privssl.release.certified import CertifiedSpec, certified_sensitivity, fit_certified_head
 from privssl.release.methods import release_method
 from privssl.release.protection import protected_heads
@@ -165,7 +166,7 @@ def audit_certified(pair: CraftedPair, method: str, eps: float, delta: float, re
               "confidence": confidence, "claimed_eps": eps, "delta": claimed_delta}
     rows = []
     if method_entry.noise == "gaussian":
-        gdp = final_model_gdp(scores_second, scores_first, claimed_delta, confidence)
+        gdp = gdp_fit(scores_second, scores_first, claimed_delta, confidence)
         rows.append({"audit": "crafted_pair_gdp", "eps_lower_bound": gdp["eps_lower_bound"], "eps_ceiling": eps,
                      "n": gdp["n"], "mu_hat": gdp["mu_hat"], "mu_lo": gdp["mu_lo"],
                      "eps_of_pair": gdp_epsilon(pair.distance / scale, claimed_delta)})

@@ -18,10 +18,12 @@ and the clipped sum Σ c_i a_i g_iᵀ is one matrix product (the "ghost clipping
 tests/test_dpsgd_batched.py checks one step against Opacus itself.
 
 An auditor's gradient canary (`GradientCanary`, privssl.audit.gradient_canary) can be inserted:
-in the heads where it is present it is one more record of the Poisson batch, sampled at the same
-rate by its own draw, whose gradient (a fixed direction at a fixed norm) is clipped by the same
-rule as every record's; the trace of the canary's coordinate over the steps is kept for the
-white-box auditor, who sees every update.
+in the heads where it is present it is one more record of the Poisson batch, its draw one more
+column of the records' draw (`poisson_mask`), whose gradient (a fixed direction at a fixed norm) is
+clipped by the records' rule (`clip_factor`); the trace of the canary's coordinate over the steps
+is kept for the white-box auditor, who sees every update. The draw, the clipping and the noise
+(`gaussian_noise`) are one function each, so that the audit's tests plant a bug in each, for the
+records and the canary alike.
 """
 
 from __future__ import annotations
@@ -39,6 +41,17 @@ _OPACUS_NORM_GUARD = 1e-6  # Opacus' clip factor C / (‖g‖ + 1e-6)
 def clip_factor(norm_sq: torch.Tensor, clip_norm: float) -> torch.Tensor:
     """Opacus' per-example clipping factor min(1, C / (‖g‖ + 1e-6)) from ‖g‖²."""
     return torch.clamp(clip_norm / (norm_sq.sqrt() + _OPACUS_NORM_GUARD), max=1.0)
+
+
+def poisson_mask(generator: torch.Generator, heads: int, records: int, rate: float,
+                 device: torch.device | str) -> torch.Tensor:
+    """(heads, records) bool: each record of each head joins this step's batch with probability `rate`."""
+    return torch.rand(heads, records, generator=generator, device=device, dtype=DTYPE) < rate
+
+
+def gaussian_noise(generator: torch.Generator, shape: torch.Size, device: torch.device | str) -> torch.Tensor:
+    """One step's standard normal noise for a parameter, drawn afresh at every step."""
+    return torch.randn(shape, generator=generator, device=device, dtype=DTYPE)
 
 
 @dataclass(frozen=True)
@@ -112,10 +125,11 @@ def train_dpsgd_heads(features: torch.Tensor, labels: torch.Tensor, sets: torch.
                              f"{tuple(canary.present.shape)}")
         at = (slice(None), *canary.index)  # the canary's coordinate in every head
         trace = [params[canary.name][at].clone()]
-        canary_clipped = float(canary.norm * clip_factor(torch.tensor(canary.norm ** 2, dtype=DTYPE), spec.clip_norm))
         present = canary.present.to(device=features.device, dtype=DTYPE)
     for step in range(steps):
-        chosen = torch.rand(n_heads, n, generator=generator, device=features.device, dtype=DTYPE) < sample_rate
+        # the canary, where there is one, is the last column of the draw: a record like the others
+        drawn = poisson_mask(generator, n_heads, n + (canary is not None), sample_rate, features.device)
+        chosen = drawn[:, :n]
         # Only the sampled rows enter the step: each head's rows first, padded to the largest
         # batch of the stack with weight 0 (about q·n rows instead of n).
         width = int(chosen.sum(1).max())
@@ -123,11 +137,11 @@ def train_dpsgd_heads(features: torch.Tensor, labels: torch.Tensor, sets: torch.
         batch = chosen.gather(1, rows).to(DTYPE)
         xb = x.gather(1, rows[..., None].expand(-1, -1, x.shape[2]))
         grads = clipped_gradient_sum(params, xb, y.gather(1, rows), batch, spec.clip_norm)
-        if canary is not None:  # one more Poisson draw per head: is the canary record in this batch?
-            sampled = torch.rand(n_heads, generator=generator, device=features.device, dtype=DTYPE) < sample_rate
-            grads[canary.name][at] += canary_clipped * present * sampled
+        if canary is not None:
+            canary_clipped = canary.norm * clip_factor(torch.tensor(canary.norm ** 2, dtype=DTYPE), spec.clip_norm)
+            grads[canary.name][at] += canary_clipped * present * drawn[:, n]
         for name, p in params.items():
-            noise = torch.randn(p.shape, generator=generator, device=p.device, dtype=DTYPE)
+            noise = gaussian_noise(generator, p.shape, p.device)
             grad = (grads[name] + noise_std.view(-1, *([1] * (p.ndim - 1))) * noise) / expected_batch
             # torch.optim.SGD: buf = grad at the first step, then momentum·buf + grad; p -= lr·buf
             momentum[name] = grad if step == 0 else spec.momentum * momentum[name] + grad
