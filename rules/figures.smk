@@ -82,6 +82,7 @@ rule claims:
         utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
         mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
         audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
+        lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
         contrastive_thesis=resource("thesis_contrastive.csv"),
         contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
@@ -97,6 +98,7 @@ rule claims:
             grid("utility", "utility.csv", DATASETS),
             grid("mia", "mia.csv", DATASETS),
             grid("audit", "audit.csv", DATASETS),
+            grid("lira", "lira.csv", DATASETS),
             grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE),
             grid("semileak", "semileak/metrics.csv", SEMILEAK),
             grid("dpadapter", "dpadapter/results.csv", DATASETS if DPADAPTER_METHODS else []),
@@ -108,7 +110,7 @@ rule claims:
         ENV
     shell:
         "python {input.script:q} --catalogue {input.catalogue:q} --utility {input.utility:q} --mia {input.mia:q}"
-        " --audit {input.audit:q} --contrastive-thesis {input.contrastive_thesis:q}"
+        " --audit {input.audit:q} --lira {input.lira:q} --contrastive-thesis {input.contrastive_thesis:q}"
         " --semileak-thesis {input.semileak_thesis:q} {params.branches}"
         " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
 

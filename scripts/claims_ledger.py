@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """Rule `claims`: the claims ledger across the seeds (CSV and Markdown), one row per (claim, dataset,
-setting): the ALM paper's claims from every image dataset's releases, the releases' guarantees
+setting): the ALM paper's claims from every image dataset's releases (by the paper's attack and by
+the strongest attack of lira.csv), the releases' guarantees
 from their audits, thesis Ch. 4's and Ch. 3's
 from their branches' metrics, DPCL's and DPAdapter's from the training-time releases, and the
 DPCL paper's noise multipliers against its stated ε. Each input group is optional: a config
@@ -8,7 +9,7 @@ without a branch has no rows of its claims."""
 
 import argparse
 
-from privssl.artefacts import AUDIT, MIA, PAPER_CLAIMS, UTILITY, load_csv_file, load_csv_files
+from privssl.artefacts import AUDIT, LIRA, MIA, PAPER_CLAIMS, UTILITY, load_csv_file, load_csv_files
 from privssl import claim_sources
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
@@ -21,6 +22,8 @@ def main() -> None:
     parser.add_argument("--utility", nargs="*", default=[], help="utility.csv of each image dataset")
     parser.add_argument("--mia", nargs="*", default=[], help="mia.csv of each image dataset")
     parser.add_argument("--audit", nargs="*", default=[], help="audit.csv of each image dataset")
+    parser.add_argument("--lira", nargs="*", default=[], help="lira.csv of each image dataset (the ALM claims' "
+                        "strongest attack)")
     claim_sources.add_branch_arguments(parser)
     parser.add_argument("--csv", required=True)
     parser.add_argument("--md", required=True)
@@ -34,9 +37,10 @@ def main() -> None:
     utility = load_csv_files(args.utility, UTILITY, args.expect) if args.utility else None
     mia = load_csv_files(args.mia, MIA, args.expect) if args.mia else None
     audit = load_csv_files(args.audit, AUDIT, args.expect) if args.audit else None
+    lira = load_csv_files(args.lira, LIRA, args.expect) if args.lira else None
     contrastive, semileak, dpadapter = claim_sources.branch_tables(args)
     table = run_tables.ledger(load_csv_file(args.catalogue, PAPER_CLAIMS), utility, mia, args.dpcl_paper, dpadapter,
-                              contrastive, semileak, audit)
+                              contrastive, semileak, audit, lira)
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:
         tmp.write_text(markdown(table))

@@ -30,6 +30,7 @@ import pandas as pd
 
 from privssl.attacks.repeated import Estimate, versus_bound
 from privssl.reports.claims_spec import LEDGER_CLAIMS, MEASURED_BY, NOT_TESTED, VERDICTS
+from privssl.release.methods import release_method
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
 from privssl.reports.decisions import paired
 from privssl.reports.regime import (
@@ -44,6 +45,7 @@ from privssl.reports.regime import (
 )
 from privssl.reports.release_table import TEST_RECORDS, mia_accuracy, paper_attack, test_accuracy, utility_loss
 from privssl.reports.semileak_report import DPSGD_BASE
+from privssl.reports.strongest_attack import REFERENCE_MODEL_ATTACKS, attack_rows, lira_accuracy, strongest_attack
 from privssl.reports.training_time_report import dpadapter_comparisons
 from privssl.reports.verdicts import CHANCE_MARGIN, at_most, combined, directional, largest_need, within
 from privssl.training.semi_supervised_spec import DPSGD_TARGET
@@ -119,7 +121,9 @@ class Ledger:
             "difference_hi": d.hi, "design": design, "test": test, "verdict": verdict,
             "unresolved_because": unresolved_because(verdict, n_needed, leak),
             "n_for_80pct_power": n_needed if verdict == UNRESOLVED else np.nan,
-            "paper_difference": paper_difference, "magnitude": magnitude(d.lo, d.hi, paper_difference),
+            # outside its regime a row's size follows from the regime: no finding about the paper's size
+            "paper_difference": paper_difference,
+            "magnitude": "" if leak is not None and not leak.reached else magnitude(d.lo, d.hi, paper_difference),
             **_regime_columns(leak), "note": note})
 
     def add_not_tested(self) -> None:
@@ -148,30 +152,41 @@ def _released(utility: pd.DataFrame) -> pd.DataFrame:
     return utility[np.isfinite(utility.eps) & utility.clean_decisions.notna()]
 
 
-def alm_claims(ledger: Ledger, utility: pd.DataFrame, mia: pd.DataFrame) -> None:
+def alm_claims(ledger: Ledger, utility: pd.DataFrame, mia: pd.DataFrame, lira: pd.DataFrame | None = None) -> None:
     """The ALM paper's claims per image dataset: the unprotected head's vulnerability, ALM's
     protection to chance within the paper's 5 % utility loss, and ALM's utility loss below
-    Laplace's and the (classical) Gaussian's at every ε of the grid."""
+    Laplace's and the (classical) Gaussian's at every ε of the grid. The two membership claims are
+    judged twice, by the paper's attack and by the strongest attack of lira.csv on the same heads
+    (privssl.reports.strongest_attack), as separate rows; the regime of ALM's protection is the leak
+    the strongest attack sees on the unprotected head. The unprotected head's vulnerability is the
+    leak itself: it has no regime (a claim cannot be its own premise)."""
     attacks = paper_attack(mia)
     utility = _released(utility)
     for dataset in dict.fromkeys(utility.dataset):
         rows, attacked = utility[utility.dataset == dataset], attacks[attacks.dataset == dataset]
         unprotected, leak = attacked[attacked.mechanism == "none"], None
+        strongest = strongest_attack(lira, dataset) if lira is not None else None
         if not unprotected.empty:
             a = mia_accuracy(unprotected)
             leak = Leak("alm", "the head released without noise, the paper's attack (adaptive shadow MLP)", a.value,
                         a.lo, a.hi, a.n, CHANCE)
-            d = versus_bound(a, CHANCE)
-            verdict, need = directional(d)
-            ledger.add(dataset, "alm_unprotected_vulnerable", "no noise",
-                       "MIA accuracy, adaptive shadow MLP (the paper's attack), members + non-members",
-                       "unprotected head vs random guessing (0.5)", of(a), bound(CHANCE), d, VERSUS_BOUND,
-                       "a − 0.5 > 0", verdict, need, leak=leak)
+            _vulnerable(ledger, dataset, a, "no noise", "MIA accuracy, adaptive shadow MLP (the paper's attack), "
+                        "members + non-members")
+        if strongest is not None:
+            a = lira_accuracy(attack_rows(lira, dataset, strongest, "none").iloc[0])
+            leak = Leak("alm", f"the head released without noise, the strongest attack ({strongest})", a.value, a.lo,
+                        a.hi, a.n, CHANCE)
+            _vulnerable(ledger, dataset, a, f"no noise, strongest attack ({strongest})",
+                        f"MIA accuracy, {strongest} (the run's strongest on this head, of "
+                        f"{len(REFERENCE_MODEL_ATTACKS)} reference-model attacks), candidate records")
         alm = rows[rows.mechanism == "alm"]
         if alm.empty:
             continue
         releases = {eps: group for eps, group in alm.groupby("eps", sort=True)}
         _protects_to_chance(ledger, dataset, releases, attacked[attacked.mechanism == "alm"], leak)
+        if strongest is not None:
+            _protects_to_chance(ledger, dataset, releases, attack_rows(lira, dataset, strongest, "alm"), leak,
+                                strongest)
         for other, claim, name in (("laplace", "alm_loss_below_laplace", "Laplace"),
                                    ("gaussian", "alm_loss_below_gaussian", "Gaussian (classical)")):
             for eps, group in rows[rows.mechanism == other].groupby("eps", sort=True):
@@ -186,7 +201,20 @@ def alm_claims(ledger: Ledger, utility: pd.DataFrame, mia: pd.DataFrame) -> None
                            _loss_difference(accuracy_gap, releases[eps]), PAIRED, "a − b < 0", verdict, need,
                            "ALM and Laplace use the sampled Δ1, the Gaussian Δ2 (both the sensitivity sampler's); "
                            "the difference is the accuracies' (paired on the test records) over the clean head's "
-                           "accuracy, which both losses share")
+                           "accuracy, which both losses share" + _no_guarantee(other, eps))
+
+
+def _no_guarantee(method: str, eps: float) -> str:
+    """The note of a comparison with a release that claims nothing at this ε."""
+    entry = release_method(method)
+    return "" if entry.proof_holds(eps) else f"; the {entry.label} release has no guarantee here: {entry.proof_note}"
+
+
+def _vulnerable(ledger: Ledger, dataset: str, a: Estimate, setting: str, quantity: str) -> None:
+    d = versus_bound(a, CHANCE)
+    verdict, need = directional(d)
+    ledger.add(dataset, "alm_unprotected_vulnerable", setting, quantity, "unprotected head vs random guessing (0.5)",
+               of(a), bound(CHANCE), d, VERSUS_BOUND, "a − 0.5 > 0", verdict, need)
 
 
 def _loss_difference(accuracy_gap: Estimate, rows: pd.DataFrame) -> Estimate:
@@ -200,7 +228,7 @@ def _loss_difference(accuracy_gap: Estimate, rows: pd.DataFrame) -> Estimate:
 
 
 def _protects_to_chance(ledger: Ledger, dataset: str, releases: dict[float, pd.DataFrame],
-                        attacked: pd.DataFrame, leak: Leak | None) -> None:
+                        attacked: pd.DataFrame, leak: Leak | None, strongest: str | None = None) -> None:
     """At the most private ε whose utility loss is below 5 % (the paper's operating point, chosen
     by the point estimate), is the MIA accuracy within 0.5 ± CHANCE_MARGIN and the loss below 5 %,
     both beyond their intervals? When no ε of the grid has a loss below 5 %, the row tests the loss
@@ -209,6 +237,8 @@ def _protects_to_chance(ledger: Ledger, dataset: str, releases: dict[float, pd.D
     useful = [eps for eps, loss in losses.items() if loss.value < UTILITY_LOSS_LIMIT]
     loss_test = f"utility loss < {UTILITY_LOSS_LIMIT:g}"
     if not useful:
+        if strongest:  # the loss alone decides, and the paper's attack's row already says it
+            return
         largest = max(losses)
         loss = losses[largest]
         verdict, need = at_most(loss, UTILITY_LOSS_LIMIT)
@@ -220,16 +250,18 @@ def _protects_to_chance(ledger: Ledger, dataset: str, releases: dict[float, pd.D
         return
     eps = min(useful)
     loss, rows = losses[eps], attacked[attacked.eps == eps]
+    table, attack = ("lira.csv", strongest) if strongest else ("mia.csv", "adaptive shadow MLP")
     if rows.empty:
-        raise ValueError(f"{dataset}: mia.csv has no adaptive shadow-MLP rows of ALM at ε = {eps:g}, the operating "
-                         "point of alm_protects_to_chance (utility.csv has them): the two tables are of different grids")
-    a = mia_accuracy(rows)
+        raise ValueError(f"{dataset}: {table} has no {attack} rows of ALM at ε = {eps:g}, the operating point of "
+                         "alm_protects_to_chance (utility.csv has them): the two tables are of different grids")
+    a = lira_accuracy(rows.iloc[0]) if strongest else mia_accuracy(rows)
     d = versus_bound(a, CHANCE)
     (mia_verdict, mia_need), (loss_verdict, loss_need) = within(d, CHANCE_MARGIN), at_most(loss, UTILITY_LOSS_LIMIT)
     verdict = combined([mia_verdict, loss_verdict])
     need = largest_need([n for v, n in ((mia_verdict, mia_need), (loss_verdict, loss_need)) if v != REPRODUCED])
-    ledger.add(dataset, "alm_protects_to_chance", f"ε = {eps:g}",
-               "MIA accuracy, adaptive shadow MLP, at the most private ε with utility loss < 0.05",
+    ledger.add(dataset, "alm_protects_to_chance", f"ε = {eps:g}" + (f", strongest attack ({strongest})" if strongest
+                                                                      else ""),
+               f"MIA accuracy, {attack}, at the most private ε with utility loss < 0.05",
                f"ALM vs random guessing, 0.5 ± {CHANCE_MARGIN:g}", of(a),
                side(CHANCE, CHANCE - CHANCE_MARGIN, CHANCE + CHANCE_MARGIN, np.nan, np.nan), d, VERSUS_BOUND,
                f"|a − 0.5| < {CHANCE_MARGIN:g} and {loss_test}", verdict, need,

@@ -15,14 +15,15 @@ from privssl.reports.audit_claims import audit_claims
 def ledger(catalogue: pd.DataFrame, utility: pd.DataFrame | None = None, mia: pd.DataFrame | None = None,
            dpcl_paper: bool = False, dpadapter: pd.DataFrame | None = None,
            contrastive_claims: pd.DataFrame | None = None, semileak_claims: pd.DataFrame | None = None,
-           audit: pd.DataFrame | None = None) -> pd.DataFrame:
+           audit: pd.DataFrame | None = None, lira: pd.DataFrame | None = None) -> pd.DataFrame:
     """The claims ledger (privssl.reports.claims_ledger) of whatever the run measured: the ALM and
     DPCL claims from the image datasets' utility and MIA tables, the DPCL paper's noise multipliers,
     DPAdapter's from its results, thesis Ch. 4's and Ch. 3's from their reports' claims tables, the
-    releases' guarantees from the audits; every other claim of the catalogue as `not tested`."""
+    releases' guarantees from the audits, the ALM claims also by the strongest attack of lira.csv;
+    every other claim of the catalogue as `not tested`."""
     table = claims_ledger.Ledger(catalogue)
     if utility is not None:
-        claims_ledger.alm_claims(table, utility, mia)
+        claims_ledger.alm_claims(table, utility, mia, lira)
         claims_ledger.dpcl_claims(table, utility)
     if dpcl_paper:
         claims_ledger.dpcl_accounting_claims(table, paper_settings_rows())
