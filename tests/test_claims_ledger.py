@@ -52,7 +52,9 @@ def catalogue():
 
 @pytest.fixture
 def ledger(catalogue):
-    return Ledger(catalogue)
+    """Most tests hold a builder to its numbers and words on one synthetic training per arm: the rule
+    that a training-procedure claim needs 3 has its own tests (test_..._trainings_...), with the default."""
+    return Ledger(catalogue, min_trainings=1)
 
 
 # --------------------------------------------------------------------------------- synthetic decisions
@@ -538,8 +540,8 @@ def test_markdown_counts_each_seeds_verdicts_and_shows_records_by_draws(ledger):
     text = markdown(ledger.frame())
     # the paper-σ row of DPCL's shared batches is open, and no data can close it; Talos's open
     # membership row rests on a contrastive model that leaks (0.68 > 0.5): it needs more data
-    assert "| 004 DPCL | 2 | 0 | 0 | 0 | 1 | 0 |" in text
-    assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 0 | 1 | 0 | 0 |" in text
+    assert "| 004 DPCL | 2 | 0 | 0 | 0 | 0 | 1 | 0 |" in text
+    assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 0 | 0 | 1 | 0 | 0 |" in text
     assert f"({N_TEST} × 3)" in text and "(1000 × 3)" in text
     assert "(paired by record)" in text and "**reproduced**" in text
     assert "| more draws, not records |" in text
@@ -565,7 +567,7 @@ def test_a_claim_the_run_does_not_measure_stays_in_the_ledger_as_not_tested(ledg
     assert views.paper_value == catalogue.set_index("claim").loc["semileak_views"].paper_value
     assert untested[["value", "n", "difference", "n_for_80pct_power"]].isna().all().all()
     text = markdown(table)
-    assert "| 004 DPCL | 1 | 0 | 0 | 0 | 0 | 1 |" in text  # dpcl_above_naive reproduced, the paper-σ row not tested
+    assert "| 004 DPCL | 1 | 0 | 0 | 0 | 0 | 0 | 1 |" in text  # dpcl_above_naive reproduced, the paper-σ row not tested
     assert "| | semileak_views | |" in text and "**not tested**" in text
 
 
@@ -786,11 +788,11 @@ def test_markdown_writes_every_row_in_full(ledger, catalogue):
     claims = [f"- **{c}** ({entry.seed[c]}, {entry.source[c]}): {entry.statement[c]}"
               for c in ("dpcl_above_naive", "alm_protects_to_chance", "dpcl_paper_sigmas_eps_1000")]
     assert markdown(table) == "\n".join([
-        "| seed | reproduced | contradicted | unresolved: regime not reached | unresolved: more data needed "
-        "| unresolved: not settled by data | not tested |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-        "| 000 Yang, Gohari & Topcu: Additive Logistic Mechanism | 0 | 0 | 0 | 1 | 0 | 0 |",
-        "| 004 DPCL | 2 | 0 | 0 | 0 | 0 | 0 |",
+        "| seed | reproduced | contradicted | unresolved: regime not reached | unresolved: fewer than 3 trainings "
+        "per arm | unresolved: more data needed | unresolved: not settled by data | not tested |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| 000 Yang, Gohari & Topcu: Additive Logistic Mechanism | 0 | 0 | 0 | 0 | 1 | 0 | 0 |",
+        "| 004 DPCL | 2 | 0 | 0 | 0 | 0 | 0 | 0 |",
         "",
         "| dataset | claim | setting | paper | ours [95 % CI] (records × draws) | reference [95 % CI] "
         "| difference [95 % CI] | test | verdict | records for 80 % power | size vs the paper's | note |",
@@ -989,7 +991,7 @@ def test_markdown_shows_each_leak_beside_the_papers_with_the_verdicts_resting_on
             "| 0.505 [0.483, 0.527] (2000) | 0.500 | NN MIA accuracy 0.625 (MobileNetV2, CIFAR-100) and 0.620 "
             "(ResNet-50, STL-10) on the contrastive model (thesis Sec. 4.2.4, Fig. 4.2; Sec. 4.1) | **not reached** "
             "| talos_no_membership_cost: 2 unresolved (regime not reached) |") in text
-    assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 2 | 0 | 0 | 0 |" in text
+    assert "| 003 He thesis, Ch. 4 (contrastive privacy) | 0 | 0 | 2 | 0 | 0 | 0 | 0 |" in text
 
 
 def lira_row(method, eps, attack, accuracy, lo, hi, records=600):
@@ -1043,3 +1045,46 @@ def test_outside_its_regime_a_row_has_no_size_against_the_papers(ledger):
     out = ledger.frame()
     assert list(out.regime) == ["not reached", "reached", ""]
     assert list(out.magnitude) == ["", "smaller than the paper's", "smaller than the paper's"]
+
+
+# --------------------------------------------------------------------------------- trainings behind a verdict
+
+def _procedure_row(table_ledger, claim, draws_a, draws_b, lo=0.05, hi=0.15, verdict="reproduced", need=np.nan):
+    table_ledger.add("d", claim, f"{draws_a} × {draws_b}", "q", "c", side(0.8, 0.75, 0.85, 300, draws_a),
+                     side(0.7, 0.65, 0.75, 300, draws_b), Estimate((lo + hi) / 2, lo, hi, 300, 3, 1e-4, 1e-4, 10.0),
+                     "paired by record", "a − b > 0", verdict, need)
+
+
+def test_a_training_procedure_verdict_on_fewer_than_three_trainings_per_arm_is_unresolved(catalogue):
+    """DPCL over naive at 1 and 2 trainings per arm, however clear its records' interval, stays open
+    (the training's luck is not in it) with no records to ask for; at 3 per arm its verdict stands;
+    an arm of 3 against one of 1 counts as 1. A release comparison (ALM vs Laplace: one trained
+    head, noise draws) keeps its verdict on one draw."""
+    table = Ledger(catalogue)
+    for draws_a, draws_b in ((1, 1), (2, 2), (3, 3), (3, 1)):
+        _procedure_row(table, "dpcl_above_naive", draws_a, draws_b)
+    _procedure_row(table, "dpcl_above_naive", 1, 1, lo=-0.15, hi=-0.05, verdict="contradicted")
+    _procedure_row(table, "dpcl_above_naive", 1, 1, lo=-0.01, hi=0.15, verdict="unresolved", need=900.0)
+    _procedure_row(table, "alm_loss_below_laplace", 1, 1)
+    out = table.frame()
+    assert list(out.verdict) == ["unresolved", "unresolved", "reproduced", "unresolved", "unresolved", "unresolved",
+                                 "reproduced"]
+    few = out.iloc[[0, 1, 3, 4, 5]]
+    assert (few.unresolved_because == "fewer than 3 trainings per arm").all() and few.n_for_80pct_power.isna().all()
+    assert out.note.iloc[0] == ("1 training per arm (the records alone read reproduced): a verdict about a training "
+                                "procedure needs 3 independent trainings per arm, the training a random effect of "
+                                "its interval")
+    assert out.note.iloc[1].startswith("2 trainings per arm (the records alone read reproduced)")
+    assert out.note.iloc[4].startswith("1 training per arm (the records alone read contradicted)")
+    assert out.note.iloc[5].startswith("1 training per arm: ")  # open already: nothing withdrawn
+    assert out.note.iloc[2] == "" and out.note.iloc[6] == ""
+
+
+def test_a_claim_against_a_fixed_value_counts_the_trainings_of_its_one_arm(catalogue):
+    """A Semi-Leak claim against chance has one arm: a bound has no draws, the arm's count decides."""
+    table = Ledger(catalogue)
+    for draws in (1, 3):
+        table.add("d", "semileak_ada_above_baselines", f"{draws}", "q", "c", side(0.7, 0.65, 0.75, 300, draws),
+                  side(0.5, 0.5, 0.5, np.nan, np.nan), Estimate(0.2, 0.15, 0.25, 300, draws, 1e-4, 0.0, 299.0),
+                  "against a fixed value", "a − 0.5 > 0", "reproduced")
+    assert list(table.frame().verdict) == ["unresolved", "reproduced"]

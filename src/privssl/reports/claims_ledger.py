@@ -29,7 +29,14 @@ import numpy as np
 import pandas as pd
 
 from privssl.attacks.repeated import Estimate, versus_bound
-from privssl.reports.claims_spec import LEDGER_CLAIMS, MEASURED_BY, NOT_TESTED, VERDICTS
+from privssl.reports.claims_spec import (
+    LEDGER_CLAIMS,
+    MEASURED_BY,
+    MIN_TRAININGS,
+    NOT_TESTED,
+    TRAINING_PROCEDURE_CLAIMS,
+    VERDICTS,
+)
 from privssl.release.methods import release_method
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
 from privssl.reports.decisions import paired
@@ -66,6 +73,14 @@ VERSUS_BOUND = "against a fixed value"
 
 # --------------------------------------------------------------------------------- building blocks
 
+def trainings_per_arm(claim: str, a: dict, b: dict) -> float:
+    """The independent trainings behind each arm of a claim about a training procedure (the fewer
+    of the two sides', a fixed reference having none); ∞ for every other claim."""
+    if claim not in TRAINING_PROCEDURE_CLAIMS:
+        return np.inf
+    return float(np.nanmin([a["draws"], b["draws"], np.inf]))
+
+
 def side(value: float, lo: float, hi: float, n, draws=1) -> dict:
     return {"value": float(value), "lo": float(lo), "hi": float(hi), "n": n, "draws": draws}
 
@@ -94,8 +109,13 @@ def _regime_columns(leak: Leak | None) -> dict:
 class Ledger:
     """Rows of the ledger, each completed from the catalogue (resources/claims.csv) by claim id."""
 
-    def __init__(self, catalogue: pd.DataFrame):
+    def __init__(self, catalogue: pd.DataFrame, min_trainings: int = MIN_TRAININGS):
+        """`min_trainings`: the independent trainings per arm a claim about a training procedure
+        needs before it gets a verdict (claims_spec.MIN_TRAININGS; 1 turns the rule off)."""
+        if min_trainings < 1:
+            raise ValueError(f"min_trainings must be >= 1, got {min_trainings}")
         self.catalogue = {r["claim"]: r for r in catalogue.to_dict("records")}
+        self.min_trainings = min_trainings
         self.rows: list[dict] = []
 
     def add(self, dataset: str, claim: str, setting: str, quantity: str, compared: str, a: dict, b: dict,
@@ -109,7 +129,17 @@ class Ledger:
         if claim not in self.catalogue:
             raise ValueError(f"claim {claim!r} is not in resources/claims.csv (it has {sorted(self.catalogue)})")
         entry = self.catalogue[claim]
+        by_records = verdict
         verdict, regime_note = judged(verdict, leak)
+        trainings = trainings_per_arm(claim, a, b)
+        few = trainings < self.min_trainings
+        if few:  # the records' interval leaves out the training's own luck: no verdict, and no n of records
+            regime_note = "; ".join(part for part in (regime_note, (
+                f"{int(trainings)} training{'s' if trainings > 1 else ''} per arm"
+                + (f" (the records alone read {by_records})" if by_records != UNRESOLVED else "")
+                + f": a verdict about a training procedure needs {self.min_trainings} independent trainings per arm, "
+                "the training a random effect of its interval")) if part)
+            verdict, n_needed = UNRESOLVED, np.nan
         note = "; ".join(part for part in (regime_note, note) if part)
         paper_difference = float(entry.get("paper_difference", np.nan))
         self.rows.append({
@@ -119,7 +149,7 @@ class Ledger:
             "n": a["n"], "draws": a["draws"], "reference": b["value"], "reference_lo": b["lo"],
             "reference_hi": b["hi"], "n_reference": b["n"], "difference": d.value, "difference_lo": d.lo,
             "difference_hi": d.hi, "design": design, "test": test, "verdict": verdict,
-            "unresolved_because": unresolved_because(verdict, n_needed, leak),
+            "unresolved_because": unresolved_because(verdict, n_needed, leak, few),
             "n_for_80pct_power": n_needed if verdict == UNRESOLVED else np.nan,
             # outside its regime a row's size follows from the regime: no finding about the paper's size
             "paper_difference": paper_difference,

@@ -49,3 +49,12 @@ MEASURED_BY = {
     "tight_audit_reaches_claim": "an image dataset with dpsgd or a certified_* release in protect.mechanisms (their "
                                  "tight audits, at audit.canary.eps)",
 }
+
+# The claims about what a training procedure does (a model kind's leak, one procedure against
+# another): one training's luck (its seeds, another machine's float sums) moves their estimates
+# beyond the records' interval, so each needs MIN_TRAININGS independent trainings per arm, the
+# training a random effect of its interval (privssl.attacks.repeated). The ALM claims compare
+# releases of one trained head (the noise draws are their randomness), the DPCL accounting and
+# the audits' rows are computations: none of them is here.
+TRAINING_PROCEDURE_CLAIMS = CONTRASTIVE_CLAIMS + SEMILEAK_CLAIMS + ("dpcl_above_naive",) + DPADAPTER_CLAIMS
+MIN_TRAININGS = 3

@@ -38,9 +38,10 @@ from privssl.reports.claims_spec import VERDICTS
 
 REPRODUCED, CONTRADICTED, UNRESOLVED = VERDICTS
 REGIME_NOT_REACHED = "regime not reached"
+FEW_TRAININGS = "fewer than 3 trainings per arm"
 MORE_DATA = "more data needed"
 NOT_BY_DATA = "not settled by data"
-UNRESOLVED_BECAUSE = (REGIME_NOT_REACHED, MORE_DATA, NOT_BY_DATA)
+UNRESOLVED_BECAUSE = (REGIME_NOT_REACHED, FEW_TRAININGS, MORE_DATA, NOT_BY_DATA)
 REACHED, NOT_REACHED = "reached", "not reached"
 SMALLER, COVERS, LARGER = "smaller than the paper's", "covers the paper's", "larger than the paper's"
 
@@ -98,12 +99,15 @@ def judged(verdict: str, leak: Leak | None) -> tuple[str, str]:
                         f"{leak.value:.3f} [{leak.lo:.3f}, {leak.hi:.3f}], not above {leak.chance:.3f}")
 
 
-def unresolved_because(verdict: str, n_needed: float, leak: Leak | None) -> str:
-    """Why an unresolved row is: its regime first, then whether any number of records could tell."""
+def unresolved_because(verdict: str, n_needed: float, leak: Leak | None, few_trainings: bool = False) -> str:
+    """Why an unresolved row is: its regime first, then its trainings, then whether any number of
+    records could tell."""
     if verdict != UNRESOLVED:
         return ""
     if leak is not None and not leak.reached:
         return REGIME_NOT_REACHED
+    if few_trainings:
+        return FEW_TRAININGS
     return NOT_BY_DATA if np.isnan(n_needed) else MORE_DATA
 
 
