@@ -5,8 +5,9 @@ visible and final model only, each by a Gaussian-DP fit and a Clopper–Pearson 
 with the canary against the runs without it (`runs` of each), each the release's own settings and σ
 at that ε.
 
-A lower bound above the release's claim stops the job with the rows in its log: it is a bug in
-the training or in its accounting, not a result."""
+A lower bound above the release's claim stops the job with the rows in its log, and so do updates
+that show another trainer than the one the claim accounts for (noise scale, clipping, optimiser,
+steps): each is a bug in the training or in its accounting, not a result."""
 
 import argparse
 
@@ -14,7 +15,7 @@ import torch
 
 from privssl.artefacts import FEATURES, expected_of, load_release, load_tensor_file, parse_checking_choices
 from privssl.audit.audit_names import CANARY_ATTACK
-from privssl.audit.gradient_canary import audit_dpsgd, write_below_claim
+from privssl.audit.gradient_canary import TrainerMismatch, audit_dpsgd, write_below_claim
 from privssl.cli import expect_argument, json_object, thread_count
 from privssl.io import InputError, Progress, script_logger
 from privssl.training.heads import HeadSpec
@@ -37,7 +38,8 @@ def main() -> None:
     args = parse_checking_choices(parser)
     log = script_logger("audit_canary")
     if args.runs < 4 or not 0 < args.confidence < 1:
-        parser.error(f"--runs must be >= 4 (the white-box test splits each world in halves) and --confidence in (0, 1), got {args.runs} and {args.confidence}")
+        parser.error(f"--runs must be >= 4 (the white-box test splits each world in halves) and --confidence in "
+                     f"(0, 1), got {args.runs} and {args.confidence}")
     if args.threads:
         torch.set_num_threads(args.threads)
     feats = load_tensor_file(args.features, FEATURES)
@@ -54,8 +56,11 @@ def main() -> None:
         e = grid.index(eps)
         sigma = float(release["noise_scale"][e])
         # each ε's trainings draw from seeds of their own: its chunks take seed, seed + chunk, … < seed + 2 runs + 1
-        found = audit_dpsgd(x, y, int(feats["n_classes"]), head_spec, release["specs"][e], sigma, eps, args.delta,
-                            args.runs, args.confidence, args.seed + e * (2 * args.runs + 1))
+        try:
+            found = audit_dpsgd(x, y, int(feats["n_classes"]), head_spec, release["specs"][e], sigma, eps,
+                                args.delta, args.runs, args.confidence, args.seed + e * (2 * args.runs + 1))
+        except TrainerMismatch as err:
+            raise SystemExit(f"audit_canary.py: error: {err}") from err
         rows += [{"dataset": args.dataset, "method": "dpsgd", "eps": eps, "attack": CANARY_ATTACK,
                   "adaptive": True, "guarantee_kind": "approx_dp", **row} for row in found]
         log.info("ε = %g (σ = %.4g): %s", eps, sigma,

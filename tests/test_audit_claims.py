@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import optimize
 
 from privssl.artefacts import PAPER_CLAIMS, load_csv_file
-from privssl.audit.gdp import expected_gdp_bound
+from privssl.audit.gdp import expected_gdp_bound, gdp_epsilon
 from privssl.reports.audit_claims import audit_claims
 from privssl.reports.claims_ledger import Ledger, markdown
 from privssl.reports.run_tables import ledger as run_ledger
@@ -26,20 +27,28 @@ def row(method, eps, claimed, kind, audit, bound, ceiling, threat="black_box", a
             "eps_lower_bound": bound, "eps_ceiling": ceiling, "n": 100, **extra}
 
 
+def mu_of(eps: float, delta: float = 1e-5) -> float:
+    """The shift whose μ-GDP ε at δ is `eps` (the crafted pair's D / σ)."""
+    return optimize.brentq(lambda mu: gdp_epsilon(mu, delta) - eps, 1e-3, 50)
+
+
 def audit_table(violation=False) -> pd.DataFrame:
-    crafted = {"pair_fraction": 0.687, "runs_per_world": 20000, "attack": "crafted_pair", "threat": "final_model"}
+    crafted = {"pair_fraction": 0.687, "runs_per_world": 20000, "attack": "crafted_pair", "threat": "final_model",
+               "confidence": 0.95}
     canary = {"runs_per_world": 100, "confidence": 1 - 1e-4, "attack": "gradient_canary",
               "threat": "white_box_all_updates"}
     # μ* of a claim whose GDP ε is 0.99 of it at ε = 1 and 0.95 at ε = 10 (a correct trainer's reach)
-    reach_1 = {"mu_reach": 0.2656, "eps_reach_unlimited": 0.99, "eps_reach": 0.0}
-    reach_10 = {"mu_reach": 1.9187, "eps_reach_unlimited": 9.5, "eps_reach": 9.2}
+    reach_1 = {"mu_reach": 0.2656, "eps_reach_unlimited": 0.99, "eps_reach": 0.0, "eps_reach_low": 0.0}
+    reach_10 = {"mu_reach": 1.9187, "eps_reach_unlimited": 9.5, "eps_reach": 9.2, "eps_reach_low": 8.0}
     rows = [
         row("none", NAN, math.inf, "none", "hypothesis_test", 4.0, 5.8),  # no claim
         row("laplace", 1.0, 1.0, "random_dp", "hypothesis_test", 3.0, 5.8),  # above, but random DP: not tested here
         row("certified_gaussian", 1.0, 1.0, "approx_dp", "hypothesis_test", 0.2, 5.8),
         row("certified_gaussian", 10.0, 10.0, "approx_dp", "hypothesis_test", 2.5 if not violation else 10.5, 11.0),
-        row("certified_gaussian", 1.0, 1.0, "approx_dp", "crafted_pair_gdp", 0.62, 1.0, eps_of_pair=0.66, **crafted),
+        row("certified_gaussian", 1.0, 1.0, "approx_dp", "crafted_pair_gdp", 0.62, 1.0, eps_of_pair=0.66,
+            pair_distance=mu_of(0.66), noise_scale=1.0, **crafted),
         row("certified_gaussian", 10.0, 10.0, "approx_dp", "crafted_pair_gdp", 6.3, 10.0, eps_of_pair=6.35,
+            pair_distance=mu_of(6.35), noise_scale=1.0,
             **crafted),
         row("certified_pure", 1.0, 1.0, "pure_dp", "crafted_pair_test", 0.0, 9.7, **crafted),
         row("dpsgd", 1.0, 2.0, "approx_dp", "hypothesis_test", 0.5, 5.8),  # substitution claim 2ε
@@ -101,7 +110,9 @@ def test_the_tight_audits_are_judged_at_ninety_percent_of_the_claim_against_thei
 def test_a_tight_audit_that_could_reach_the_claim_and_does_not_is_contradicted():
     frame = audit_table()
     frame.loc[(frame.audit == "white_box_gdp") & (frame.eps == 10.0), "eps_lower_bound"] = 7.0  # reach 9.2
-    frame.loc[frame.audit == "crafted_pair_gdp", "eps_of_pair"] = frame.claimed_eps  # a pair at Δ2
+    at_claim = frame.audit == "crafted_pair_gdp"  # a pair at Δ2: its perfect test shows the claim
+    frame.loc[at_claim, "eps_of_pair"] = frame.claimed_eps
+    frame.loc[at_claim, "pair_distance"] = [mu_of(e) for e in frame.claimed_eps[at_claim]]
     rows = ledger_of(frame)
     tight = rows[rows.claim == "tight_audit_reaches_claim"].set_index("setting")
     assert tight.loc["dpsgd, ε = 10", "verdict"] == "contradicted"
@@ -109,10 +120,36 @@ def test_a_tight_audit_that_could_reach_the_claim_and_does_not_is_contradicted()
         "contradicted", "contradicted"]
 
 
+def test_a_tight_audit_below_the_margin_but_within_a_correct_releases_spread_is_unresolved():
+    """The white box at ε = 10 reaches 9.2 on a correct trainer and stays above 8.0 95 % of the time:
+    a bound of 8.5 is below the margin (9) but no evidence against the claim's tightness."""
+    frame = audit_table()
+    frame.loc[(frame.audit == "white_box_gdp") & (frame.eps == 10.0), "eps_lower_bound"] = 8.5
+    row = ledger_of(frame).set_index("setting").loc["dpsgd, ε = 10"]
+    assert row.verdict == "unresolved" and row.note.startswith("below the margin, but within what a release")
+    assert "(≥ 8 95 % of the time)" in row.note
+
+
+def test_the_crafted_pairs_spread_is_its_gdp_fits_at_its_releases():
+    """A pair at Δ2 (μ of the claim) audited with 20,000 releases per world at 95 %: the fit stays above
+    the ε of μ − (z₀.₉₅ + z₀.₉₅) SE 95 % of the time, the contradiction's threshold."""
+    from privssl.reports.audit_claims import reach
+
+    frame = audit_table()
+    row = frame[(frame.audit == "crafted_pair_gdp") & (frame.eps == 1.0)].iloc[0].copy()
+    row["eps_of_pair"], row["pair_distance"] = 1.0, mu_of(1.0)
+    value, low, _, _ = reach(row)
+    mu, r = mu_of(1.0), 20000
+    se = math.sqrt(2 / r + mu ** 2 / (4 * r))
+    assert value == 1.0 and low == pytest.approx(gdp_epsilon(mu - 2 * 1.6448536269514722 * se, 1e-5), rel=1e-9)
+
+
 def test_a_tight_audit_whose_ceiling_is_below_the_margin_is_unresolved_for_more_runs():
     frame = audit_table()
-    frame.loc[frame.audit == "crafted_pair_gdp", "eps_of_pair"] = frame.claimed_eps
-    frame.loc[frame.audit == "crafted_pair_gdp", "eps_ceiling"] = 0.5
+    at_claim = frame.audit == "crafted_pair_gdp"
+    frame.loc[at_claim, "eps_of_pair"] = frame.claimed_eps
+    frame.loc[at_claim, "pair_distance"] = [mu_of(e) for e in frame.claimed_eps[at_claim]]
+    frame.loc[at_claim, "eps_ceiling"] = 0.5
     rows = ledger_of(frame)
     gaussian = rows[(rows.claim == "tight_audit_reaches_claim") & (rows.setting == "certified_gaussian, ε = 1")]
     assert gaussian.iloc[0].verdict == "unresolved" and np.isinf(gaussian.iloc[0].n_for_80pct_power)

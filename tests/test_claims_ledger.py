@@ -1010,6 +1010,8 @@ def test_the_alm_claims_are_judged_again_by_the_strongest_attack_which_sets_the_
     lira = pd.DataFrame([lira_row("none", np.nan, "lira_online", 0.56, 0.54, 0.58),
                          lira_row("none", np.nan, "rmia_online", 0.57, 0.53, 0.61),  # higher, but its lower end is not
                          lira_row("none", np.nan, "loss", 0.60, 0.59, 0.61),  # not a reference-model attack
+                         lira_row("none", np.nan, "lira_offline", 0.70, np.nan, np.nan),  # no interval: no candidate
+                         {**lira_row("none", np.nan, "rmia_offline", 0.70, 0.68, 0.72), "adaptive": False},
                          lira_row("alm", 10.0, "lira_online", 0.51, 0.49, 0.53),
                          lira_row("alm", 10.0, "rmia_online", 0.50, 0.47, 0.53)])
     alm_claims(ledger, utility, mia, lira)
@@ -1019,6 +1021,10 @@ def test_the_alm_claims_are_judged_again_by_the_strongest_attack_which_sets_the_
     assert vulnerable.loc["no noise", "verdict"] == "unresolved"
     strongest = vulnerable.loc["no noise, strongest attack (lira_online)"]
     assert strongest.verdict == "reproduced" and (strongest.value, strongest.n) == (0.56, 600)
+    # chosen as the best of the two reference-model attacks with an interval: Bonferroni's 1 − 0.05/2
+    widen = stats.norm.ppf(1 - 0.025 / 2) / stats.norm.ppf(0.975)
+    assert strongest.value_lo == pytest.approx(0.56 - 0.02 * widen) and "of 2 reference-model attacks" in \
+        strongest.quantity
     protect = table[table.claim == "alm_protects_to_chance"].set_index("setting")
     assert list(protect.index) == ["ε = 10", "ε = 10, strongest attack (lira_online)"]
     assert (protect.regime == "reached").all() and (protect.regime_value == 0.56).all()

@@ -21,6 +21,7 @@ from privssl.audit.bounds import epsilon_lower_bound_split, epsilon_lower_bound_
 from privssl.audit.gdp import gdp_epsilon, gdp_fit
 from privssl.audit.gradient_canary import (
     ClaimViolated,
+    TrainerMismatch,
     audit_dpsgd,
     check_below_claim,
     quiet_coordinate,
@@ -59,6 +60,15 @@ def test_gdp_epsilon_solves_the_gdp_tradeoff(mu):
     assert delta_at == pytest.approx(DELTA, rel=1e-6)
     assert gdp_epsilon(mu * 1.1, DELTA) > eps  # more separation, more ε
     assert gdp_epsilon(0.0, DELTA) == 0.0 and gdp_epsilon(-1.0, DELTA) == 0.0
+
+
+@pytest.mark.parametrize("mu", [30.0, 60.0])
+def test_gdp_epsilon_of_a_large_shift_is_finite_and_solves_the_tradeoff(mu):
+    """μ ≈ 30 asks for ε ≈ 580, beyond which e^ε overflows a float: the audit of a badly broken trainer
+    must still return its bound (and stop the job for it), not an OverflowError."""
+    eps = gdp_epsilon(mu, DELTA)
+    delta_at = stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps + stats.norm.logcdf(-eps / mu - mu / 2))
+    assert math.isfinite(eps) and eps > 500 and delta_at == pytest.approx(DELTA, rel=1e-6)
 
 
 def test_gdp_fit_recovers_a_known_shift():
@@ -173,9 +183,10 @@ def calibrated():
 PRESET_RUNS = 1000  # configs/fashion.yaml: audit.canary.runs
 
 
-def _audit(calibrated, runs=PRESET_RUNS):
+def _audit(calibrated, runs=PRESET_RUNS, check_trainer=True):
     x, y, classes, spec, sigma = calibrated
-    return audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma, 2.0, DELTA, runs=runs, seed=3)
+    return audit_dpsgd(x, y, classes, HeadSpec(architecture="linear"), spec, sigma, 2.0, DELTA, runs=runs, seed=3,
+                       check_trainer=check_trainer)
 
 
 def test_the_audit_of_a_correct_trainer_stays_below_the_claim_and_near_its_reach(calibrated):
@@ -224,13 +235,43 @@ PLANTED = {  # bug: (what to patch in the trainer, the patch)
 
 
 @pytest.mark.parametrize("bug", list(PLANTED))
-def test_a_planted_bug_in_the_trainer_stops_the_audit(calibrated, monkeypatch, bug):
+def test_a_planted_bug_in_the_trainer_is_caught_by_a_white_box_bound(calibrated, monkeypatch, bug):
+    """The bounds alone, without the trainer's consistency check: each bug lifts one above the claim."""
     name, patch = PLANTED[bug]
     monkeypatch.setattr(trainer, name, patch(getattr(trainer, name), len(calibrated[1])))
-    rows = _audit(calibrated)
+    rows = _audit(calibrated, check_trainer=False)
     # the white box sees every update, so it alone must catch each bug (the final model catches some too)
     with pytest.raises(ClaimViolated, match=r"dpsgd at ε = 2: the white_box_(gdp|test) audit proves ε ≥"):
         check_below_claim([{**r, "method": "dpsgd"} for r in rows if r["threat_model"] == "white_box_all_updates"])
+
+
+BELOW_THE_BOUNDS = {  # bugs the bounds miss at 1000 trainings (ε 2.64 against 2 for the first) and the check sees
+    "noise_scaled_0.8": ("gaussian_noise", lambda f, n: lambda g, shape, d: 0.8 * f(g, shape, d),
+                         r"the noise of a step is σ̂ = 2\.7"),
+    "momentum_0.9_not_0.5": ("train_dpsgd_heads", None, r"a noise-free training moved the canary's coordinate"),
+}
+CHECKED = {"sigma_halved": r"the noise of a step is σ̂ = 1\.7", "clip_norm_doubled": "by 2 C in a step",
+           "steps_doubled": "the trainings took 80 steps, the claim accounts for 40"}
+
+
+@pytest.mark.parametrize("bug", [*CHECKED, *BELOW_THE_BOUNDS])
+def test_updates_of_another_trainer_stop_the_audit_before_any_bound(calibrated, monkeypatch, bug):
+    """The consistency check: a noise 20 % small (which no bound catches here), a momentum other than the
+    accounted one, and the planted bugs above that change the noise, the clipping or the steps (the
+    canary's own sampling only the bounds see)."""
+    if bug == "momentum_0.9_not_0.5":
+        x, y, classes, spec, sigma = calibrated
+        wrong = DPSGDSpec(clip_norm=spec.clip_norm, batch_size=spec.batch_size, epochs=spec.epochs, lr=spec.lr,
+                          momentum=0.9)
+        original = trainer.train_dpsgd_heads
+        monkeypatch.setattr("privssl.audit.gradient_canary.train_dpsgd_heads",
+                            lambda f, l, sets, c, h, s, *rest: original(f, l, sets, c, h, wrong, *rest))
+        message = BELOW_THE_BOUNDS[bug][2]
+    else:
+        name, patch, message = BELOW_THE_BOUNDS[bug] if bug in BELOW_THE_BOUNDS else (*PLANTED[bug], CHECKED[bug])
+        monkeypatch.setattr(trainer, name, patch(getattr(trainer, name), len(calibrated[1])))
+    with pytest.raises(TrainerMismatch, match=message):
+        _audit(calibrated)
 
 
 def test_a_canary_sampled_below_the_accounted_rate_leaves_every_bound_below_its_true_epsilon(calibrated, monkeypatch):

@@ -19,7 +19,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         return 0.0
 
     def excess(eps: float) -> float:
-        return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2) - delta
+        # e^ε Φ(x) in logs: e^ε alone overflows a float beyond ε ≈ 709, which μ ≈ 30 already asks for
+        return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps + stats.norm.logcdf(-eps / mu - mu / 2)) - delta
 
     if excess(0.0) <= 0:
         return 0.0
@@ -39,6 +40,17 @@ def expected_gdp_bound(mu: float, r_in: int, r_out: int, delta: float, confidenc
     """The bound `gdp_fit` shows, to first order, on scores whose true shift is μ: the ε of
     (μ − z · SE)-GDP. What an audit of these sizes can reach on a mechanism of shift μ."""
     return gdp_epsilon(mu - stats.norm.ppf(confidence) * mu_standard_error(mu, r_in, r_out), delta)
+
+
+SPREAD = 0.95  # `low_gdp_bound`: the bound a correct mechanism's fit stays above this often
+
+
+def low_gdp_bound(mu: float, r_in: int, r_out: int, delta: float, confidence: float) -> float:
+    """The bound `gdp_fit` at `confidence` stays above with probability SPREAD on scores whose true
+    shift is μ (μ̂ at its lower SPREAD quantile): below it, a fit says the mechanism separates the
+    worlds less than μ, not that it was unlucky."""
+    z = stats.norm.ppf(confidence) + stats.norm.ppf(SPREAD)
+    return gdp_epsilon(mu - z * mu_standard_error(mu, r_in, r_out), delta)
 
 
 def gdp_fit(scores_in: np.ndarray, scores_out: np.ndarray, delta: float, confidence: float = 0.95) -> dict:

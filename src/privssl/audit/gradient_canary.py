@@ -25,10 +25,13 @@ noise's alone.
   `final_model_gdp` (the score is a sum over T steps, Gaussian in both worlds: `privssl.audit.gdp`)
   and `final_model_test` (one threshold on half of the runs, Clopper–Pearson on the other half).
 
-Beside the bounds, the white-box rows carry a consistency check of the noise scale, no audit:
-σ̂, the standard deviation of the observations without the canary (the release's σ when the noise
-is right), and the canary's largest step in one noise-free training with it (1 when the clipping
-works).
+Before any bound, a consistency check of the trainer, no audit (no bound or verdict rests on it):
+σ̂, the root mean square of the observations without the canary, must be the release's σ within its
+sampling error, the canary's steps in one noise-free training with it must be 0 or 1 (the clipping
+to C, the accounted momentum and learning rate), and the trainings must take the accounted T steps;
+otherwise `TrainerMismatch` stops the job. The white-box rows carry σ̂ and the largest step.
+Neither audit sees how the records' gradients are clipped (the canary's coordinate is dead to
+them): tests/test_dpsgd_batched.py checks that against Opacus.
 
 A lower bound above the claim is a bug in the training or in its accounting, never a finding:
 `check_below_claim` fails loudly.
@@ -46,7 +49,14 @@ from privssl.attacks.adaptive import heads_per_chunk
 from privssl.audit.audit_names import CANARY_AUDITS
 from privssl.audit.bounds import each_rate, epsilon_lower_bound_split, hypothesis_test_ceiling
 from privssl.audit.gdp import gdp_fit
-from privssl.audit.white_box import GDP_CONFIDENCE, observed_sums, split_halves, white_box_audit, white_box_reach
+from privssl.audit.white_box import (
+    GDP_CONFIDENCE,
+    observed_sums,
+    split_halves,
+    trainer_inconsistencies,
+    white_box_audit,
+    white_box_reach,
+)
 from privssl.io import atomic_write_csv
 from privssl.release.dpsgd_batched import GradientCanary, train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
@@ -95,6 +105,11 @@ def final_model_audit(moved_in: np.ndarray, moved_out: np.ndarray, delta: float,
 
 class ClaimViolated(RuntimeError):
     """An audit proved more ε than the release claims: the training or its accounting is wrong."""
+
+
+class TrainerMismatch(ClaimViolated):
+    """The observed updates show a trainer other than the one the claim accounts for (its noise
+    scale, clipping, optimiser or steps), whatever ε it reaches."""
 
 
 def check_below_claim(rows: list[dict], tolerance: float = 1e-6) -> None:
@@ -150,10 +165,13 @@ TRAINER = "privssl.release.dpsgd_batched"  # the `trainer` column: the code the 
 
 def audit_dpsgd(features: torch.Tensor, labels: torch.Tensor, n_classes: int, head_spec, spec: DPSGDSpec,
                 noise_multiplier: float, claimed_eps: float, delta: float, runs: int, confidence: float = 0.95,
-                seed: int = 0) -> list[dict]:
+                seed: int = 0, check_trainer: bool = True) -> list[dict]:
     """The audits of one DP-SGD release claimed (ε, δ)-DP and trained at `noise_multiplier` (the
     release's σ; a test plants another): one row per audit with the bound, its ceiling (the claim,
-    for the parametric bounds) and n; the white-box rows with their reach and the noise check."""
+    for the parametric bounds) and n; the white-box rows with their reach and the noise check.
+    First the observed updates are checked against the release's settings (`white_box.
+    trainer_inconsistencies`): a mismatch raises `TrainerMismatch` (`check_trainer=False`, for the
+    tests that show what the bounds alone catch, skips it)."""
     sample_rate, steps = sampling_plan(len(labels), spec)
     coordinate, trace_in, trace_out, noise_free = canary_trainings(features, labels, n_classes, head_spec, spec,
                                                                    noise_multiplier, runs, seed)
@@ -161,9 +179,16 @@ def audit_dpsgd(features: torch.Tensor, labels: torch.Tensor, n_classes: int, he
     obs_in, obs_out = (observed_sums(t, spec, expected_batch).numpy() for t in (trace_in, trace_out))
     common = {"runs_per_world": runs, "steps": steps, "sample_rate": sample_rate, "coordinate_clean": coordinate.clean,
               "noise_multiplier": noise_multiplier, "confidence": confidence, "trainer": TRAINER}
+    noise_free_obs = observed_sums(noise_free, spec, expected_batch).numpy()
+    # on a coordinate the records' gradients reach, its moves are not the canary's and the noise's alone
+    check = check_trainer and coordinate.clean
+    problems = trainer_inconsistencies(obs_out, noise_free_obs, noise_multiplier, steps) if check else []
+    if problems:
+        raise TrainerMismatch(f"dpsgd at ε = {claimed_eps:g}: " + "; ".join(problems)
+                              + " — the trainer is not the one the claim accounts for")
     white = white_box_audit(obs_in, obs_out, noise_multiplier, sample_rate, delta, confidence, seed)
-    noise_check = {"steps_observed": obs_out.shape[1], "sigma_hat": float(obs_out.std(ddof=1)),
-                   "canary_step": float(observed_sums(noise_free, spec, expected_batch).max())}
+    noise_check = {"steps_observed": obs_out.shape[1], "sigma_hat": float(np.sqrt(np.mean(obs_out ** 2))),
+                   "canary_step": float(noise_free_obs.max())}
     for row in white:
         row.update(noise_check)
         row.setdefault("eps_ceiling", claimed_eps)

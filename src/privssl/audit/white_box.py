@@ -42,14 +42,15 @@ import torch
 from scipy import integrate, stats
 
 from privssl.audit.bounds import each_rate, epsilon_lower_bound_split_among, hypothesis_test_ceiling
-from privssl.audit.gdp import expected_gdp_bound, gdp_epsilon, gdp_fit
+from privssl.audit.gdp import expected_gdp_bound, gdp_epsilon, gdp_fit, low_gdp_bound
 from privssl.release.dpsgd_spec import DPSGDSpec
 
 STATISTICS = ("likelihood_ratio", "sum", "dispersion")  # the first is the GDP fit's
-# The GDP fit's one-sided confidence. A correct implementation's statistic has a shift whose ε is up
-# to 0.995 of the claim, so at 95 % its bound would exceed a correct claim in about one audit of
-# twenty by sampling error alone, and stop the job for it; at 1 − 10⁻⁶ (z ≈ 4.75) that takes a
-# 4.7-standard-error excursion, while a planted bug still moves the bound far above the claim.
+# The GDP fits' one-sided confidence. A correct implementation's statistic has a shift whose ε is up
+# to 0.995 of the claim (1 at q = 1), so at 95 % its bound would exceed a correct claim in up to one
+# audit of twenty by sampling error alone, and stop the job for it; at 1 − 10⁻⁴ (z ≈ 3.72) that takes
+# a 3.7-standard-error excursion (simulated: at most 1.25e-4 of 40,000 audits of 4–1000 trainings),
+# while a planted bug still moves the bound far above the claim.
 GDP_CONFIDENCE = 1 - 1e-4
 
 
@@ -117,6 +118,35 @@ def white_box_audit(obs_in: np.ndarray, obs_out: np.ndarray, noise_multiplier: f
     return [gdp_row, test_row]
 
 
+CONSISTENCY_LEVEL = 1e-6  # the noise-scale check's two-sided level: a correct trainer fails it once in 10⁶ audits
+STEP_TOLERANCE = 1e-5  # the clipped canary's step: C · 10C / (10C + 10⁻⁶) in units of C, and float rounding
+
+
+def trainer_inconsistencies(obs_out: np.ndarray, noise_free: np.ndarray, noise_multiplier: float,
+                            steps: int) -> list[str]:
+    """What the observed updates say the trainer did differently from the release's settings,
+    beside any ε bound (none rests on this): the observations without the canary must have the
+    release's noise scale σ (χ² over their R·T values about 0, two-sided at CONSISTENCY_LEVEL: the
+    bounds miss a noise 20 % too small at 1000 trainings, this does not), the noise-free training's
+    steps must be 0 or the clipped canary's 1 (a clipping to another C, or a momentum or learning rate
+    other than the accounted ones, moves them), and there must be T of them."""
+    problems = []
+    if obs_out.shape[1] != steps:
+        problems.append(f"the trainings took {obs_out.shape[1]} steps, the claim accounts for {steps}")
+    n = obs_out.size
+    scale = float(np.sqrt(np.mean(obs_out ** 2)))
+    low, high = (math.sqrt(stats.chi2.ppf(p, n) / n) * noise_multiplier
+                 for p in (CONSISTENCY_LEVEL / 2, 1 - CONSISTENCY_LEVEL / 2))
+    if not low <= scale <= high:
+        problems.append(f"the noise of a step is σ̂ = {scale:.4g} (units of C, {n} observations), the release's "
+                        f"σ = {noise_multiplier:.4g} allows [{low:.4g}, {high:.4g}]")
+    off = noise_free[(np.abs(noise_free) > STEP_TOLERANCE) & (np.abs(noise_free - 1) > STEP_TOLERANCE)]
+    if off.size:
+        problems.append(f"a noise-free training moved the canary's coordinate by {off.flat[0]:.6g} C in a step "
+                        f"(allowed: 0, or 1 when the canary, clipped to C, was sampled)")
+    return problems
+
+
 def _step_moments(noise_multiplier: float, sample_rate: float) -> tuple[float, float, float, float]:
     """(mean, variance) of one step's log likelihood ratio with the canary, then without it, under
     the claim, by quadrature over the Gaussian noise."""
@@ -142,8 +172,10 @@ def claimed_shift(noise_multiplier: float, sample_rate: float, steps: int) -> fl
 
 def white_box_reach(noise_multiplier: float, sample_rate: float, steps: int, runs: int, delta: float) -> dict:
     """What `white_box_gdp` shows on a correct implementation: μ* (`mu_reach`), its ε at unlimited
-    trainings (`eps_reach_unlimited`) and at `runs` trainings per world (`eps_reach`). A row below
-    the ledger's margin whose reach is below it too says nothing of the release."""
+    trainings (`eps_reach_unlimited`), at `runs` trainings per world (`eps_reach`), and the bound it
+    stays above 95 % of the time there (`eps_reach_low`). A row below the ledger's margin whose reach
+    is below it too says nothing of the release; one below `eps_reach_low` is more than bad luck."""
     mu = claimed_shift(noise_multiplier, sample_rate, steps)
     return {"mu_reach": mu, "eps_reach_unlimited": gdp_epsilon(mu, delta),
-            "eps_reach": expected_gdp_bound(mu, runs, runs, delta, GDP_CONFIDENCE)}
+            "eps_reach": expected_gdp_bound(mu, runs, runs, delta, GDP_CONFIDENCE),
+            "eps_reach_low": low_gdp_bound(mu, runs, runs, delta, GDP_CONFIDENCE)}

@@ -52,7 +52,7 @@ from privssl.reports.regime import (
 )
 from privssl.reports.release_table import TEST_RECORDS, mia_accuracy, paper_attack, test_accuracy, utility_loss
 from privssl.reports.semileak_report import DPSGD_BASE
-from privssl.reports.strongest_attack import REFERENCE_MODEL_ATTACKS, attack_rows, lira_accuracy, strongest_attack
+from privssl.reports.strongest_attack import attack_rows, lira_accuracy, strongest_attack
 from privssl.reports.training_time_report import dpadapter_comparisons
 from privssl.reports.verdicts import CHANCE_MARGIN, at_most, combined, directional, largest_need, within
 from privssl.training.semi_supervised_spec import DPSGD_TARGET
@@ -195,7 +195,7 @@ def alm_claims(ledger: Ledger, utility: pd.DataFrame, mia: pd.DataFrame, lira: p
     for dataset in dict.fromkeys(utility.dataset):
         rows, attacked = utility[utility.dataset == dataset], attacks[attacks.dataset == dataset]
         unprotected, leak = attacked[attacked.mechanism == "none"], None
-        strongest = strongest_attack(lira, dataset) if lira is not None else None
+        strongest, among = strongest_attack(lira, dataset) or (None, 0) if lira is not None else (None, 0)
         if not unprotected.empty:
             a = mia_accuracy(unprotected)
             leak = Leak("alm", "the head released without noise, the paper's attack (adaptive shadow MLP)", a.value,
@@ -203,12 +203,12 @@ def alm_claims(ledger: Ledger, utility: pd.DataFrame, mia: pd.DataFrame, lira: p
             _vulnerable(ledger, dataset, a, "no noise", "MIA accuracy, adaptive shadow MLP (the paper's attack), "
                         "members + non-members")
         if strongest is not None:
-            a = lira_accuracy(attack_rows(lira, dataset, strongest, "none").iloc[0])
+            a = lira_accuracy(attack_rows(lira, dataset, strongest, "none").iloc[0], among)
             leak = Leak("alm", f"the head released without noise, the strongest attack ({strongest})", a.value, a.lo,
                         a.hi, a.n, CHANCE)
             _vulnerable(ledger, dataset, a, f"no noise, strongest attack ({strongest})",
-                        f"MIA accuracy, {strongest} (the run's strongest on this head, of "
-                        f"{len(REFERENCE_MODEL_ATTACKS)} reference-model attacks), candidate records")
+                        f"MIA accuracy, {strongest} (the run's strongest on this head of {among} reference-model "
+                        f"attacks; interval at 1 − 0.05/{among}), candidate records")
         alm = rows[rows.mechanism == "alm"]
         if alm.empty:
             continue
