@@ -98,7 +98,8 @@ def test_the_tight_audits_are_judged_at_ninety_percent_of_the_claim_against_thei
                                                                                                need - 1, 1e-5, 1 - 1e-4)
     # the crafted pair reaches 0.69 of Δ2: a perfect test shows 0.66 of the claim, below the margin
     gaussian = tight.loc["certified_gaussian, ε = 1"]
-    assert gaussian.verdict == "unresolved" and np.isinf(gaussian.n_for_80pct_power)
+    assert gaussian.verdict == "unresolved" and np.isnan(gaussian.n_for_80pct_power)
+    assert gaussian.unresolved_because == "not settled by data"  # no number of releases moves the pair
     assert "0.69 of the proven Δ2" in gaussian.note and "shows ε = 0.66" in gaussian.note
     # the Gamma-norm's loss is at most ε · 0.687 on this pair: out of reach too
     pure = tight.loc["certified_pure, ε = 1"]
@@ -161,6 +162,11 @@ def test_the_largest_bound_states_its_family_wise_level():
     dpsgd = rows[(rows.claim == "proven_release_below_claim") & (rows.setting == "dpsgd")].iloc[0]
     # three finite-claim rows: the hypothesis test at 95 % and two canary fits at 1 − 1e-4
     assert "probability ≤ 0.0502" in dpsgd.note
+    many = pd.concat([audit_table()] + [pd.DataFrame([row("dpsgd", 1.0, 2.0, "approx_dp", "hypothesis_test", 0.1,
+                                                          5.8)])] * 40, ignore_index=True)
+    rows = ledger_of(many)
+    dpsgd = rows[(rows.claim == "proven_release_below_claim") & (rows.setting == "dpsgd")].iloc[0]
+    assert "Σ (1 − confidence) = 2.05: one bound above its claim would not by itself reject" in dpsgd.note
 
 
 def test_the_run_ledger_judges_the_audit_claims_only_when_given_audits():
