@@ -17,9 +17,10 @@ guarantee is proven is audited below its claim, and how close the tightest audit
   shows on a release that meets its claim exactly. Where the reach itself is below TIGHT × the
   claim the audit cannot tell a tight release from a loose one: unresolved, "the audit cannot reach
   the claim", with the reach in the note and the trainings that would reach it (none where no
-  number would: "not settled by data"). Where the reach is above and the bound below what such a release shows 95 % of the time
-  (a model of the audit's spread: the Gaussian-DP fits), contradicted: the audit could have shown
-  the claim and did not; between the two, unresolved (bad luck is not ruled out).
+  number would: "not settled by data"). Where the reach is above and the bound below what such a
+  release shows 95 % of the time (a model of the audit's spread: the Gaussian-DP fits),
+  contradicted: the audit could have shown the claim and did not; between the two, unresolved (bad
+  luck is not ruled out).
 """
 
 from __future__ import annotations
