@@ -83,8 +83,9 @@ def main() -> None:
     accounting, link_rows = tables(args.accounting, DPCL_ACCOUNTING), tables(args.link_parts, LINK_ROWS)
     contrastive, semileak, dpadapter = claim_sources.branch_tables(args)
     audits = pd.concat([a for *_, a in image], ignore_index=True) if image else None
+    liras = pd.concat([li for *_, li, _ in image], ignore_index=True) if image else None
     ledger = run_tables.ledger(load_csv_file(args.catalogue, PAPER_CLAIMS), utility, mia, args.dpcl_paper, dpadapter,
-                               contrastive, semileak, audits)
+                               contrastive, semileak, audits, liras)
 
     where = Path(args.out).parent / "tables"
     shown = lambda title, name, text, level=2: digest.section(title, where / f"{name}.md", text, level)  # noqa: E731
