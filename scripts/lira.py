@@ -40,7 +40,7 @@ from privssl.attacks.reference_attacks import References, reference_scores, with
 from privssl.attacks.rmia import label_probability
 from privssl.attacks.statistics import roc
 from privssl.audit.audit_names import BLACK_BOX
-from privssl.audit.bounds import each_rate, epsilon_lower_bound_split, hypothesis_test_ceiling
+from privssl.audit.bounds import each_rate, epsilon_lower_bound_split_clustered
 from privssl.cli import expect_argument, json_object, thread_count
 from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import Progress, atomic_write_csv, script_logger
@@ -154,6 +154,7 @@ def main() -> None:
     select[torch.randperm(heads["pool_size"], generator=torch.Generator().manual_seed(args.seed))
            [: heads["pool_size"] // 2]] = True
     select = select.expand_as(target_in).reshape(-1).numpy()
+    candidate = np.tile(np.arange(heads["pool_size"]), target_in.shape[0])  # each flat decision's candidate
     per_rate = each_rate(args.confidence)  # FPR and FNR each, so that both hold jointly at c (union bound)
     variants = [True] if args.method == "none" else [True, False]
     rows, roc_rows, audit_rows = [], [], []
@@ -185,15 +186,16 @@ def main() -> None:
                 fpr, tpr, _ = roc(flat_scores, is_member)
                 kept = corners(fpr, tpr)
                 roc_rows.append(pd.DataFrame({**key, "fpr": fpr[kept], "tpr": tpr[kept]}))
-                bound = epsilon_lower_bound_split(flat_scores[select], is_member[select], flat_scores[~select],
-                                                  is_member[~select], claim[1], per_rate)
+                # each candidate's T decisions are one cluster of the Clopper–Pearson bounds, not T trials
+                bound = epsilon_lower_bound_split_clustered(flat_scores[select], is_member[select],
+                                                            flat_scores[~select], is_member[~select],
+                                                            candidate[~select], claim[1], per_rate)
                 audit_rows.append({**key, "delta": claim[1], "claimed_eps": claim[0],
                                    "guarantee_kind": kinds.get(eps, "none"), "audit": "hypothesis_test",
                                    "threat_model": BLACK_BOX,
-                                   "eps_lower_bound": bound["eps_lower_bound"],
-                                   "eps_ceiling": hypothesis_test_ceiling(bound["n_nonmembers"], bound["n_members"],
-                                                                          claim[1], per_rate),
-                                   "n": bound["n_members"] + bound["n_nonmembers"]})
+                                   "eps_lower_bound": bound["eps_lower_bound"], "eps_ceiling": bound["eps_ceiling"],
+                                   "n": bound["n_members"] + bound["n_nonmembers"],
+                                   "candidates": bound["member_clusters"] + bound["nonmember_clusters"]})
                 progress.advance()
         log.info("%s eps %g: AUC per attack (adaptive) %s", args.method, eps,
                  {r["attack"]: round(r["auc"], 4) for r in rows[-len(args.attacks) * len(variants):] if r["adaptive"]})

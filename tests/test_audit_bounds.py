@@ -9,9 +9,11 @@ import pytest
 from scipy import optimize, special, stats
 
 from privssl.audit.bounds import (
+    clustered_rate_upper,
     epsilon_lower_bound,
     epsilon_lower_bound_at,
     epsilon_lower_bound_split,
+    epsilon_lower_bound_split_clustered,
     hypothesis_test_ceiling,
     one_run_ceiling,
     one_run_epsilon_lower_bound,
@@ -385,3 +387,42 @@ def test_a_threshold_without_evidence_is_minus_infinity_and_the_first_is_kept():
     as it keeps the first of any tie."""
     result = epsilon_lower_bound_split([1.0, 1.0, 0.0], [True, True, False], [1.0, 0.0], [True, False], 0.75)
     assert result["threshold"] == 0.0
+
+
+# --------------------------------------------------------------------------- clustered decisions (LiRA's T targets)
+
+def test_a_clustered_rate_of_single_trials_is_clopper_pearson():
+    errors, trials = np.array([1, 0, 0, 1, 0, 0, 0, 1, 0, 0]), np.ones(10)
+    # one trial a cluster: V = Σ (e − p)² / n² = p(1 − p)/n exactly, so n* = n and k = 3
+    assert clustered_rate_upper(errors, trials, 0.9) == pytest.approx(stats.beta.ppf(0.9, 4, 7), rel=1e-12)
+
+
+def test_a_clustered_rate_by_hand_and_its_all_right_limit():
+    errors, trials = np.array([3, 0, 1, 0, 4]), np.array([4, 4, 4, 4, 4])
+    p = 8 / 20
+    variance = ((errors - p * trials) ** 2).sum() / 20 ** 2
+    n_eff = p * (1 - p) / variance
+    expected = stats.beta.ppf(0.95, p * n_eff + 1, n_eff - p * n_eff)
+    assert n_eff < 20 and clustered_rate_upper(errors, trials) == pytest.approx(expected, rel=1e-12)
+    # no error: the clusters are the unit (5 of them), not the 20 trials
+    assert clustered_rate_upper(np.zeros(5), trials) == pytest.approx(1 - 0.05 ** (1 / 5), rel=1e-12)
+    assert clustered_rate_upper(trials, trials) == 1.0
+
+
+def test_decisions_repeated_by_every_target_count_once():
+    """T = 8 targets that decide every candidate alike: the clustered audit is the audit of one
+    decision per candidate, where counting 8 × n trials would claim a far larger ε."""
+    rng = np.random.default_rng(41)
+    n = 200
+    member = rng.random(n) < 0.5
+    scores = rng.normal(size=n) + 1.5 * member
+    select_scores, select_member = rng.normal(size=n) + 1.5 * (m := rng.random(n) < 0.5), m
+    once = epsilon_lower_bound_split(select_scores, select_member, scores, member, DELTA)
+    clustered = epsilon_lower_bound_split_clustered(select_scores, select_member, np.tile(scores, 8),
+                                                    np.tile(member, 8), np.tile(np.arange(n), 8), DELTA)
+    naive = epsilon_lower_bound_split(select_scores, select_member, np.tile(scores, 8), np.tile(member, 8), DELTA)
+    assert clustered["eps_lower_bound"] == pytest.approx(once["eps_lower_bound"], rel=1e-9)
+    assert naive["eps_lower_bound"] > clustered["eps_lower_bound"] + 0.2
+    assert (clustered["member_clusters"], clustered["nonmember_clusters"]) == (int(member.sum()), int((~member).sum()))
+    assert clustered["eps_ceiling"] == pytest.approx(hypothesis_test_ceiling(int((~member).sum()), int(member.sum()),
+                                                                             DELTA))

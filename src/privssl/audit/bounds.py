@@ -168,6 +168,61 @@ def epsilon_lower_bound_split_among(statistics_select: dict, member_select, stat
             | {"selected_on": selected_on, "statistic": name})
 
 
+def clustered_rate_upper(errors, trials, confidence: float = 0.95) -> float:
+    """One-sided upper bound on an error rate whose trials come in clusters (a LiRA candidate decided
+    by each of T target heads): `errors` and `trials` per cluster. The pooled rate p = Σ errors /
+    Σ trials with its cluster-robust variance V = Σ_j (e_j − p t_j)² / (Σ t)² over the J clusters
+    with trials (without the J/(J − 1) factor, so that one trial a cluster gives n* = n and exact
+    Clopper–Pearson; the audits have hundreds of clusters); the bound is Clopper–Pearson at the
+    effective size n* = p(1 − p)/V (at most the trials), the interval of Korn & Graubard (1998) for
+    clustered binary data. A rate of 0 or 1 has no variance to estimate: n* is then the clusters, as
+    if each decided once."""
+    confidence = check_confidence(confidence)
+    errors, trials = np.asarray(errors, dtype=float), np.asarray(trials, dtype=float)
+    used = trials > 0
+    errors, trials = errors[used], trials[used]
+    clusters, total = len(trials), float(trials.sum())
+    if clusters == 0:
+        raise ValueError("a clustered rate needs at least one cluster with trials")
+    p = float(errors.sum()) / total
+    if p >= 1:
+        return 1.0
+    variance = float(((errors - p * trials) ** 2).sum()) / total ** 2
+    effective = min(total, p * (1 - p) / variance) if p > 0 and variance > 0 else float(clusters)
+    k = p * effective
+    return float(stats.beta.ppf(confidence, k + 1, effective - k))
+
+
+def epsilon_lower_bound_split_clustered(scores_select, member_select, scores_eval, member_eval, clusters_eval,
+                                        delta: float, confidence: float = 0.95) -> dict:
+    """`epsilon_lower_bound_split` for decisions that come in clusters (`clusters_eval`: each
+    evaluation decision's cluster, a LiRA candidate): the threshold chosen on the selection data as
+    there, the FPR and FNR of the one test bounded by `clustered_rate_upper`, so that T decisions of
+    one candidate count as what they are worth, not as T independent trials. The result adds the
+    clusters behind each rate and the ceiling those allow (every decision right)."""
+    delta, confidence = _check_delta(delta), check_confidence(confidence)
+    threshold, _, selected_on = _selected_threshold(scores_select, member_select, delta, confidence)
+    scores, is_member = clean_inputs(scores_eval, member_eval)
+    clusters = np.asarray(clusters_eval)
+    if clusters.shape != scores.shape:
+        raise ValueError(f"need one cluster per evaluation decision, got {clusters.shape} for {scores.shape}")
+    ids, cluster = np.unique(clusters, return_inverse=True)
+    guess = scores >= threshold
+
+    def per_cluster(side: np.ndarray, wrong: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (np.bincount(cluster[side], weights=wrong[side], minlength=len(ids)),
+                np.bincount(cluster[side], minlength=len(ids)))
+
+    fp, nonmembers = per_cluster(~is_member, guess.astype(float))
+    fn, members = per_cluster(is_member, (~guess).astype(float))
+    fpr_ub, fnr_ub = clustered_rate_upper(fp, nonmembers, confidence), clustered_rate_upper(fn, members, confidence)
+    eps = max(float(_epsilon_from_rates(np.array(fpr_ub), np.array(fnr_ub), delta)), 0.0)
+    n_out, n_in = int((nonmembers > 0).sum()), int((members > 0).sum())
+    return (_result(eps, threshold, int(fp.sum()), int(fn.sum()), int(members.sum()), int(nonmembers.sum()))
+            | {"selected_on": selected_on, "member_clusters": n_in, "nonmember_clusters": n_out,
+               "eps_ceiling": float(hypothesis_test_ceiling(n_out, n_in, delta, confidence))})
+
+
 # --------------------------------------------------------------------------- (b) one-run audit
 
 
