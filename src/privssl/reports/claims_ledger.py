@@ -195,7 +195,7 @@ def alm_claims(ledger: Ledger, utility: pd.DataFrame, mia: pd.DataFrame, lira: p
     for dataset in dict.fromkeys(utility.dataset):
         rows, attacked = utility[utility.dataset == dataset], attacks[attacks.dataset == dataset]
         unprotected, leak = attacked[attacked.mechanism == "none"], None
-        strongest, among = strongest_attack(lira, dataset) or (None, 0) if lira is not None else (None, 0)
+        strongest, among = strongest_attack(lira, dataset) or (None, 0)
         if not unprotected.empty:
             a = mia_accuracy(unprotected)
             leak = Leak("alm", "the head released without noise, the paper's attack (adaptive shadow MLP)", a.value,

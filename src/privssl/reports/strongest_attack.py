@@ -45,9 +45,11 @@ def candidates(lira: pd.DataFrame, dataset: str) -> pd.DataFrame:
     return rows.dropna(subset=["accuracy_lo"])
 
 
-def strongest_attack(lira: pd.DataFrame, dataset: str) -> tuple[str, int] | None:
+def strongest_attack(lira: pd.DataFrame | None, dataset: str) -> tuple[str, int] | None:
     """(the reference-model attack with the highest accuracy lower bound on `dataset`'s unprotected
-    head, the number it was chosen among); None where lira.csv has none."""
+    head, the number it was chosen among); None where the run has no lira.csv or it has none."""
+    if lira is None:
+        return None
     rows = candidates(lira, dataset)
     if rows.empty:
         return None
