@@ -11,8 +11,9 @@ the ROC curve, and the audit row (threshold chosen on half of the candidates, Cl
 bound on the other half).
 
 RMIA (privssl.attacks.rmia) uses the same shadow heads as its reference heads and the attacker's
-population split (`--population`, records in no head) as its z; its offline a is chosen per
-(ε, adaptive) on the shadows alone and written beside its rows (`rmia_a`)."""
+population split (`--population`, records in no head) as its z; its offline a and each variant's
+decision threshold are fitted per (ε, adaptive) on the shadows alone, and the a is written beside
+its rows (`rmia_a`)."""
 
 import argparse
 from typing import Callable
@@ -36,7 +37,7 @@ from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.lira import candidate_pool, membership
 from privssl.attacks.mia import best_threshold, metric_scores
 from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
-from privssl.attacks.reference_attacks import References, reference_scores, with_rmia_a
+from privssl.attacks.reference_attacks import References, fit_rmia, reference_scores
 from privssl.attacks.rmia import label_probability
 from privssl.attacks.statistics import roc
 from privssl.audit.audit_names import BLACK_BOX
@@ -144,7 +145,7 @@ def main() -> None:
         """The attacker's heads, with RMIA's population probabilities and a when it runs."""
         if not rmia:
             return References(logits_of(flat), shadow_in)
-        return with_rmia_a(References(logits_of(flat), shadow_in, label_probability(logits_of(flat, z), z_labels)),
+        return fit_rmia(References(logits_of(flat), shadow_in, label_probability(logits_of(flat, z), z_labels)),
                            y, args.rmia_gamma)
 
     clean = references_of(heads["flat"][:n_shadows])

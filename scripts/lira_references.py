@@ -18,7 +18,7 @@ from privssl.artefacts import FEATURES, expected_of, load_lira_heads, load_tenso
 from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.lira import candidate_pool, membership
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS, RMIA_ATTACKS, reference_counts
-from privssl.attacks.reference_attacks import References, reference_scores, with_rmia_a
+from privssl.attacks.reference_attacks import References, fit_rmia, reference_scores
 from privssl.attacks.rmia import label_probability
 from privssl.cli import expect_argument, thread_count
 from privssl.data.splits import LABELLED_SPLITS
@@ -65,8 +65,9 @@ def main() -> None:
     target_in = inside[n_shadows:].numpy()
     everyone = References(logits[:n_shadows], inside[:n_shadows], population[:n_shadows])
     if any(a in RMIA_ATTACKS for a in args.attacks):
-        everyone = with_rmia_a(everyone, y, args.rmia_gamma)
-    log.info("RMIA's a chosen on the %d shadows: %s", n_shadows, everyone.rmia_a)
+        everyone = fit_rmia(everyone, y, args.rmia_gamma)
+    log.info("RMIA's a and thresholds fitted on the %d shadows: %s, %s", n_shadows, everyone.rmia_a,
+             everyone.rmia_thresholds)
     counts = reference_counts(n_shadows)
     rows = []
     progress = Progress(log.info, "attacks (references × attack)", len(counts) * len(args.attacks))

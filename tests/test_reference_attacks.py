@@ -13,7 +13,7 @@ import torch  # noqa: E402
 from privssl import grids  # noqa: E402
 from privssl.attacks.lira import lira_scores, logit_confidence  # noqa: E402
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS, reference_counts  # noqa: E402
-from privssl.attacks.reference_attacks import References, reference_scores, with_rmia_a  # noqa: E402
+from privssl.attacks.reference_attacks import References, fit_rmia, reference_scores  # noqa: E402
 from privssl.attacks.rmia import choose_offline_a, label_probability, rmia_scores  # noqa: E402
 from privssl.reports.audit_plots import figure_references, references_markdown  # noqa: E402
 
@@ -45,10 +45,33 @@ def test_lira_attacks_are_liras_scores_on_the_first_k_heads():
     assert reference_scores("lira_online", logits[S:], None, references, labels)[1] == 0.0
 
 
+def test_rmias_threshold_is_fitted_leaving_each_of_the_attackers_first_heads_out():
+    """The threshold by hand: heads 0–3 each scored by the other five, the score of the highest
+    accuracy over their 4 × 40 candidates; not the no-fit 0.5, which a mix of IN and OUT references
+    does not calibrate."""
+    logits, population, labels, z_labels, inside, S = _setting(seed=3)
+    pop_p = label_probability(population, z_labels)
+    references = fit_rmia(References(logits[:S], inside, pop_p[:S]), labels, gamma=1.0)
+    probability = label_probability(logits[:S], labels)
+    for variant in ("online", "offline"):
+        scores, members = [], []
+        for i in range(4):
+            rest = [j for j in range(S) if j != i]
+            scores.append(rmia_scores(probability[i:i + 1], probability[rest], inside[rest], pop_p[i:i + 1],
+                                      pop_p[rest], variant, references.rmia_a)[0].numpy())
+            members.append(inside[i].numpy())
+        scores, members = np.concatenate(scores), np.concatenate(members)
+        accuracy = lambda t: ((scores >= t) == members).mean()  # noqa: E731
+        fitted = references.rmia_thresholds[variant]
+        assert accuracy(fitted) == max(accuracy(t) for t in [*np.unique(scores), np.inf])
+        assert accuracy(fitted) >= accuracy(0.5)
+    assert references.first(2).rmia_thresholds == references.rmia_thresholds
+
+
 def test_rmia_attacks_use_the_population_and_the_attackers_a():
     logits, population, labels, z_labels, inside, S = _setting()
     pop_p = label_probability(population, z_labels)
-    references = with_rmia_a(References(logits[:S], inside, pop_p[:S]), labels, gamma=1.0)
+    references = fit_rmia(References(logits[:S], inside, pop_p[:S]), labels, gamma=1.0)
     a = choose_offline_a(label_probability(logits[:S], labels), inside, pop_p[:S])
     assert references.rmia_a == a
     k = references.first(2)
@@ -58,7 +81,7 @@ def test_rmia_attacks_use_the_population_and_the_attackers_a():
         expected = rmia_scores(label_probability(logits[S:], labels), label_probability(logits[:2], labels),
                                inside[:2], pop_p[S:], pop_p[:2], variant, a)
         torch.testing.assert_close(scores, expected)
-        assert threshold == 0.5
+        assert threshold == references.rmia_thresholds[variant]
     with pytest.raises(ValueError, match="needs the population"):
         reference_scores("rmia_online", logits[S:], pop_p[S:], References(logits[:S], inside, pop_p[:S]), labels)
     with pytest.raises(ValueError, match="unknown reference attack 'loss'"):

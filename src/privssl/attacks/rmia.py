@@ -19,6 +19,9 @@ lets RMIA compare decisions across heads and beat LiRA with few reference models
   a ∈ [0, 1] chosen by the attacker on its own heads (`choose_offline_a`: one reference head
   attacked as if it were the target by the others, the a of the highest AUC over a grid, as the
   paper and Privacy Meter do).
+- The decision threshold of each variant (its accuracy and the audits' decisions; the AUC needs
+  none) is fitted the same way on the attacker's heads (`choose_threshold`): a fixed 0.5 is no
+  calibrated point of Score(x), since Pr(x) mixes IN and OUT references.
 
 The population records z are in no head (neither the target's nor a reference's training set):
 Pr(z) is the OUT mean, with the offline approximation in the offline variant as for x. Every
@@ -31,10 +34,10 @@ import numpy as np
 import torch
 
 from privssl.attacks import statistics
+from privssl.attacks.mia import best_threshold
 
 VARIANTS = ("online", "offline")
-# the score at which RMIA says "member" without fitting: x dominates half of the population
-RMIA_THRESHOLD = 0.5
+PSEUDO_TARGETS = 4  # the attacker's heads each attacked by the others to fit the decision threshold
 A_GRID = tuple(np.round(np.linspace(0.0, 1.0, 11), 1))  # the paper's and Privacy Meter's grid of a
 _TINY = 1e-30  # a probability of exactly 0 (a saturated head in float64) keeps the ratios finite
 
@@ -134,3 +137,21 @@ def choose_offline_a(reference: torch.Tensor, reference_in: torch.Tensor, popula
         if auc > best_auc:
             best, best_auc = float(a), auc
     return best
+
+
+def choose_threshold(reference: torch.Tensor, reference_in: torch.Tensor, population_reference: torch.Tensor,
+                     variant: str, a: float, gamma: float = 1.0, pseudo_targets: int = PSEUDO_TARGETS) -> float:
+    """The attacker's decision threshold for `variant`: each of its first `pseudo_targets` heads
+    attacked as if it were the target by all its other heads (leave one out), and the Score(x) at
+    which "member iff score ≥ t" is most often right on their candidates (`mia.best_threshold`).
+    Uses the attacker's heads only, never a target. Needs 2 heads."""
+    heads = reference.shape[0]
+    if heads < 2:
+        raise ValueError(f"fitting RMIA's threshold needs at least 2 reference heads, got {heads}")
+    scores, members = [], []
+    for i in range(min(pseudo_targets, heads)):
+        others = torch.arange(heads) != i
+        scores.append(rmia_scores(reference[i:i + 1], reference[others], reference_in[others],
+                                  population_reference[i:i + 1], population_reference[others], variant, a, gamma)[0])
+        members.append(reference_in[i])
+    return best_threshold(torch.cat(scores).numpy(), torch.cat(members).numpy())
