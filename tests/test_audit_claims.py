@@ -145,6 +145,17 @@ def test_the_crafted_pairs_spread_is_its_gdp_fits_at_its_releases():
     assert value == 1.0 and low == pytest.approx(gdp_epsilon(mu - 2 * 1.6448536269514722 * se, 1e-5), rel=1e-9)
 
 
+def test_a_white_box_without_a_clean_coordinate_cannot_reach_the_claim():
+    """No dead feature: the white-box rows read 0 because the audit did not run, which says nothing of
+    the release (not "contradicted", which the reach of 9.2 alone would give)."""
+    frame = audit_table()
+    at_10 = (frame.audit == "white_box_gdp") & (frame.eps == 10.0)
+    frame.loc[at_10, "eps_lower_bound"], frame["coordinate_clean"] = 0.0, True
+    frame.loc[at_10, "coordinate_clean"] = False
+    row = ledger_of(frame).set_index("setting").loc["dpsgd, ε = 10"]
+    assert row.verdict == "unresolved" and "the white-box audit did not run" in row.note
+
+
 def test_a_tight_audit_whose_ceiling_is_below_the_margin_is_unresolved_for_more_runs():
     frame = audit_table()
     at_claim = frame.audit == "crafted_pair_gdp"

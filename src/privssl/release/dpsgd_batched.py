@@ -126,6 +126,7 @@ def train_dpsgd_heads(features: torch.Tensor, labels: torch.Tensor, sets: torch.
         at = (slice(None), *canary.index)  # the canary's coordinate in every head
         trace = [params[canary.name][at].clone()]
         present = canary.present.to(device=features.device, dtype=DTYPE)
+        canary_clipped = canary.norm * clip_factor(torch.tensor(canary.norm ** 2, dtype=DTYPE), spec.clip_norm)
     for step in range(steps):
         # the canary, where there is one, is the last column of the draw: a record like the others
         drawn = poisson_mask(generator, n_heads, n + (canary is not None), sample_rate, features.device)
@@ -138,7 +139,6 @@ def train_dpsgd_heads(features: torch.Tensor, labels: torch.Tensor, sets: torch.
         xb = x.gather(1, rows[..., None].expand(-1, -1, x.shape[2]))
         grads = clipped_gradient_sum(params, xb, y.gather(1, rows), batch, spec.clip_norm)
         if canary is not None:
-            canary_clipped = canary.norm * clip_factor(torch.tensor(canary.norm ** 2, dtype=DTYPE), spec.clip_norm)
             grads[canary.name][at] += canary_clipped * present * drawn[:, n]
         for name, p in params.items():
             noise = gaussian_noise(generator, p.shape, p.device)

@@ -95,11 +95,14 @@ def reach(row: pd.Series) -> tuple[float, float, float, str]:
     target = TIGHT * row.claimed_eps
     if row.audit == "white_box_gdp":
         need = runs_to_reach(row.mu_reach, target, row.delta, row.confidence)
-        value, low = row.eps_reach, row.eps_reach_low
+        # on a coordinate the records' gradients reach, the audit does not run (its rows read 0)
+        clean = bool(row.get("coordinate_clean", True))
+        value, low = (row.eps_reach, row.eps_reach_low) if clean else (0.0, np.nan)
         why = (f"the Gaussian-DP fit of the in-vs-out statistic reaches ε = {row.eps_reach:.3g} at "
                f"{int(row.runs_per_world)} trainings per world on a correct trainer (≥ {low:.3g} 95 % of the "
                f"time), {row.eps_reach_unlimited:.3g} at unlimited trainings (one μ summarises the trade-off curve; "
-               f"the claim lives in its tail); confidence {row.confidence:g}")
+               f"the claim lives in its tail); confidence {row.confidence:g}"
+               + ("" if clean else "; no clean coordinate: the white-box audit did not run"))
     elif row.audit.startswith("crafted_pair"):
         # Gaussian noise: the pair's own ε at δ; the Gamma-norm (pure DP): its privacy loss is at most
         # ε · ‖W_d − W_d'‖ / Δ2, the pair's own ε at δ = 0
