@@ -145,15 +145,16 @@ def stage_seed(stage):
 def tuning_sections(section):
     """The config sections a section's tuning reads: its own, the release grid (`protect`) where
     its score is taken after noise, the sampler (`sensitivity`) whose Δ the head's noise needs, and
-    of `tuning` only the folds and its own grid; so a change of the certified grid does not retune
-    (and retrain) the released head."""
+    of `tuning` only the folds, its own grid and (the head's) the arithmetic of its trainings; so a
+    change of the certified grid does not retune (and retrain) the released head."""
     keys = {
         "head": ["head", "protect", "sensitivity"],
         "certified": ["certified", "protect"],
         "dpsgd": ["dpsgd", "protect"],
     }[section]
     tuning = config.get("tuning", {})
-    return {key: config[key] for key in keys} | {"tuning": {k: tuning[k] for k in ("folds", section) if k in tuning}}
+    read = ("folds", section, f"{section}_precision")  # only the head has one
+    return {key: config[key] for key in keys} | {"tuning": {k: tuning[k] for k in read if k in tuning}}
 
 
 def tuning_config(section):

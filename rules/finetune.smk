@@ -38,6 +38,7 @@ rule finetune:
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
+        best_head=f"{RESULTS}/{{dataset}}/finetune/best_head.pt",
         metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
     params:
         choices=choice_config("head"),
@@ -59,7 +60,8 @@ rule finetune:
         ENV
     shell:
         "python {input.script:q} --features {input.features:q} {params.head} --out {output.head:q}"
-        " --metrics {output.metrics:q} --device {params.device} {params.threads_option} {params.choices} 2> {log:q}"
+        " --best-out {output.best_head:q} --metrics {output.metrics:q} --device {params.device} {params.threads_option}"
+        " {params.choices} 2> {log:q}"
 
 
 rule certified_head:

@@ -8,6 +8,7 @@ if OUTPUT_PERTURBATION:
             script=script("protect.py"),
             features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
             clean=f"{RESULTS}/{{dataset}}/finetune/head.pt",
+            best_clean=f"{RESULTS}/{{dataset}}/finetune/best_head.pt",
             heads={released_head(m)[0] for m in OUTPUT_PERTURBATION},
             sensitivities={released_head(m)[1] for m in OUTPUT_PERTURBATION},
         output:
@@ -40,7 +41,7 @@ if OUTPUT_PERTURBATION:
             ENV
         shell:
             "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --clean-head {input.clean:q}"
-            " --mechanism {params.mechanisms} --head {params.heads} --sensitivity {params.sensitivities}"
+            " --best-clean-head {input.best_clean:q} --mechanism {params.mechanisms} --head {params.heads} --sensitivity {params.sensitivities}"
             " --eps {params.eps} --delta {params.delta} --repeats {params.repeats} --seed {params.seeds}"
             " --out-csv {output.csv:q} --out-heads {output.heads:q} --device {params.device} {params.graph}"
             " {params.threads_option} {params.expect} 2> {log:q}"
@@ -53,6 +54,7 @@ rule protect_dpsgd:
         script=script("protect_dpsgd.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
+        best_clean=f"{RESULTS}/{{dataset}}/finetune/best_head.pt",
     output:
         csv=f"{RESULTS}/{{dataset}}/protect/dpsgd.csv",
         heads=f"{RESULTS}/{{dataset}}/protect/dpsgd.pt",
@@ -80,7 +82,7 @@ rule protect_dpsgd:
         ENV
     shell:
         "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --head {input.head:q}"
-        " {params.head} {params.dpsgd} --eps {params.eps} --delta {params.delta} {params.graph}"
+        " --best-clean-head {input.best_clean:q} {params.head} {params.dpsgd} --eps {params.eps} --delta {params.delta} {params.graph}"
         " --seed {params.seed} --out-csv {output.csv:q} --out-heads {output.heads:q} --device {params.device}"
         " {params.threads_option} {params.choices} 2> {log:q}"
 

@@ -26,6 +26,8 @@ def main() -> None:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--features", required=True)
     parser.add_argument("--clean-head", required=True, help="the non-private released head (finetune rule)")
+    parser.add_argument("--best-clean-head", required=True,
+                        help="the tuning grid's best noise-free head (finetune rule): the second baseline")
     parser.add_argument("--mechanism", required=True, nargs="+", choices=OUTPUT_PERTURBATION_METHODS)
     parser.add_argument("--head", required=True, nargs="+", help="the head each method perturbs (.pt)")
     parser.add_argument("--sensitivity", required=True, nargs="+", help="that head's sensitivity record (JSON)")
@@ -59,14 +61,19 @@ def main() -> None:
     # release's utility loss pairs with it record by record
     clean_right = correct({k: v.to(device) for k, v in clean_head["params"].items()}, x, y)[0].cpu()
     clean = float(clean_right.to(torch.float64).mean())
+    best_head = load_tensor_file(args.best_clean_head, HEAD)
+    best_right = correct({k: v.to(device) for k, v in best_head["params"].items()}, x, y)[0].cpu()
+    baselines = {"clean_decisions": pack_decisions(clean_right.numpy()),
+                 "best_clean_decisions": pack_decisions(best_right.numpy())}
     for mechanism, *paths in zip(args.mechanism, *per_method):
-        release(mechanism, *paths, x, y, clean, pack_decisions(clean_right.numpy()), args, device, log)
+        release(mechanism, *paths, x, y, clean, baselines, args, device, log)
 
 
 def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, out_csv: str, out_heads: str,
-            x: torch.Tensor, y: torch.Tensor, clean: float, clean_decisions: str, args, device: torch.device,
+            x: torch.Tensor, y: torch.Tensor, clean: float, baselines: dict[str, str], args, device: torch.device,
             log) -> None:
-    """Every ε × draw of one method's release of its head: accuracy, utility loss, the claim."""
+    """Every ε × draw of one method's release of its head: accuracy, utility loss, the claim;
+    `baselines`: the packed test decisions of the two non-private heads, on every row."""
     sensitivity = load_sensitivity(sensitivity_path, expected_of(args.expect, sensitivity_path))
     head = load_tensor_file(head_path, HEAD)
     released = {k: v.to(device) for k, v in head["params"].items()}
@@ -83,7 +90,7 @@ def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, ou
              "noise_scale": c.noise_scale, "sensitivity_norm": c.sensitivity_norm, "sensitivity": c.sensitivity,
              "guarantee_kind": c.guarantee_kind, "guarantee": c.guarantee, "clean_accuracy": clean,
              "accuracy": float(acc[e, r]), "utility_loss": float(loss[e, r]), "n_test": len(y),
-             "decisions": pack_decisions(right[e, r].numpy()), "clean_decisions": clean_decisions}
+             "decisions": pack_decisions(right[e, r].numpy()), **baselines}
             for e, c in enumerate(calibrations) for r in range(n_rep)]
     # The noise-free limit: the same head without noise (the same in every draw), so that a
     # reader sees what the method loses to its training and what to its noise.
@@ -94,7 +101,7 @@ def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, ou
               "noise_scale": 0.0, "sensitivity_norm": c.sensitivity_norm, "sensitivity": c.sensitivity,
               "guarantee_kind": "none", "guarantee": NOISE_FREE, "clean_accuracy": clean, "accuracy": limit,
               "utility_loss": float(utility_loss(torch.tensor(limit, dtype=torch.float64), clean)),
-              "n_test": len(y), "decisions": pack_decisions(limit_right.numpy()), "clean_decisions": clean_decisions}
+              "n_test": len(y), "decisions": pack_decisions(limit_right.numpy()), **baselines}
              for r in range(n_rep)]
     log.info("device %s, %s: non-private accuracy %.4f; mean accuracy per eps %s", device, mechanism, clean,
              dict(zip(args.eps, acc.mean(1).round(decimals=4).tolist())))

@@ -42,6 +42,8 @@ def main() -> None:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--features", required=True, help=f"features (.pt) with keys {', '.join(FEATURE_KEYS)}")
     parser.add_argument("--head", required=True, help="the non-private released head (.pt) of the finetune rule")
+    parser.add_argument("--best-clean-head", required=True,
+                        help="the tuning grid's best noise-free head (finetune rule): the second baseline")
     parser.add_argument("--head-spec", type=json_object, default={}, help="JSON object of HeadSpec fields")
     parser.add_argument("--dpsgd", type=json_object, required=True,
                         help="the tuned settings (@tuning/dpsgd.json): per_eps [{eps, spec}] and noise_free, "
@@ -150,6 +152,8 @@ def main() -> None:
     x_test, y_test = x_test.to(device), y_test.to(device)
     clean_right = correct({k: v.to(device) for k, v in head["params"].items()}, x_test, y_test)[0].cpu()
     clean, clean_decisions = float(clean_right.to(torch.float64).mean()), pack_decisions(clean_right.numpy())
+    best_head = load_tensor_file(args.best_clean_head, HEAD)
+    best_right = correct({k: v.to(device) for k, v in best_head["params"].items()}, x_test, y_test)[0].cpu()
     right = correct(unflatten(flat.reshape(-1, n_par).to(device), shapes), x_test, y_test).cpu()
     right = right.reshape(n_eps, n_rep, -1)
     acc = right.to(torch.float64).mean(-1)
@@ -164,7 +168,7 @@ def main() -> None:
     rows += [result_row(args, noise_free, r, run, math.inf, "none", NOISE_FREE, clean, limit_right[r])
              for r, run in enumerate(limit)]
     for row in rows:
-        row["clean_decisions"] = clean_decisions
+        row["clean_decisions"], row["best_clean_decisions"] = clean_decisions, pack_decisions(best_right.numpy())
     log.info("device %s, dpsgd: non-private accuracy %.4f; mean accuracy per eps %s; noise-free limit %.4f", device,
              clean, dict(zip([c.eps for c, _ in reached], acc.mean(1).round(decimals=4).tolist())),
              float(limit_acc.mean()))

@@ -38,7 +38,8 @@ def main() -> None:
     x, y, n_classes, n, splits = load_tuning_folds(args.features, args.config, args.seed, log.info)
     start = time.perf_counter()
     rows = tuning.tune_head(x, y, n_classes, points, splits, tuple(family), tuple(protect["eps"]), protect["delta"],
-                            protect["repeats"], sampler, args.seed, log=log.info)
+                            protect["repeats"], sampler, args.seed, log=log.info,
+                            precision=args.config["tuning"].get("head_precision"))
     chosen = tuning.least_regret_point(rows) if family else tuning.best_point(rows, math.inf)
     write_choice(args.out_dir, "head", grid_table(rows, points, varied_fields(args.config, "head"),
                                                   lambda r: r["point"] == chosen), points[chosen])

@@ -296,7 +296,8 @@ def utility_rows(methods=("alm", "laplace"), eps=(1.0, 10.0), repeats=2) -> pd.D
                           "noise_scale": 2.0 / e, "sensitivity_norm": "l1", "sensitivity": 2.0,
                           "guarantee_kind": "random_dp", "guarantee": "(1, γ=0.2)-random DP", "clean_accuracy": 0.9,
                           "accuracy": 0.5 + 0.01 * r, "utility_loss": 1 - (0.5 + 0.01 * r) / 0.9,
-                          "n_test": N_TEST, "decisions": right_of(50 + r), "clean_decisions": right_of(90)}
+                          "n_test": N_TEST, "decisions": right_of(50 + r), "clean_decisions": right_of(90),
+                          "best_clean_decisions": right_of(92)}
                          for m in methods for e in eps for r in range(repeats)])
 
 
@@ -668,6 +669,21 @@ def test_a_reader_checks_a_choice_file_before_any_work_when_its_rule_gives_the_g
         parse("--head", f"@{path}", "--choice-config", json.dumps({"head": HEAD_TUNING}))
     inline = parse("--head", json.dumps(HEAD_SECTION | {"epochs": 7}), "--choice-config", json.dumps({"head": HEAD_TUNING}))
     assert inline.head["epochs"] == 7  # an inline spec is no tuned file
+
+
+@pytest.mark.parametrize("best, expected", [((True, False), 0), ((False, True), 1), ((True, True), None),
+                                            ((False, False), None)])
+def test_the_best_noise_free_point_is_the_one_its_table_marks(tmp_path, best, expected):
+    """The second baseline of the utility loss: the noise-free row marked best_at_eps, mapped to the
+    config grid's point; no marked row, or two, is refused naming the file and field."""
+    rows = [{**row, "method": "head", "best_at_eps": b} for row, b in zip(HEAD_ROWS, best)]
+    rows.append({"point": 0, "epochs": 20, "eps": 1.0, "method": "alm", "chosen": False, "best_at_eps": True})
+    path = tuning_files(tmp_path, "head", rows, {**HEAD_SECTION, "epochs": 50})
+    if expected is None:
+        refused(path.with_suffix(".csv"), "best_at_eps", artefacts.best_noise_free_point, HEAD_TUNING)
+        return
+    point, spec = artefacts.best_noise_free_point(path, HEAD_TUNING)
+    assert point == expected and spec == {**HEAD_SECTION, "epochs": (20, 50)[expected]}
 
 
 def canary_audit_rows() -> pd.DataFrame:

@@ -58,7 +58,8 @@ def utility(points: dict, kinds: dict | None = None) -> pd.DataFrame:
     kinds = kinds or {}
     return pd.DataFrame([{"mechanism": m, "eps": e, "repeat": r, "guarantee_kind": kinds.get(m, "approx_dp"),
                           "n_test": N_TEST, "accuracy": d.mean(), "clean_accuracy": CLEAN.mean(),
-                          "decisions": pack_decisions(d), "clean_decisions": pack_decisions(CLEAN)}
+                          "decisions": pack_decisions(d), "clean_decisions": pack_decisions(CLEAN),
+                          "best_clean_decisions": pack_decisions(CLEAN)}
                          for (m, e), draws in points.items() for r, d in enumerate(draws)])
 
 

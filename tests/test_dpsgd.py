@@ -199,6 +199,7 @@ def script_arguments(tmp_path: Path, eps: list[str], head_spec: dict) -> list[st
     tuned = {"per_eps": [{"eps": float(e), "spec": dpsgd | ({"epochs": 3} if float(e) == 100 else {})} for e in eps],
              "noise_free": dpsgd}
     return ["--dataset", "blobs", "--features", str(feats), "--head", str(tmp_path / "head.pt"),
+            "--best-clean-head", str(tmp_path / "head.pt"),
             "--head-spec", json.dumps(head_spec), "--dpsgd", json.dumps(tuned), "--eps", *eps, "--delta", str(DELTA),
             "--seed", "11", "--out-csv", str(tmp_path / "dpsgd.csv"), "--out-heads", str(tmp_path / "dpsgd.pt"),
             "--threads", "1", "--device", "cpu"]
@@ -217,7 +218,7 @@ def test_script_end_to_end(tmp_path):
         "dataset", "mechanism", "eps", "delta", "repeat", "noise_scale", "sensitivity_norm", "sensitivity",
         "guarantee_kind", "guarantee", "clean_accuracy", "accuracy", "utility_loss", "n_test", "decisions",
         "noise_multiplier", "sample_rate", "steps", "eps_spent", "dpsgd_lr", "dpsgd_epochs", "dpsgd_batch_size",
-        "dpsgd_clip_norm", "dpsgd_momentum", "clean_decisions"]
+        "dpsgd_clip_norm", "dpsgd_momentum", "clean_decisions", "best_clean_decisions"]
     assert len(everything) == 3 * SPEC.repeats  # (reached ε + the noise-free limit) × repeats
     limit, table = everything[everything.eps == math.inf], everything[everything.eps < math.inf]
     assert (limit.noise_scale == 0).all() and (limit.guarantee_kind == "none").all()

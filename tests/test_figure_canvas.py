@@ -139,7 +139,8 @@ def release_frames() -> tuple[pd.DataFrame, pd.DataFrame]:
                                     "clean_accuracy": clean.mean(), "accuracy": right.mean(),
                                     "utility_loss": 1 - right.mean() / clean.mean(), "n_test": N_TEST,
                                     "decisions": pack_decisions(right),
-                                    "clean_decisions": pack_decisions(clean) if post_hoc else np.nan})
+                                    "clean_decisions": pack_decisions(clean) if post_hoc else np.nan,
+                                    "best_clean_decisions": pack_decisions(clean) if post_hoc else np.nan})
                     if math.isinf(eps):
                         continue
                     bits = _bits(rng, 0.5 + 0.02 * math.log10(eps), 2 * N_MEMBERS)

@@ -58,6 +58,7 @@ class Frames:
     test: dict  # (dataset, method, ε) -> the release's decisions on the test records
     attack: dict  # (dataset, method, ε) -> the adaptive shadow-MLP attack's decisions; method "none": ε None
     auc: dict  # (dataset, method, ε) -> the adaptive shadow-MLP attack's AUC per draw
+    best: dict  # dataset -> the tuning grid's best noise-free head's decisions on the test records
 
 
 def _draws(rng, rate: float, records: int, copies: bool = False) -> np.ndarray:
@@ -69,7 +70,7 @@ def _draws(rng, rate: float, records: int, copies: bool = False) -> np.ndarray:
 @pytest.fixture(scope="module")
 def frames() -> Frames:
     rng = np.random.default_rng(0)
-    utility, mia, clean, test, attack, auc = [], [], {}, {}, {}, {}
+    utility, mia, clean, test, attack, auc, best = [], [], {}, {}, {}, {}, {}
 
     def mia_row(dataset, method, eps, repeat, name, adaptive, bits, area):
         mia.append({"dataset": dataset, "mechanism": method, "eps": eps, "repeat": repeat, "attack": name,
@@ -78,6 +79,7 @@ def frames() -> Frames:
 
     for dataset in DATASETS:
         clean[dataset] = rng.random(N_TEST) < CLEAN_RATE[dataset]
+        best[dataset] = clean[dataset] | (rng.random(N_TEST) < 0.3)  # right wherever the clean head is, and more
         attack[(dataset, "none", None)] = _draws(rng, 0.7, 2 * N_MEMBERS)
         for repeat, bits in enumerate(attack[(dataset, "none", None)]):
             mia_row(dataset, "none", np.nan, repeat, "shadow_mlp", True, bits, 0.75)
@@ -97,7 +99,8 @@ def frames() -> Frames:
                                     "clean_accuracy": clean[dataset].mean(), "accuracy": right.mean(),
                                     "utility_loss": 1 - right.mean() / clean[dataset].mean(), "n_test": N_TEST,
                                     "decisions": pack_decisions(right),
-                                    "clean_decisions": pack_decisions(clean[dataset]) if post_hoc else np.nan})
+                                    "clean_decisions": pack_decisions(clean[dataset]) if post_hoc else np.nan,
+                                    "best_clean_decisions": pack_decisions(best[dataset]) if post_hoc else np.nan})
                     bits = attack[key][repeat]
                     mia_row(dataset, method, eps, repeat, "shadow_mlp", True, bits, auc[key][repeat])
                     # every other attack decides the opposite, so that a reader of the wrong rows is seen
@@ -106,7 +109,7 @@ def frames() -> Frames:
     mia = pd.DataFrame(mia)
     for metric in ("accuracy", "auc"):  # intervals as the attack rule writes them (their width does not matter here)
         mia[f"{metric}_lo"], mia[f"{metric}_hi"] = (mia[metric] - 0.05).clip(0, 1), (mia[metric] + 0.05).clip(0, 1)
-    return Frames(pd.DataFrame(utility), mia, clean, test, attack, auc)
+    return Frames(pd.DataFrame(utility), mia, clean, test, attack, auc, best)
 
 
 def segments(ax) -> dict[str, list]:
@@ -266,6 +269,10 @@ def test_table2_matches_a_plain_computation_on_the_decisions(frames):
         assert none.accuracy == pytest.approx(clean.mean())
         assert (none.accuracy_lo, none.accuracy_hi) == pytest.approx(clopper_pearson(int(clean.sum()), N_TEST))
         assert none.test_records == N_TEST and none.utility_loss == 0
+        best = frames.best[dataset]  # the released head's loss against the grid's best, paired by record
+        assert none.utility_loss_best == pytest.approx(1 - clean.mean() / best.mean()) and none.utility_loss_best > 0
+        ratio = paired_ratio(clean[None], best[None])
+        assert (none.utility_loss_best_lo, none.utility_loss_best_hi) == pytest.approx((1 - ratio.hi, 1 - ratio.lo))
         unprotected = frames.attack[(dataset, "none", None)]
         assert none.mia_accuracy == pytest.approx(unprotected.mean())
         assert none.mia_records == 2 * N_MEMBERS
@@ -285,12 +292,16 @@ def test_table2_matches_a_plain_computation_on_the_decisions(frames):
         assert row.accuracy_lo <= row.accuracy <= row.accuracy_hi
         mia_accuracy = proportion(attack)
         assert (row.mia_accuracy_lo, row.mia_accuracy_hi) == pytest.approx((mia_accuracy.lo, mia_accuracy.hi))
+        best = frames.best[row.dataset]
+        assert row.utility_loss_best == pytest.approx(1 - right.mean() / best.mean())
         if row.method == "dpcl":  # no clean decisions: the accuracy's interval, mapped
             loss = (1 - accuracy.hi / clean.mean(), 1 - accuracy.lo / clean.mean())
+            loss_best = (1 - accuracy.hi / best.mean(), 1 - accuracy.lo / best.mean())
         else:  # paired with the clean head on the same test records
-            ratio = paired_ratio(right, clean[None])
-            loss = (1 - ratio.hi, 1 - ratio.lo)
+            ratio, ratio_best = paired_ratio(right, clean[None]), paired_ratio(right, best[None])
+            loss, loss_best = (1 - ratio.hi, 1 - ratio.lo), (1 - ratio_best.hi, 1 - ratio_best.lo)
         assert (row.utility_loss_lo, row.utility_loss_hi) == pytest.approx(loss)
+        assert (row.utility_loss_best_lo, row.utility_loss_best_hi) == pytest.approx(loss_best)
         assert row.guarantee_kind == kind_of(row.method, row.eps)
     md = markdown(table)
     assert md.count("\n| digits |") == 1 + 2 * len(SHOWN) and "random_dp" in md

@@ -36,9 +36,10 @@ from test_workflow import (
 
 from privssl.audit.audit_names import CANARY_AUDITS, CRAFTED_AUDITS
 from privssl.audit.bounds import one_run_ceiling
+from privssl.io import pack_decisions
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
 from privssl.release.tuning_spec import grid_points
-from privssl.training.heads import HeadSpec
+from privssl.training.heads import HeadSpec, correct, train_head
 
 pytestmark = pytest.mark.workflow
 
@@ -111,8 +112,8 @@ class WorkflowRun:
         self.config = write_config({**tiny_config(), "data_root": str(root / "data")}, root / "tiny_config.yaml")
         self.expected = tiny_config()
 
-    def snakemake(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return run_snakemake(self.workdir, self.config, *args, snakefile=self.snakefile, check=check)
+    def snakemake(self, *args: str, check: bool = True, warm: bool = False) -> subprocess.CompletedProcess:
+        return run_snakemake(self.workdir, self.config, *args, snakefile=self.snakefile, check=check, warm=warm)
 
     def path(self, relative: str) -> Path:
         return self.workdir / relative
@@ -121,7 +122,9 @@ class WorkflowRun:
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> WorkflowRun:
     run = WorkflowRun(tmp_path_factory.mktemp("tiny_workflow"))
-    run.snakemake()
+    # the warm start (privssl.warm): ~2.5 s of CPU less for each of ~85 jobs, the suite's longest
+    # unit; tests/test_warm_start.py checks that a job's outputs are those of a fresh interpreter
+    run.snakemake(warm=True)
     return run
 
 
@@ -294,6 +297,29 @@ def test_the_tuning_rules_choice_is_what_the_releases_train_with(tiny_run):
     for eps, spec in chosen.items():  # the chosen point is the best scored at its ε
         at = scores[scores.eps == eps]
         assert at[at.chosen].accuracy.item() == at.accuracy.max() and at[at.chosen].lr.item() == spec["lr"]
+
+
+def test_the_second_baseline_is_the_grids_best_noise_free_head_trained_on_d(tiny_run):
+    """finetune/best_head.pt is the point of the tuning grid with the highest noise-free accuracy
+    (the first on ties, found here from head.csv's scores), trained on d as the released head is;
+    every post-hoc utility row carries its test decisions."""
+    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/tuning/head.csv"))
+    noise_free = table[(table.method == "head") & np.isinf(table.eps)]
+    top = noise_free[noise_free.accuracy == noise_free.accuracy.max()].point.min()
+    spec = HeadSpec.from_config(grid_points(tiny_run.expected, "head")[top])
+    best = torch.load(tiny_run.path(f"{RESULTS}/digits/finetune/best_head.pt"), weights_only=True)
+    assert best["spec"] == spec.__dict__
+    feats = torch.load(tiny_run.path(f"{RESULTS}/digits/finetune/features.pt"), weights_only=True)
+    trained = train_head(spec, feats["finetune"], feats["finetune_labels"], feats["n_classes"])
+    for name, value in trained.items():
+        torch.testing.assert_close(best["params"][name], value, rtol=0, atol=1e-12)
+    right = correct(trained, feats["test"], feats["test_labels"])[0].numpy()
+    metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())
+    assert metrics["best_point"] == top and metrics["best_test_accuracy"] == pytest.approx(right.mean(), abs=1e-12)
+    utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    post_hoc = utility[utility.clean_decisions.notna()]
+    assert not post_hoc.empty and (post_hoc.best_clean_decisions == pack_decisions(right)).all()
+    assert utility[utility.clean_decisions.isna()].best_clean_decisions.isna().all()
 
 
 def test_guarantee_kinds_follow_the_sensitivity_source(tiny_run):

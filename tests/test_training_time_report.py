@@ -111,7 +111,8 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame, dict]:
                                     "clean_accuracy": clean.mean(), "accuracy": test[repeat].mean(),
                                     "utility_loss": 1 - test[repeat].mean() / clean.mean(), "n_test": n_test,
                                     "decisions": pack_decisions(test[repeat]),
-                                    "clean_decisions": pack_decisions(clean) if post_hoc else np.nan})
+                                    "clean_decisions": pack_decisions(clean) if post_hoc else np.nan,
+                                    "best_clean_decisions": pack_decisions(clean) if post_hoc else np.nan})
                     # a reader of the wrong rows (not adaptive, another attack) would see the opposite decisions
                     for attack_name, adaptive, bits in (("shadow_mlp", True, attack[repeat]),
                                                         ("shadow_mlp", False, ~attack[repeat]),

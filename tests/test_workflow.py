@@ -79,10 +79,12 @@ def snakemake_command(workdir: Path, configfile: Path | None = None, *args: str,
 
 
 def run_snakemake(workdir: Path, configfile: Path | None = None, *args: str, snakefile: Path = REPO / "Snakefile",
-                  check: bool = True, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
-    """Run snakemake to completion; with `check`, fail the test with its output if it fails."""
+                  check: bool = True, timeout: float = RUN_TIMEOUT_S, warm: bool = False) -> subprocess.CompletedProcess:
+    """Run snakemake to completion; with `check`, fail the test with its output if it fails; with
+    `warm`, its jobs fork from one interpreter that imported torch once (PRIVSSL_WARM_START)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(snakemake_command(workdir, configfile, *args, snakefile=snakefile), env=snakemake_env(),
+    env = snakemake_env() | {"PRIVSSL_WARM_START": "1" if warm else "0"}
+    proc = subprocess.run(snakemake_command(workdir, configfile, *args, snakefile=snakefile), env=env,
                           cwd=workdir, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         pytest.fail(f"snakemake {' '.join(args)} failed (exit {proc.returncode}):\n"

@@ -772,6 +772,8 @@ UTILITY = {"dataset": Text(), "mechanism": Text(METHODS), "eps": Num(0, low_open
            "guarantee_kind": Text(GUARANTEE_KINDS), "guarantee": Text(), "clean_accuracy": Num(0, 1, low_open=True),
            "accuracy": PROBABILITY, "utility_loss": Num(None, 1), "n_test": Num(2, integer=True),
            "decisions": Decisions(("n_test",)), "clean_decisions": Decisions(("n_test",), optional=True),
+           # the tuning grid's best noise-free head on the same records (rule finetune's best_head.pt)
+           "best_clean_decisions": Decisions(("n_test",), optional=True),
            "grid": (("dataset", "mechanism"), ("eps", "repeat")),
            "relations": noise_free_limits}
 MIA = {**_KEY, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("mechanism", "none")), "repeat": COUNT,
@@ -1230,6 +1232,23 @@ def check_tuning_choice(path, section: str, choice: dict, config: dict) -> None:
     for entry in per_eps:
         check(entry["spec"], finite[finite.eps.astype(float) == float(entry["eps"])], f" at ε = {entry['eps']:g}")
     check(choice.get("noise_free"), chosen[~np.isfinite(chosen.eps.astype(float))], " (noise-free)")
+
+
+def best_noise_free_point(path, config: dict) -> tuple[int, dict]:
+    """The tuning grid's best noise-free point of the head (the row of method `head` at ε = ∞ that
+    the table beside `path` marks best_at_eps) and its settings: the head the paper would release
+    without noise, the baseline of a utility loss beside the head chosen for its noise. `config`:
+    the sections the head's tuning read (rules/common.smk's tuning_config)."""
+    points = grid_points(config, "head")
+    table_path = Path(path).with_suffix(".csv")
+    table = read_table(table_path)
+    require(table_path, table, ["point", "method", "eps", "best_at_eps"], "column")
+    best = table[(table.method == "head") & np.isinf(table.eps.astype(float)) & (table.best_at_eps.astype(str) == "True")]
+    if len(best) != 1 or not 0 <= int(best.point.iloc[0]) < len(points):
+        fail(table_path, "best_at_eps", f"{len(best)} best noise-free rows (method head, ε = inf), points "
+             f"{sorted(best.point)}", f"one row, a point of the {len(points)} of tuning.head")
+    point = int(best.point.iloc[0])
+    return point, points[point]
 
 
 def parse_checking_choices(parser):

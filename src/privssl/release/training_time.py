@@ -74,7 +74,7 @@ def utility_rows(dataset: str, method: str, runs: list[dict], delta: float, clea
                      "decisions": pack_decisions(correct.numpy()),
                      # the network is the release's own, not the clean head perturbed: no record-by-record
                      # pairing with the clean head (its utility loss takes the clean accuracy as exact)
-                     "clean_decisions": None,
+                     "clean_decisions": None, "best_clean_decisions": None,
                      "noise_multiplier": run["noise_multiplier"], "sample_rate": run["sample_rate"],
                      "steps": run["steps"], "eps_spent": run["eps_spent"]})
     return pd.DataFrame(rows)

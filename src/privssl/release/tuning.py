@@ -83,16 +83,21 @@ def _noisy_hits(hits: dict, flat: torch.Tensor, shapes: dict, queries: torch.Ten
 def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dict],
               splits: list[tuple[torch.Tensor, torch.Tensor]], methods: tuple[str, ...] = (),
               eps_grid: tuple[float, ...] = (), delta: float = 0.0, draws: int = 1, sampler: dict | None = None,
-              seed: int = 0, log: Callable[[str], None] | None = None) -> list[dict]:
+              seed: int = 0, log: Callable[[str], None] | None = None, precision: str | None = None) -> list[dict]:
     """Validation accuracy of A_S at every point: noise-free (method `head`, ε = ∞; one batched
     training per point, its folds stacked) and, for each output-perturbation method of `methods`
     at each ε, released with the noise of the point's own Δ: `sampler` ({m, rho, gamma,
-    chunk_size}) samples it on (x, y), the public pool, with data sets of |d| = the folds' size."""
+    chunk_size}) samples it on (x, y), the public pool, with data sets of |d| = the folds' size.
+
+    `precision` (config `tuning.head_precision`): the arithmetic of every training here, whatever
+    the point's own; None keeps the point's. float32 halves the tuning's time, and it only moves
+    the choice: the chosen point is trained, and its Δ sampled afresh, in its own precision by the
+    release's rules (docs/tuning.md gives the measured agreement of the two precisions' rows)."""
     rows = []
     sets = torch.stack([train for train, _ in splits])
     n = sets.shape[1]
     for index, point in with_progress(enumerate(points), len(points), log, "head grid points"):
-        spec = HeadSpec.from_config(point)
+        spec = HeadSpec.from_config(point if precision is None else {**point, "precision": precision})
         heads = train_heads_on_sets(spec, x, y, sets, n_classes)
         correct = np.array([_correct({k: v[f:f + 1] for k, v in heads.items()}, x[val], y[val])[0]
                             for f, (_, val) in enumerate(splits)])

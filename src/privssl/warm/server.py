@@ -1,0 +1,173 @@
+"""The warm start's server (privssl.warm): imports the heavy libraries once, then forks a copy of
+itself for each job the client hands over and reports the job's exit status back.
+
+One thread, and no work before a fork but imports, so every child starts as a fresh interpreter
+would after those imports: no thread pool, no CUDA context (torch creates both on first use, in
+the child). The loop waits on the socket and on a self-pipe that SIGCHLD writes to, so a job's
+status reaches its client as soon as the job ends. The server exits with its parent (Snakemake)."""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import importlib
+import json
+import os
+import runpy
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import traceback
+import warnings
+
+from privssl.warm.client import HEADER, STATUS, receive
+
+# third-party libraries the jobs import, heaviest first; never privssl (a run may edit it) and
+# nothing a job configures before import (matplotlib's backend: pyplot is left to the job)
+PRELOADED = ("torch", "torchvision", "numpy", "pandas", "scipy.stats", "scipy.optimize", "scipy.special",
+             "matplotlib", "sklearn", "torch_geometric")
+
+
+def preload() -> None:
+    # quietly: an import's warning belongs to the job that would import it (here: the run's terminal)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in PRELOADED:
+            try:
+                importlib.import_module(name)
+            except ImportError:  # an environment without it (the graph track's): its jobs import their own
+                pass
+
+
+def run_job(connection: socket.socket, streams: list[int], request: dict, base_path: list[str]) -> None:
+    """In the forked child: become the job's `python SCRIPT ARGS…` and exit with its status."""
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGCHLD, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(streams):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    script, *args = request["argv"]
+    sys.argv = [script, *args]
+    # as `python SCRIPT`: the script's folder first, then PYTHONPATH, then the interpreter's own
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [os.path.dirname(os.path.abspath(script)), *extra, *base_path]
+
+    def watch() -> None:  # the client gone (the job cancelled): end the job with it
+        if not connection.recv(1):
+            os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()
+    code = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exit_:
+        if exit_.code is None:
+            code = 0
+        elif isinstance(exit_.code, int):
+            code = exit_.code
+        else:  # sys.exit("message"): printed, status 1, as the interpreter does
+            print(exit_.code, file=sys.stderr)
+            code = 1
+    except BaseException as error:  # noqa: BLE001 - the interpreter's behaviour: the traceback, status 1
+        print_from_script(error, os.path.abspath(script))
+        code = 1
+    try:
+        atexit._run_exitfuncs()  # the job's own (logging's flush); the server registered none
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def print_from_script(error: BaseException, script: str) -> None:
+    """The traceback as `python SCRIPT` prints it: from the script's frame on, without this
+    module's and runpy's frames above it."""
+    tb = error.__traceback__
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
+        tb = tb.tb_next
+    traceback.print_exception(type(error), error, tb or error.__traceback__)
+
+
+def exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code  # killed by signal s: 128 + s, as a shell says
+
+
+def serve(socket_path: str, parent: int) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path)
+    listener.listen(64)  # clients that come while the imports run wait here
+    preload()
+    base_path = sys.path[1:]  # without this module's own folder
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    jobs: dict[int, socket.socket] = {}
+    while os.getppid() == parent:
+        ready, _, _ = select.select([listener, wake_read], [], [], 1.0)
+        if wake_read in ready:
+            while True:
+                try:
+                    if not os.read(wake_read, 512):
+                        break
+                except BlockingIOError:
+                    break
+        if listener in ready:
+            connection, _ = listener.accept()
+            try:
+                header, streams, _, _ = socket.recv_fds(connection, HEADER.size, 3)
+                header += receive(connection, HEADER.size - len(header))
+                request = json.loads(receive(connection, HEADER.unpack(header)[0]))
+                if len(streams) != 3:
+                    raise ValueError(f"{len(streams)} standard streams received, 3 expected")
+            except (OSError, ValueError, struct.error):
+                connection.close()
+                continue
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                os.close(wake_read)
+                os.close(wake_write)
+                for other in jobs.values():
+                    other.close()
+                run_job(connection, streams, request, base_path)
+            for fd in streams:
+                os.close(fd)
+            jobs[pid] = connection
+        while jobs:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            connection = jobs.pop(pid, None)
+            if connection is not None:
+                try:
+                    connection.sendall(STATUS.pack(exit_code(status)))
+                except OSError:  # the client is gone
+                    pass
+                connection.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--parent", type=int, required=True, help="exit when this process is gone")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    serve(args.socket, args.parent)
+
+
+if __name__ == "__main__":
+    main()
