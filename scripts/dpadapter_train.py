@@ -118,8 +118,9 @@ def main() -> None:
     for kind, rho in pretrainings:
         start = time.monotonic()
         # one initialisation and batch order for every kind: they differ only in the perturbation
+        pretraining_seed = draw_seed(args.seed, 0)
         pretrained, rows = pretrain_classifier(kind, rho, sam_spec, public_images, public_labels,
-                                               n_classes, public, draw_seed(args.seed, 0), log.info)
+                                               n_classes, public, pretraining_seed, log.info)
         pretrained.to(device)
         history += [{"dataset": args.dataset, "pretraining": kind, "rho": rho, **row} for row in rows]
         test_images, test_labels = sets.images["test"], sets.labels["test"]
@@ -145,7 +146,8 @@ def main() -> None:
                                                      robust["noise"], robust["draws"],
                                                      torch.Generator().manual_seed(args.seed))
                     results.append({"dataset": args.dataset, "pretraining": kind, "rho": rho, "eps": eps,
-                                    "repeat": repeat, "accuracy": down_accuracy, "n_test": len(test_labels),
+                                    "repeat": repeat, "pretraining_seed": pretraining_seed,
+                                    "accuracy": down_accuracy, "n_test": len(test_labels),
                                     "decisions": pack_decisions(down_correct.cpu().numpy()),
                                     "robust_accuracy": down_robust, "pretrain_accuracy": pre_accuracy,
                                     "pretrain_robust_accuracy": pre_robust, "robust_noise": robust["noise"],

@@ -442,11 +442,14 @@ def test_copies_of_one_draw_give_the_single_draw_interval_not_the_pooled_one(led
 
 # --------------------------------------------------------------------------------- DPAdapter
 
-def dpadapter_rows(dataset, pretraining, rho, draws) -> list[dict]:
+def dpadapter_rows(dataset, pretraining, rho, draws, seeds=None) -> list[dict]:
+    """dpadapter/results.csv rows, one per repeat; `seeds`: each repeat's pre-training (default: one
+    pre-training that every repeat fine-tunes, as dpadapter_train does)."""
+    seeds = seeds or [0] * len(draws)
     return [{"dataset": dataset, "pretraining": pretraining, "rho": rho, "eps": 1.0, "repeat": r,
-             "accuracy": float(d.mean()), "n_test": d.size, "decisions": pack_decisions(d), "robust_accuracy": 0.5,
-             "pretrain_accuracy": 0.6, "pretrain_robust_accuracy": 0.5, "robust_noise": 0.1, "robust_draws": 8,
-             "noise_multiplier": 1.0, "eps_spent": 1.0} for r, d in enumerate(draws)]
+             "pretraining_seed": seed, "accuracy": float(d.mean()), "n_test": d.size, "decisions": pack_decisions(d),
+             "robust_accuracy": 0.5, "pretrain_accuracy": 0.6, "pretrain_robust_accuracy": 0.5, "robust_noise": 0.1,
+             "robust_draws": 8, "noise_multiplier": 1.0, "eps_spent": 1.0} for r, (d, seed) in enumerate(zip(draws, seeds))]
 
 
 def test_dpadapter_and_sam_in_the_papers_order(ledger):
@@ -476,6 +479,26 @@ def test_dpadapter_and_sam_in_the_papers_order(ledger):
                 assert (row.difference, row.difference_lo, row.difference_hi) == (
                     pytest.approx(d), pytest.approx(lo), pytest.approx(hi))
                 assert (row.n, row.draws, row.n_reference) == (N_TEST, 3, N_TEST)
+
+
+@pytest.mark.parametrize("seeds, verdict", [([5, 5, 5], "unresolved"), ([5, 6, 7], "reproduced")])
+def test_dpadapter_claims_count_pre_trainings_not_fine_tunings(catalogue, seeds, verdict):
+    """DPAdapter 0.8 against SAM 0.5 on 3 repeats each: the records alone reproduce the order, but
+    3 DP-SGD fine-tunings of one pre-training per arm are one training of the procedure compared:
+    unresolved under the 3-trainings rule; 3 pre-trainings per arm are judged."""
+    rng = np.random.default_rng(12)
+    base = exact(rng, N_TEST, 240)
+    high, low = draws_of(rng, base, 3), draws_of(rng, flip(rng, base, off=90), 3)
+    ledger = Ledger(catalogue, min_trainings=3)
+    dpadapter_claims(ledger, frame(dpadapter_rows("d", "dpadapter", 0.05, high, seeds),
+                                   dpadapter_rows("d", "sam", 0.05, low, seeds),
+                                   dpadapter_rows("d", "standard", 0.0, low, seeds)))
+    row = one(ledger.frame(), "dpadapter_above_sam")
+    assert row.verdict == verdict and row.draws == 3
+    trainings = len(set(seeds))
+    assert f"3 DP-SGD fine-tunings of {trainings} pre-training" in row.note
+    if verdict == "unresolved":
+        assert "1 training per arm (the records alone read reproduced)" in row.note
 
 
 # --------------------------------------------------------------------------------- branch tables
@@ -731,7 +754,8 @@ def test_dpadapter_rows_say_what_they_compare_and_what_an_open_one_needs(ledger)
     assert list(table.compared) == ["DPAdapter vs vanilla SAM pre-training", "vanilla SAM vs standard pre-training"]
     assert (table.setting == "ε = 1, ρ = 0.05").all() and (table.dataset == "cifar").all()
     assert (table.quantity == "DP-SGD downstream test accuracy").all() and (table.design == "paired by record").all()
-    assert (table.test == "a − b > 0").all() and (table.note == "").all()
+    assert (table.test == "a − b > 0").all()
+    assert (table.note == "1 DP-SGD fine-tuning of 1 pre-training per arm").all()
     assert list(table.verdict) == ["unresolved", "reproduced"]
     per_record = dpadapter.astype(float) - sam
     assert table.difference.iloc[0] == pytest.approx(2 / N_TEST)

@@ -80,7 +80,7 @@ def results_of(values: dict) -> pd.DataFrame:
         for repeat, decisions in enumerate(repeats):
             acc = decisions.mean()
             rows.append({"dataset": dataset, "pretraining": kind, "rho": rho, "eps": eps, "repeat": repeat,
-                         "accuracy": acc, "n_test": N_TEST, "decisions": pack_decisions(decisions),
+                         "pretraining_seed": 0, "accuracy": acc, "n_test": N_TEST, "decisions": pack_decisions(decisions),
                          "robust_accuracy": acc - 0.1 + 0.01 * repeat, "pretrain_accuracy": 0.5 + rho,
                          "pretrain_robust_accuracy": 0.4 + rho, "robust_noise": 0.05, "robust_draws": 10,
                          "noise_multiplier": 10.0 / eps, "eps_spent": 0.999 * eps})

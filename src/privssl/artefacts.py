@@ -800,8 +800,10 @@ AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("met
          "relations": audit_relations}
 # training-time branch: dpadapter_train's results, dpcl_train's accounting (read by its report)
 DPADAPTER_RESULTS = {"dataset": Text(), "pretraining": Text(("standard", "sam", "dpadapter")), "rho": Num(0),
-                     "eps": POSITIVE, "repeat": COUNT, "accuracy": PROBABILITY, "n_test": Num(2, integer=True),
-                     "decisions": Decisions(("n_test",)),
+                     "eps": POSITIVE, "repeat": COUNT,
+                     # the pre-training a row's fine-tuning starts from: the procedure the claims compare
+                     "pretraining_seed": COUNT,
+                     "accuracy": PROBABILITY, "n_test": Num(2, integer=True), "decisions": Decisions(("n_test",)),
                      "robust_accuracy": PROBABILITY, "pretrain_accuracy": PROBABILITY,
                      "pretrain_robust_accuracy": PROBABILITY, "robust_noise": POSITIVE,
                      "robust_draws": Num(1, integer=True), "noise_multiplier": POSITIVE, "eps_spent": Num(0),

@@ -121,9 +121,11 @@ class Ledger:
 
     def add(self, dataset: str, claim: str, setting: str, quantity: str, compared: str, a: dict, b: dict,
             d: Estimate, design: str, test: str, verdict: str, n_needed: float = np.nan, note: str = "",
-            leak: Leak | None = None) -> None:
+            leak: Leak | None = None, trainings: float | None = None) -> None:
         """A row; `leak`: the leak the claim's comparison rests on (privssl.reports.regime), which
-        turns a reproduction on a model that does not leak into `unresolved`."""
+        turns a reproduction on a model that does not leak into `unresolved`; `trainings`: the
+        independent trainings per arm of the procedure a claim compares, where they are not the
+        sides' draws (trainings_per_arm)."""
         if claim not in LEDGER_CLAIMS or verdict not in VERDICTS:
             raise ValueError(f"ledger row {claim!r} with verdict {verdict!r}: allowed claims {LEDGER_CLAIMS}, "
                              f"verdicts {VERDICTS}")
@@ -132,7 +134,8 @@ class Ledger:
         entry = self.catalogue[claim]
         by_records = verdict
         verdict, regime_note = judged(verdict, leak)
-        trainings = trainings_per_arm(claim, a, b)
+        if trainings is None:
+            trainings = trainings_per_arm(claim, a, b)
         few = trainings < self.min_trainings
         if few:  # the records' interval leaves out the training's own luck: no verdict, and no n of records
             regime_note = "; ".join(part for part in (regime_note, (
@@ -389,15 +392,21 @@ def semileak_claims(ledger: Ledger, table: pd.DataFrame) -> None:
 
 def dpadapter_claims(ledger: Ledger, results: pd.DataFrame) -> None:
     """DPAdapter Table 1: DPAdapter above vanilla SAM, SAM above standard pre-training, per ε and ρ,
-    each a difference of downstream accuracy paired on the test records over the repeats."""
+    each a difference of downstream accuracy paired on the test records over the repeats. The
+    claims compare pre-trainings: the trainings behind an arm are its distinct pre-trainings
+    (`pretraining_seed`), not the DP-SGD fine-tunings of one pre-training that the repeats are."""
     for dataset, eps, rho, sides in dpadapter_comparisons(results):
         for claim, high, low, compared in (("dpadapter_above_sam", "dpadapter", "sam", "DPAdapter vs vanilla SAM"),
                                            ("sam_above_standard", "sam", "standard", "vanilla SAM vs standard")):
             d = paired(sides[high], sides[low], TEST_RECORDS)
             verdict, need = directional(d)
+            pretrainings = min(sides[high].pretraining_seed.nunique(), sides[low].pretraining_seed.nunique())
+            tunings = sides[high].repeat.nunique()
             ledger.add(dataset, claim, f"ε = {eps:g}, ρ = {rho:g}", "DP-SGD downstream test accuracy",
                        f"{compared} pre-training", of(test_accuracy(sides[high])), of(test_accuracy(sides[low])), d,
-                       PAIRED, "a − b > 0", verdict, need)
+                       PAIRED, "a − b > 0", verdict, need,
+                       f"{tunings} DP-SGD fine-tuning{'s' if tunings > 1 else ''} of {pretrainings} pre-training"
+                       f"{'s' if pretrainings > 1 else ''} per arm", trainings=float(pretrainings))
 
 
 def dpcl_claims(ledger: Ledger, utility: pd.DataFrame) -> None:
