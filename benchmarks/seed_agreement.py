@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from privssl.reports.regime import FEW_TRAININGS
+
 KEY = ["dataset", "claim", "setting"]
 CALIBRATED = 2 * stats.norm.cdf(stats.norm.ppf(0.975) / math.sqrt(2)) - 1
 
@@ -41,8 +43,11 @@ def estimate_columns(row: pd.Series) -> tuple[float, float, float]:
 
 def compare(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """One row per ledger row both runs judged (no 'not tested'), with an interval of non-zero width
-    in the first run."""
-    judged = [frame[frame.verdict != "not tested"].set_index(KEY) for frame in (first, second)]
+    in the first run, and an interval for its claim: a row about a training procedure with fewer
+    than 3 trainings per arm has none (its interval counts the records of one training; the ledger
+    leaves it unresolved whatever that interval says), so it is left out here and counted apart."""
+    judged = [frame[(frame.verdict != "not tested") & (frame.unresolved_because != FEW_TRAININGS)].set_index(KEY)
+              for frame in (first, second)]
     rows = []
     for key in judged[0].index.intersection(judged[1].index):
         a, b = judged[0].loc[key], judged[1].loc[key]
@@ -63,8 +68,11 @@ def main() -> None:
     parser.add_argument("second", help="claims.csv of the second run")
     parser.add_argument("--out", default=None, help="write the per-row comparison here")
     args = parser.parse_args()
-    rows = compare(*(pd.read_csv(path, keep_default_na=False, na_values=[""]) for path in (args.first,
-                                                                                          args.second)))
+    ledgers = [pd.read_csv(path, keep_default_na=False, na_values=[""]) for path in (args.first, args.second)]
+    rows = compare(*ledgers)
+    few = ledgers[0][ledgers[0].unresolved_because == FEW_TRAININGS]
+    print(f"left out: {len(few)} rows of the first run with fewer than 3 trainings per arm (no interval for their "
+          f"claim): " + ", ".join(f"{claim} {count}" for claim, count in few.claim.value_counts().sort_index().items()))
     if rows.empty:
         raise SystemExit("seed_agreement.py: error: the two ledgers share no row with an interval")
     by_claim = rows.groupby("claim").agg(rows=("inside", "size"), inside=("inside", "sum"), flips=("flip", "sum"))
