@@ -114,16 +114,16 @@ def baseline_accuracy(post_hoc: pd.DataFrame, baseline: str = RELEASED_BASELINE)
 
 
 def release_utility_loss(rows: pd.DataFrame, baseline: str = RELEASED_BASELINE,
-                         baseline_accuracy: float | None = None) -> Estimate:
+                         baseline_value: float | None = None) -> Estimate:
     """The utility loss of one release's draws with its 95 % interval clustered by test record. A
     post-hoc release is paired with the non-private head on the same test records (`utility_loss`,
     from the rows' `baseline` decisions); a training-time release (DPCL, DPAdapter) trains its own
     network and its rows carry no clean decisions, so its accuracy's interval is mapped through
     1 − accuracy / clean accuracy, the clean accuracy taken as exact: its own `clean_accuracy`, or
-    `baseline_accuracy` (the best head's, read off a post-hoc row)."""
+    `baseline_value` (the best head's accuracy, read off a post-hoc row)."""
     if release_method(rows.mechanism.iloc[0]).release != "training_time":
         return utility_loss(rows, baseline)
-    clean = float(rows.clean_accuracy.iloc[0]) if baseline == RELEASED_BASELINE else baseline_accuracy
+    clean = float(rows.clean_accuracy.iloc[0]) if baseline == RELEASED_BASELINE else baseline_value
     if clean is None:
         raise ValueError(f"a training-time release's utility loss against {baseline} needs that head's accuracy")
     accuracy = test_accuracy(rows)
