@@ -25,10 +25,12 @@ import warnings
 
 from privssl.warm.client import HEADER, STATUS, receive
 
-# third-party libraries the jobs import, heaviest first; never privssl (a run may edit it) and
-# nothing a job configures before import (matplotlib's backend: pyplot is left to the job)
+# third-party libraries the jobs import, heaviest first; never privssl (a run may edit it),
+# nothing a job configures before import (matplotlib's backend: pyplot is left to the job), and
+# nothing that may initialise CUDA on import (torch_geometric asks whether CUDA is available): a
+# process forked after CUDA's initialisation cannot use CUDA
 PRELOADED = ("torch", "torchvision", "numpy", "pandas", "scipy.stats", "scipy.optimize", "scipy.special",
-             "matplotlib", "sklearn", "torch_geometric")
+             "matplotlib", "sklearn")
 
 
 def preload() -> None:
