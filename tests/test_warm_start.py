@@ -125,6 +125,30 @@ def test_without_a_server_or_for_another_command_the_job_runs_fresh(server, tmp_
     assert ran.returncode == 0 and int(ran.stdout) != server.server.pid
 
 
+def test_a_server_that_stops_before_it_starts_the_job_leaves_it_to_a_fresh_interpreter(server, tmp_path):
+    """A server that takes the request and closes (it stopped, or found CUDA initialised) never
+    started the job: the client runs it fresh rather than report a failure."""
+    import socket
+    import threading
+
+    path = str(tmp_path / "s")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def take_and_close():
+        connection, _ = listener.accept()
+        connection.recv(65536)
+        connection.close()
+
+    threading.Thread(target=take_and_close, daemon=True).start()
+    script = tmp_path / "job.py"
+    script.write_text("print('ran')\n")
+    ran = run(["python", str(script)], tmp_path, environment(server, PRIVSSL_WARM_SOCKET=path))
+    listener.close()
+    assert ran.returncode == 0 and ran.stdout == "ran\n", ran.stderr
+
+
 @pytest.mark.parametrize("value, on", [("1", True), ("0", False), ("", False)])
 def test_the_switch_accepts_1_or_0(value, on):
     assert warm.requested({warm.SWITCH: value}) is on

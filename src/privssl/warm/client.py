@@ -9,8 +9,9 @@ import socket
 import struct
 import sys
 
-HEADER = struct.Struct("!I")  # the request's length; the reply: the job's exit status
-STATUS = struct.Struct("!i")
+HEADER = struct.Struct("!I")  # the request's length
+STARTED = b"\x01"  # the server's first reply: the job's process is forked
+STATUS = struct.Struct("!i")  # its second: the job's exit status
 
 
 def fresh(python: str, args: list[str]) -> None:
@@ -42,6 +43,9 @@ def main() -> None:
     # the streams travel as file descriptors with the header; the request follows in full
     socket.send_fds(connection, [HEADER.pack(len(request))], [0, 1, 2])
     connection.sendall(request)
+    if receive(connection, len(STARTED)) != STARTED:  # the server stopped before it ran the job
+        connection.close()
+        fresh(python, args)
     # killed here (Snakemake cancels the job), the connection closes and the server's child exits
     reply = receive(connection, STATUS.size)
     if len(reply) < STATUS.size:

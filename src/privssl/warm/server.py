@@ -23,7 +23,7 @@ import threading
 import traceback
 import warnings
 
-from privssl.warm.client import HEADER, STATUS, receive
+from privssl.warm.client import HEADER, STARTED, STATUS, receive
 
 # third-party libraries the jobs import, heaviest first; never privssl (a run may edit it),
 # nothing a job configures before import (matplotlib's backend: pyplot is left to the job), and
@@ -108,6 +108,9 @@ def serve(socket_path: str, parent: int) -> None:
     listener.bind(socket_path)
     listener.listen(64)  # clients that come while the imports run wait here
     preload()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():  # no job could use CUDA: clients fall back to fresh
+        sys.exit("privssl warm start: CUDA was initialised by an import; the jobs run in fresh interpreters")
     base_path = sys.path[1:]  # without this module's own folder
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
@@ -146,6 +149,10 @@ def serve(socket_path: str, parent: int) -> None:
             for fd in streams:
                 os.close(fd)
             jobs[pid] = connection
+            try:
+                connection.sendall(STARTED)
+            except OSError:  # the client is gone: its job ends with it (run_job's watch)
+                pass
         while jobs:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
