@@ -40,14 +40,21 @@ def main() -> None:
     except OSError:  # no server (stopped, or another machine of a cluster): as without warm start
         fresh(python, args)
     request = json.dumps({"argv": args, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
-    # the streams travel as file descriptors with the header; the request follows in full
-    socket.send_fds(connection, [HEADER.pack(len(request))], [0, 1, 2])
-    connection.sendall(request)
-    if receive(connection, len(STARTED)) != STARTED:  # the server stopped before it ran the job
+    try:
+        # the streams travel as file descriptors with the header; the request follows in full
+        socket.send_fds(connection, [HEADER.pack(len(request))], [0, 1, 2])
+        connection.sendall(request)
+        started = receive(connection, len(STARTED))
+    except OSError:
+        started = b""
+    if started != STARTED:  # the server stopped before it forked the job: nothing ran yet
         connection.close()
         fresh(python, args)
     # killed here (Snakemake cancels the job), the connection closes and the server's child exits
-    reply = receive(connection, STATUS.size)
+    try:
+        reply = receive(connection, STATUS.size)
+    except OSError:
+        reply = b""
     if len(reply) < STATUS.size:
         print(f"privssl warm start: the job `python {' '.join(args)}` ended without an exit status "
               "(its process was killed, or the server stopped)", file=sys.stderr)
