@@ -149,6 +149,38 @@ def test_a_server_that_stops_before_it_starts_the_job_leaves_it_to_a_fresh_inter
     assert ran.returncode == 0 and ran.stdout == "ran\n", ran.stderr
 
 
+def test_a_job_ends_as_an_interpreter_does_and_gets_its_own_start_up_settings(server, tmp_path):
+    """Found by the referee: a non-daemon thread's work and a module global's finaliser are a
+    normal exit's; the job's BLAS pool, umask and global seeds are its own; a setting read at
+    start that differs from the server's (PYTHONHASHSEED) runs the job fresh."""
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""
+        import os, random, sys, threading, time
+        import numpy as np
+        from threadpoolctl import threadpool_info
+        def late():
+            time.sleep(0.5)
+            open("thread.txt", "w").write("done")
+        threading.Thread(target=late).start()
+        held = open("global.txt", "w")
+        held.write("flushed at exit")
+        blas = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+        print(",".join(map(str, blas)), oct(os.umask(0)), np.random.random(), random.random(), os.getppid(),
+              os.environ.get("PYTHONHASHSEED"))
+    """))
+    env = environment(server, OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2")  # the server started at 1
+    first = run(["sh", "-c", "umask 077; python job.py"], tmp_path, env)
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "thread.txt").read_text() == "done"
+    assert (tmp_path / "global.txt").read_text() == "flushed at exit"
+    blas, umask, numpy_draw, python_draw, parent, _ = first.stdout.split()
+    assert set(blas.split(",")) == {"2"} and umask == "0o77" and int(parent) == server.server.pid
+    second = run(["python", "job.py"], tmp_path, env).stdout.split()
+    assert second[2] != numpy_draw and second[3] != python_draw  # not one shared generator state
+    fresh = run(["python", "job.py"], tmp_path, environment(server, PYTHONHASHSEED="7")).stdout.split()
+    assert int(fresh[4]) != server.server.pid and fresh[5] == "7"
+
+
 @pytest.mark.parametrize("value, on", [("1", True), ("0", False), ("", False)])
 def test_the_switch_accepts_1_or_0(value, on):
     assert warm.requested({warm.SWITCH: value}) is on

@@ -39,7 +39,10 @@ def main() -> None:
         connection.connect(socket_path)
     except OSError:  # no server (stopped, or another machine of a cluster): as without warm start
         fresh(python, args)
-    request = json.dumps({"argv": args, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    umask = os.umask(0)
+    os.umask(umask)
+    request = json.dumps({"argv": args, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
+                          "nice": os.nice(0)}).encode()
     try:
         # the streams travel as file descriptors with the header; the request follows in full
         socket.send_fds(connection, [HEADER.pack(len(request))], [0, 1, 2])

@@ -9,11 +9,12 @@ status reaches its client as soon as the job ends. The server exits with its par
 from __future__ import annotations
 
 import argparse
-import atexit
 import importlib
 import json
+import builtins
+import io
 import os
-import runpy
+import random
 import select
 import signal
 import socket
@@ -21,6 +22,7 @@ import struct
 import sys
 import threading
 import traceback
+import types
 import warnings
 
 from privssl.warm.client import HEADER, STARTED, STATUS, receive
@@ -30,6 +32,11 @@ from privssl.warm.client import HEADER, STARTED, STATUS, receive
 # nothing that may initialise CUDA on import (torch_geometric asks whether CUDA is available): a
 # process forked after CUDA's initialisation cannot use CUDA
 # (torch._dynamo: torch.optim imports it at a training's first step, ~1.5 s)
+# read by an interpreter or a preloaded library when it starts, and not settable afterwards: a job
+# whose value differs from the server's runs in a fresh interpreter
+READ_AT_START = ("PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONDEVMODE", "PYTHONOPTIMIZE", "PYTHONIOENCODING",
+                 "PYTHONUTF8", "PYTHONSAFEPATH", "PYTHONMALLOC", "MPLBACKEND", "MATPLOTLIBRC", "MPLCONFIGDIR",
+                 "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_PRELOAD", "LD_LIBRARY_PATH")
 PRELOADED = ("torch", "torch._dynamo", "torchvision", "numpy", "pandas", "scipy.stats", "scipy.optimize",
              "scipy.special", "matplotlib", "sklearn")
 
@@ -57,6 +64,19 @@ def run_job(connection: socket.socket, streams: list[int], request: dict, base_p
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    os.umask(request["umask"])
+    os.nice(request["nice"] - os.nice(0))  # the server checked it is not below its own
+    # what a fresh interpreter reads from its environment at start, set again for this one: the
+    # BLAS and OpenMP pools (Snakemake gives each job its thread count), and the seeds of the
+    # global generators, which a forked copy would share with every other job
+    threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+    if threads and threads.isdigit() and int(threads) > 0:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=int(threads))
+    random.seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
     script, *args = request["argv"]
     sys.argv = [script, *args]
     # as `python SCRIPT`: the script's folder first, then PYTHONPATH, then the interpreter's own
@@ -70,7 +90,7 @@ def run_job(connection: socket.socket, streams: list[int], request: dict, base_p
     threading.Thread(target=watch, daemon=True).start()
     code = 0
     try:
-        runpy.run_path(script, run_name="__main__")
+        run_as_main(script)
     except SystemExit as exit_:
         if exit_.code is None:
             code = 0
@@ -82,12 +102,29 @@ def run_job(connection: socket.socket, streams: list[int], request: dict, base_p
     except BaseException as error:  # noqa: BLE001 - the interpreter's behaviour: the traceback, status 1
         print_from_script(error, os.path.abspath(script))
         code = 1
-    try:
-        atexit._run_exitfuncs()  # the job's own (logging's flush); the server registered none
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(code)
+    # a normal interpreter exit, as the job's own would be: atexit, non-daemon threads joined,
+    # module globals finalised (os._exit would skip all three and lose what they write)
+    raise SystemExit(code)
+
+
+def run_as_main(script: str) -> None:
+    """Run the script as `python SCRIPT` does: its code in a module `__main__` that stays in
+    sys.modules, so that the interpreter's exit finalises its globals as a fresh one would."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __cached__=None, __builtins__=builtins)
+    sys.modules["__main__"] = main
+    with io.open_code(script) as handle:
+        source = handle.read()
+    exec(compile(source, script, "exec"), main.__dict__)
+
+
+def runs_here(request: dict) -> bool:
+    """Whether a forked copy of this server can be the job's fresh interpreter: the same settings
+    read at start (READ_AT_START), and a niceness it can reach (a process may raise its own, not
+    lower it)."""
+    env = request["env"]
+    same = all(env.get(name) == os.environ.get(name) for name in READ_AT_START)
+    return same and request["nice"] >= os.nice(0)
 
 
 def print_from_script(error: BaseException, script: str) -> None:
@@ -130,13 +167,18 @@ def serve(socket_path: str, parent: int) -> None:
                     break
         if listener in ready:
             connection, _ = listener.accept()
+            streams = []
             try:
                 header, streams, _, _ = socket.recv_fds(connection, HEADER.size, 3)
                 header += receive(connection, HEADER.size - len(header))
                 request = json.loads(receive(connection, HEADER.unpack(header)[0]))
                 if len(streams) != 3:
                     raise ValueError(f"{len(streams)} standard streams received, 3 expected")
-            except (OSError, ValueError, struct.error):
+                if not runs_here(request):
+                    raise ValueError("the job's start-up settings differ from the server's")
+            except (OSError, ValueError, KeyError, struct.error):  # the client runs the job fresh
+                for fd in streams:
+                    os.close(fd)
                 connection.close()
                 continue
             pid = os.fork()
