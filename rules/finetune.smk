@@ -31,9 +31,11 @@ rule encode:
 
 
 rule finetune:
-    """The released head ω = A_S(d) on the private split."""
+    """The released head ω = A_S(d) on the private split, and the tuning grid's best noise-free
+    head beside it (read from the grid's table)."""
     input:
         **tuned_inputs("head"),
+        **tuned_tables("head"),
         script=script("finetune.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:

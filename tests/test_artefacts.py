@@ -671,16 +671,20 @@ def test_a_reader_checks_a_choice_file_before_any_work_when_its_rule_gives_the_g
     assert inline.head["epochs"] == 7  # an inline spec is no tuned file
 
 
-@pytest.mark.parametrize("best, expected", [((True, False), 0), ((False, True), 1), ((True, True), None),
-                                            ((False, False), None)])
-def test_the_best_noise_free_point_is_the_one_its_table_marks(tmp_path, best, expected):
-    """The second baseline of the utility loss: the noise-free row marked best_at_eps, mapped to the
-    config grid's point; no marked row, or two, is refused naming the file and field."""
-    rows = [{**row, "method": "head", "best_at_eps": b} for row, b in zip(HEAD_ROWS, best)]
-    rows.append({"point": 0, "epochs": 20, "eps": 1.0, "method": "alm", "chosen": False, "best_at_eps": True})
+@pytest.mark.parametrize("accuracies, chosen, expected", [
+    ((0.8, 0.7), 1, 0), ((0.7, 0.8), 0, 1),  # the higher noise-free accuracy
+    ((0.8, 0.8), 1, 1), ((0.8, 0.8), 2, 0),  # a tie: the chosen point where it ties, else the first
+    ((0.8, None), 0, None), ((None, None), 0, None)])  # an unscored point is refused
+def test_the_best_noise_free_point_is_the_grids_highest_noise_free_accuracy(tmp_path, accuracies, chosen, expected):
+    """The second baseline of the utility loss (the referee's tie case included), mapped to the
+    config grid's point; a table it cannot read is refused naming the file and field."""
+    rows = [{**row, "method": "head", "accuracy": a, "chosen": row["point"] == chosen}
+            for row, a in zip(HEAD_ROWS, accuracies)]
+    rows.append({"point": 2 if chosen == 2 else 0, "epochs": 20, "eps": 1.0, "method": "alm", "accuracy": 0.9,
+                 "chosen": chosen == 2})
     path = tuning_files(tmp_path, "head", rows, {**HEAD_SECTION, "epochs": 50})
     if expected is None:
-        refused(path.with_suffix(".csv"), "best_at_eps", artefacts.best_noise_free_point, HEAD_TUNING)
+        refused(path.with_suffix(".csv"), "accuracy", artefacts.best_noise_free_point, HEAD_TUNING)
         return
     point, spec = artefacts.best_noise_free_point(path, HEAD_TUNING)
     assert point == expected and spec == {**HEAD_SECTION, "epochs": (20, 50)[expected]}

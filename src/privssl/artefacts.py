@@ -1237,19 +1237,22 @@ def check_tuning_choice(path, section: str, choice: dict, config: dict) -> None:
 
 
 def best_noise_free_point(path, config: dict) -> tuple[int, dict]:
-    """The tuning grid's best noise-free point of the head (the row of method `head` at ε = ∞ that
-    the table beside `path` marks best_at_eps) and its settings: the head the paper would release
-    without noise, the baseline of a utility loss beside the head chosen for its noise. `config`:
-    the sections the head's tuning read (rules/common.smk's tuning_config)."""
+    """The tuning grid's best noise-free point of the head (the highest accuracy of method `head`
+    at ε = ∞ in the table beside `path`; on a tie the chosen point, else the first) and its
+    settings: the head the paper would release without noise, the baseline of a utility loss
+    beside the head chosen for its noise. `config`: the sections the head's tuning read
+    (rules/common.smk's tuning_config)."""
     points = grid_points(config, "head")
     table_path = Path(path).with_suffix(".csv")
     table = read_table(table_path)
-    require(table_path, table, ["point", "method", "eps", "best_at_eps"], "column")
-    best = table[(table.method == "head") & np.isinf(table.eps.astype(float)) & (table.best_at_eps.astype(str) == "True")]
-    if len(best) != 1 or not 0 <= int(best.point.iloc[0]) < len(points):
-        fail(table_path, "best_at_eps", f"{len(best)} best noise-free rows (method head, ε = inf), points "
-             f"{sorted(best.point)}", f"one row, a point of the {len(points)} of tuning.head")
-    point = int(best.point.iloc[0])
+    require(table_path, table, ["point", "method", "eps", "accuracy", "chosen"], "column")
+    noise_free = table[(table.method == "head") & np.isinf(table.eps.astype(float))]
+    if noise_free.empty or noise_free.accuracy.isna().any() or not noise_free.point.isin(range(len(points))).all():
+        fail(table_path, "accuracy", f"{len(noise_free)} noise-free rows (method head, ε = inf), points "
+             f"{sorted(noise_free.point)}", f"a scored row for points of the {len(points)} of tuning.head")
+    top = set(noise_free[noise_free.accuracy == noise_free.accuracy.max()].point)
+    chosen = set(table[table.chosen.astype(str) == "True"].point) & top
+    point = int(min(chosen or top))
     return point, points[point]
 
 

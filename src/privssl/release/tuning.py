@@ -89,16 +89,19 @@ def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dic
     at each ε, released with the noise of the point's own Δ: `sampler` ({m, rho, gamma,
     chunk_size}) samples it on (x, y), the public pool, with data sets of |d| = the folds' size.
 
-    `precision` (config `tuning.head_precision`): the arithmetic of every training here, whatever
-    the point's own; None keeps the point's. float32 halves the tuning's time, and it only moves
-    the choice: the chosen point is trained, and its Δ sampled afresh, in its own precision by the
-    release's rules (docs/tuning.md gives the measured agreement of the two precisions' rows)."""
+    `precision` (config `tuning.head_precision`): the arithmetic of each point's sampled Δ (its 2m
+    trainings, most of the tuning's time), whatever the point's own; None keeps the point's. The
+    folds' heads, scored noise-free and after noise, train in the point's own precision: the
+    noise-free scores also pick the grid's best head, the second baseline of the utility loss
+    (rule finetune). The chosen point is trained, and its Δ sampled afresh, in its own precision
+    by the release's rules (docs/tuning.md: the two precisions' agreement)."""
     rows = []
     sets = torch.stack([train for train, _ in splits])
     n = sets.shape[1]
     for index, point in with_progress(enumerate(points), len(points), log, "head grid points"):
-        spec = HeadSpec.from_config(point if precision is None else {**point, "precision": precision})
-        heads = train_heads_on_sets(spec, x, y, sets, n_classes)
+        own = HeadSpec.from_config(point)
+        spec = own if precision is None else HeadSpec.from_config({**point, "precision": precision})
+        heads = train_heads_on_sets(own, x, y, sets, n_classes)
         correct = np.array([_correct({k: v[f:f + 1] for k, v in heads.items()}, x[val], y[val])[0]
                             for f, (_, val) in enumerate(splits)])
         decisions = np.array([len(val) for _, val in splits])

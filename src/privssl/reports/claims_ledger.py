@@ -268,51 +268,60 @@ def _protects_to_chance(ledger: Ledger, dataset: str, releases: dict[float, pd.D
     both beyond their intervals? When no ε of the grid has a loss below 5 %, the row tests the loss
     at the grid's largest ε: above 5 % beyond its interval contradicts the claim on this grid.
 
-    The loss is against the tuning grid's best noise-free head (the paper's baseline is its best
-    head): against the released head, chosen for its noise, a less accurate head would make the
-    same release look cheaper. The note gives both."""
-    losses = {eps: utility_loss(rows, BEST_BASELINE) for eps, rows in releases.items()}
+    The loss must stay below 5 % against both non-private heads: the released one (chosen for its
+    noise) and the tuning grid's best noise-free one (the paper's baseline is its best head). The
+    best is best on validation records: on the test records it may be the less accurate of the
+    two, and one baseline alone would then let the other's loss pass. The row's loss is the larger
+    of the two (the one that binds); the note gives both."""
+    losses = {eps: (utility_loss(rows), utility_loss(rows, BEST_BASELINE)) for eps, rows in releases.items()}
 
-    def against_released(eps: float) -> str:
-        loss = utility_loss(releases[eps])
-        return (f"; against the released non-private head (chosen for its noise) the loss is "
-                f"{interval_text(loss.value, loss.lo, loss.hi)}")
-    useful = [eps for eps, loss in losses.items() if loss.value < UTILITY_LOSS_LIMIT]
+    def binding(eps: float) -> Estimate:
+        return max(losses[eps], key=lambda loss: loss.value)
+
+    def loss_verdict(eps: float) -> tuple[str, float]:
+        parts = [at_most(loss, UTILITY_LOSS_LIMIT) for loss in losses[eps]]
+        verdict = combined([v for v, _ in parts])
+        return verdict, largest_need([n for v, n in parts if v != REPRODUCED]) if verdict != REPRODUCED else np.nan
+
+    def both(eps: float) -> str:
+        released, best = losses[eps]
+        return (f"utility loss against the released non-private head (chosen for its noise) "
+                f"{interval_text(released.value, released.lo, released.hi)}, against the tuning grid's best "
+                f"noise-free head {interval_text(best.value, best.lo, best.hi)}")
+    useful = [eps for eps in losses if binding(eps).value < UTILITY_LOSS_LIMIT]
     loss_test = f"utility loss < {UTILITY_LOSS_LIMIT:g}"
     if not useful:
         if strongest:  # the loss alone decides, and the paper's attack's row already says it
             return
         largest = max(losses)
-        loss = losses[largest]
-        verdict, need = at_most(loss, UTILITY_LOSS_LIMIT)
+        loss = binding(largest)
+        verdict, need = loss_verdict(largest)
         ledger.add(dataset, "alm_protects_to_chance", f"ε = {largest:g} (the grid's largest)",
-                   "utility loss against the tuning grid's best noise-free head, test records × noise draws",
+                   "utility loss against the non-private heads (the larger of the two), test records × noise draws",
                    "ALM's utility loss vs the paper's 0.05", of(loss),
                    bound(UTILITY_LOSS_LIMIT), versus_bound(loss, UTILITY_LOSS_LIMIT), VERSUS_BOUND, loss_test, verdict,
-                   need, "no ε of the grid keeps ALM's utility loss below 0.05, so the MIA side is not reached"
-                   + against_released(largest), leak=leak)
+                   need, "no ε of the grid keeps ALM's utility loss below 0.05, so the MIA side is not reached; "
+                   + both(largest), leak=leak)
         return
     eps = min(useful)
-    loss, rows = losses[eps], attacked[attacked.eps == eps]
+    rows = attacked[attacked.eps == eps]
     table, attack = ("lira.csv", strongest) if strongest else ("mia.csv", "adaptive shadow MLP")
     if rows.empty:
         raise ValueError(f"{dataset}: {table} has no {attack} rows of ALM at ε = {eps:g}, the operating point of "
                          "alm_protects_to_chance (utility.csv has them): the two tables are of different grids")
     a = lira_accuracy(rows.iloc[0]) if strongest else mia_accuracy(rows)
     d = versus_bound(a, CHANCE)
-    (mia_verdict, mia_need), (loss_verdict, loss_need) = within(d, CHANCE_MARGIN), at_most(loss, UTILITY_LOSS_LIMIT)
-    verdict = combined([mia_verdict, loss_verdict])
-    need = largest_need([n for v, n in ((mia_verdict, mia_need), (loss_verdict, loss_need)) if v != REPRODUCED])
+    (mia_verdict, mia_need), (loss_result, loss_need) = within(d, CHANCE_MARGIN), loss_verdict(eps)
+    verdict = combined([mia_verdict, loss_result])
+    need = largest_need([n for v, n in ((mia_verdict, mia_need), (loss_result, loss_need)) if v != REPRODUCED])
     ledger.add(dataset, "alm_protects_to_chance", f"ε = {eps:g}" + (f", strongest attack ({strongest})" if strongest
                                                                       else ""),
                f"MIA accuracy, {attack}, at the most private ε with utility loss < 0.05",
                f"ALM vs random guessing, 0.5 ± {CHANCE_MARGIN:g}", of(a),
                side(CHANCE, CHANCE - CHANCE_MARGIN, CHANCE + CHANCE_MARGIN, np.nan, np.nan), d, VERSUS_BOUND,
                f"|a − 0.5| < {CHANCE_MARGIN:g} and {loss_test}", verdict, need,
-               f"MIA within the margin: {mia_verdict}; utility loss against the tuning grid's best noise-free head "
-               f"{interval_text(loss.value, loss.lo, loss.hi)} below {UTILITY_LOSS_LIMIT:g}: {loss_verdict}"
-               f"{against_released(eps)}; the ± {CHANCE_MARGIN:g} margin of 'roughly 50 %' is the ledger's",
-               leak=leak)
+               f"MIA within the margin: {mia_verdict}; {both(eps)}, both below {UTILITY_LOSS_LIMIT:g}: {loss_result}; "
+               f"the ± {CHANCE_MARGIN:g} margin of 'roughly 50 %' is the ledger's", leak=leak)
 
 
 # --------------------------------------------------------------------------------- branch tables
