@@ -193,14 +193,6 @@ def tuned_inputs(*sections):
     return {f"{section}_spec": tuned(section) for section in sections if section in TUNED}
 
 
-def tuned_tables(*sections):
-    """Inputs `<section>_grid`: the scored grid (tuning/<section>.csv) of each tuned section among
-    `sections`, for a script that reads more of the tuning than its choice."""
-    return {
-        f"{section}_grid": f"{RESULTS}/{{dataset}}/tuning/{section}.csv" for section in sections if section in TUNED
-    }
-
-
 def spec_option(option, section):
     """`--<option> @<tuned settings>` for a script; empty where the run does not tune `section`
     (no release method of the config trains with it)."""

@@ -32,10 +32,10 @@ rule encode:
 
 rule finetune:
     """The released head ω = A_S(d) on the private split, and the tuning grid's best noise-free
-    head beside it (read from the grid's table)."""
+    head beside it (read from the grid's table, which the tune job writes with the choice: a
+    changed table comes with a rewritten choice, an input)."""
     input:
         **tuned_inputs("head"),
-        **tuned_tables("head"),
         script=script("finetune.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
     output:
