@@ -9,10 +9,12 @@ status reaches its client as soon as the job ends. The server exits with its par
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
+import atexit
 import builtins
+import gc
+import importlib
 import io
+import json
 import os
 import random
 import select
@@ -102,9 +104,18 @@ def run_job(connection: socket.socket, streams: list[int], request: dict, base_p
     except BaseException as error:  # noqa: BLE001 - the interpreter's behaviour: the traceback, status 1
         print_from_script(error, os.path.abspath(script))
         code = 1
-    # a normal interpreter exit, as the job's own would be: atexit, non-daemon threads joined,
-    # module globals finalised (os._exit would skip all three and lose what they write)
-    raise SystemExit(code)
+    # what a normal exit does for the job: non-daemon threads joined, atexit run, the globals of
+    # __main__ finalised, the streams flushed (without them their writes are lost); then os._exit
+    # skips the teardown of torch and the other preloaded modules, a second of CPU for each job
+    try:
+        threading._shutdown()
+        atexit._run_exitfuncs()
+        sys.modules["__main__"].__dict__.clear()
+        gc.collect()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
 
 
 def run_as_main(script: str) -> None:
