@@ -3,11 +3,11 @@ import shlex
 
 from pathlib import Path
 
-from privssl import grids
+from privssl import grids, stage_seeds
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS
 from privssl.code_graph import library_code
 from privssl.data.label_maps import membership_task_of
-from privssl.release.methods import PROTECT_METHODS, output_perturbation_methods, release_method
+from privssl.release.methods import output_perturbation_methods, release_method
 from privssl.release.tuning_spec import tuned_sections
 
 DATASETS = list(config["datasets"])  # image datasets
@@ -127,19 +127,9 @@ def threads_option(rule):
 
 
 def stage_seed(stage):
-    """A seed per stage, derived from the config seed, so stages draw independent randomness;
-    one per post-hoc release method of the registry (the training-time branches have theirs at the end)."""
-    stages = (
-        ["splits", "pretrain", "sensitivity", "shadow", "attack", "link_target", "link_protect"]
-        + [f"protect_{m}" for m in PROTECT_METHODS]
-        + ["lira_heads", "lira", "audit_one_run"]
-        + ["contrastive_data", "contrastive_target", "contrastive_shadow", "contrastive_attack"]
-        + ["dpcl", "dpadapter"]
-        + ["tune"]
-        + ["semileak_data", "semileak_target", "semileak_shadow", "semileak_attack"]
-        + ["audit_canary", "audit_crafted_pair"]
-    )
-    return config["seed"] * 100 + stages.index(stage)
+    """The stage's seed: a hash of the config seed and the stage's name (privssl.stage_seeds), so
+    adding or removing a stage or a release method changes no other stage's randomness."""
+    return stage_seeds.stage_seed(config["seed"], stage)
 
 
 def tuning_sections(section):

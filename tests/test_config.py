@@ -401,7 +401,7 @@ def test_a_tuning_grid_no_method_uses_is_said_not_refused():
 
 
 @pytest.mark.parametrize("key, largest, past_it", [
-    ("seed", 2 ** 31 - 1, 2 ** 62),  # stage seeds seed · 100 + stage overflowed torch.manual_seed
+    ("seed", 2 ** 31 - 1, 2 ** 62),  # 2**62 overflowed torch.manual_seed when stage seeds were seed · 100 + stage
     ("attack.lira.rmia.gamma", 10, 1e6),  # no likelihood ratio reaches it: every RMIA score 0, AUC 0.5
     ("audit.canary.runs", 20000, 10 ** 12),  # (2 runs + 1) × steps traces: 7 TiB
     ("audit.canary.draws", 10 ** 6, 10 ** 12),

@@ -34,6 +34,8 @@ from test_workflow import (
     write_config,
 )
 
+# read_table: a per-record cell (hex decisions) that happens to hold only digits stays text
+from privssl.artefacts import read_table
 from privssl.audit.audit_names import CANARY_AUDITS, CRAFTED_AUDITS
 from privssl.audit.bounds import one_run_ceiling
 from privssl.io import pack_decisions
@@ -233,7 +235,7 @@ def expected_releases(config: dict, noise_free: bool = False) -> set[tuple[str, 
 
 
 def test_utility_table(tiny_run):
-    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    table = read_table(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
     assert_columns(table, ["dataset", "mechanism", "eps", "delta", "repeat", "noise_scale", "guarantee_kind",
                            "guarantee", "clean_accuracy", "accuracy", "utility_loss"], "utility.csv")
     rows = list(zip(table["mechanism"], table["eps"].astype(float), table["repeat"]))
@@ -317,14 +319,14 @@ def test_the_second_baseline_is_the_grids_best_noise_free_head_trained_on_d(tiny
     right = correct(trained, feats["test"], feats["test_labels"])[0].numpy()
     metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())
     assert metrics["best_point"] == top and metrics["best_test_accuracy"] == pytest.approx(right.mean(), abs=1e-12)
-    utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    utility = read_table(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
     post_hoc = utility[utility.clean_decisions.notna()]
     assert not post_hoc.empty and (post_hoc.best_clean_decisions == pack_decisions(right)).all()
     assert utility[utility.clean_decisions.isna()].best_clean_decisions.isna().all()
 
 
 def test_guarantee_kinds_follow_the_sensitivity_source(tiny_run):
-    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    table = read_table(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
     kinds = table.groupby(["mechanism", "eps"])["guarantee_kind"].unique().map(lambda k: tuple(k)).to_dict()
     assert all(len(k) == 1 for k in kinds.values()), kinds
     kind = {key: k[0] for key, k in kinds.items()}
@@ -340,7 +342,7 @@ def test_guarantee_kinds_follow_the_sensitivity_source(tiny_run):
 
 
 def test_mia_table(tiny_run):
-    table = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/mia.csv"))
+    table = read_table(tiny_run.path(f"{RESULTS}/digits/mia.csv"))
     assert_columns(table, ["dataset", "mechanism", "eps", "repeat", "attack", "accuracy", "auc", "tpr_at_1pct_fpr"],
                    "mia.csv")
     assert ((table["mechanism"] == "none") & (table["attack"] == "shadow_mlp")).any(), \
@@ -373,7 +375,7 @@ def test_mia_table(tiny_run):
 
 def test_lira_roc_and_audit_tables(tiny_run):
     lira_cfg, methods = tiny_run.expected["attack"]["lira"], {"none", *tiny_run.expected["protect"]["mechanisms"]}
-    lira = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/lira.csv"))
+    lira = read_table(tiny_run.path(f"{RESULTS}/digits/lira.csv"))
     assert set(lira.method) == methods and set(lira.attack) == set(lira_cfg["attacks"])
     pool = sum(tiny_run.expected["datasets"]["digits"]["splits"][s] for s in lira_cfg["pool"])
     assert ((lira.n_members + lira.n_nonmembers) == lira_cfg["targets"] * pool).all()
@@ -386,7 +388,7 @@ def test_lira_roc_and_audit_tables(tiny_run):
     assert rmia.any() and lira.rmia_a[~rmia].isna().all()
     assert np.isin(lira.rmia_a[rmia].round(6), np.round(np.linspace(0, 1, 11), 6)).all()
     # the reference-heads comparison: every LiRA and RMIA attack at 1, 2, 4, … shadows, on the clean heads' decisions
-    references = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/attack/lira/references.csv"))
+    references = read_table(tiny_run.path(f"{RESULTS}/digits/attack/lira/references.csv"))
     reference_attacks = [a for a in lira_cfg["attacks"] if a.startswith(("lira", "rmia"))]
     counts = [2 ** i for i in range(lira_cfg["shadows"].bit_length()) if 2 ** i <= lira_cfg["shadows"]]
     assert sorted(zip(references.attack, references.references)) == sorted(
@@ -617,7 +619,7 @@ def test_training_time_branches(tiny_run):
     assert (accounting.eps_rdp_without_replacement >= accounting.eps_target * (1 - 2e-3)).all()
     assert (accounting.eps_pld_poisson < accounting.eps_rdp_without_replacement).all()  # tighter, Poisson
     assert set(accounting.role) == {"target", "shadow"}
-    utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    utility = read_table(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
     released = utility[np.isfinite(utility.eps)]
     kinds = released.groupby("mechanism").guarantee_kind.unique().map(tuple).to_dict()
     assert kinds["dpcl_naive"] == kinds["dpadapter"] == ("approx_dp",) and kinds["dpcl"] == ("heuristic_dp",)
@@ -677,7 +679,7 @@ def test_claims_ledger_carries_every_branch_table_row(tiny_run):
     assert len(ledger[ledger.claim == "dpadapter_above_sam"]) == dpadapter.eps.nunique()
     assert {"alm_unprotected_vulnerable", "alm_protects_to_chance", "alm_loss_below_laplace",
             "dpcl_paper_sigmas_eps_1000"} <= set(ledger.claim)
-    utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    utility = read_table(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
     repeats, n_test = tiny_run.expected["protect"]["repeats"], tiny_run.expected["datasets"]["digits"]["splits"]["test"]
     below = ledger[ledger.claim == "alm_loss_below_laplace"]
     assert len(below) == len(tiny_run.expected["protect"]["eps"])
@@ -691,7 +693,7 @@ def test_claims_ledger_carries_every_branch_table_row(tiny_run):
         assert row.difference == pytest.approx((laplace.mean() - alm.mean()) / clean_accuracy, abs=1e-12)
         assert (row.n, row.draws) == (n_test, repeats)
         assert row.difference_lo <= row.difference <= row.difference_hi
-    mia = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/mia.csv"))
+    mia = read_table(tiny_run.path(f"{RESULTS}/digits/mia.csv"))
     unprotected = mia[(mia.mechanism == "none") & (mia.attack == "shadow_mlp") & mia.adaptive]
     vulnerable = ledger[ledger.claim == "alm_unprotected_vulnerable"].iloc[0]
     queried = int(unprotected.n_members.iloc[0] + unprotected.n_nonmembers.iloc[0])
@@ -856,7 +858,7 @@ def test_digest_shows_every_table_as_its_report_wrote_it_and_quotes_the_files_of
         assert f"{caption}\n\n{written}" in text, table
     metrics = json.loads(tiny_run.path(f"{RESULTS}/digits/finetune/metrics.json").read_text())
     assert f"test accuracy {metrics['test_accuracy']:.3f}" in text
-    utility = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
+    utility = read_table(tiny_run.path(f"{RESULTS}/digits/utility.csv"))
     n_test = tiny_run.expected["datasets"]["digits"]["splits"]["test"]
     releases = text.split("## Release methods")[1].split("\n## ")[0]
     for method, rows in utility.groupby("mechanism"):

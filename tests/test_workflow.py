@@ -239,6 +239,58 @@ def test_every_reader_is_given_the_configs_grid_of_its_tables(tmp_path):
             "table1", "semileak_attack", "semileak_report"} <= checked, checked
 
 
+def job_seeds(proc: subprocess.CompletedProcess) -> dict[tuple[str, str], dict[str, str]]:
+    """Per job of a `-n -p --forceall` dry run, keyed by (rule, wildcards), the seeds its command
+    is given: {"": seed} for one `--seed`, {method: seed} for the protect rule's one per method."""
+    jobs = re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)Shell command: (.*)$", output_of(proc), re.M)
+    seeds = {}
+    for rule, header, command in jobs:
+        words = shlex.split(command)
+        if "--seed" not in words:
+            continue
+        wildcards = re.search(r"^    wildcards: (.*)$", header, re.M)
+        given = words[words.index("--seed") + 1:]
+        given = given[:next((i for i, w in enumerate(given) if w.startswith("--")), len(given))]
+        names = [""]
+        if "--mechanism" in words:
+            names = words[words.index("--mechanism") + 1:][:len(given)]
+        assert len(names) == len(given), command
+        seeds[rule, wildcards.group(1) if wildcards else ""] = dict(zip(names, given))
+    return seeds
+
+
+def test_a_new_release_method_changes_no_other_stages_seed(tmp_path):
+    # Registering and enabling a method gives it a seed of its own and moves no other stage's: each
+    # stage's seed is a hash of its name (privssl.stage_seeds). With seeds by position in a list of
+    # the registry's methods, every stage listed after them (LiRA's heads, the audits, the
+    # contrastive, DPCL, DPAdapter, tuning and Semi-Leak branches) drew other randomness.
+    workflow = copy_workflow(tmp_path / "workflow")
+    before = job_seeds(run_snakemake(tmp_path / "run", TINY_CONFIG, "-n", "-p", "--forceall",
+                                     snakefile=workflow / "Snakefile"))
+    methods = workflow / "src" / "privssl" / "release" / "methods.py"
+    entry = ('    ReleaseMethod("laplace_twin", "Laplace (twin)", "tab:grey", "d", "output_perturbation", "finetune",'
+             ' "l1", "pure_dp",\n                  SUBSTITUTION, noise="laplace", scale=calibration.l1_scale),\n')
+    text = methods.read_text()
+    anchor = '    ReleaseMethod("gaussian", '
+    assert text.count(anchor) == 1
+    methods.write_text(text.replace(anchor, entry + anchor))
+    schema = workflow / "schemas" / "config.schema.yaml"
+    schema.write_text(schema.read_text().replace("enum: [alm, laplace, gaussian,", "enum: [alm, laplace, laplace_twin, gaussian,"))
+    config = tiny_config()
+    config["protect"]["mechanisms"] = [*config["protect"]["mechanisms"], "laplace_twin"]
+    after = job_seeds(run_snakemake(tmp_path / "run", write_config(config, tmp_path / "twin.yaml"), "-n", "-p",
+                                    "--forceall", snakefile=workflow / "Snakefile"))
+    assert len(before) > 30 and {"pretrain", "semileak_train", "lira_heads", "audit_canary"} <= {r for r, _ in before}
+    assert before.keys() <= after.keys() and all("laplace_twin" in w for _, w in after.keys() - before.keys())
+    moved = {job: (seeds, after[job]) for job, seeds in before.items()
+             if {m: s for m, s in after[job].items() if m in seeds} != seeds}
+    assert not moved, moved
+    protect = [job for job in after if job[0] == "protect"]
+    assert protect and all(set(after[job]) - set(before[job]) == {"laplace_twin"} for job in protect)
+    new_seed = after[protect[0]]["laplace_twin"]
+    assert all(new_seed not in seeds.values() for seeds in before.values())  # its own randomness
+
+
 @pytest.mark.parametrize("preset", ["paper-cifar10", "paper-cifar100", "paper-stl10", "digits-large-d", "fashion"])
 def test_image_presets_dry_run_without_a_graph_track(session_folder, preset):
     if preset == "fashion" and not FASHION_FILES:

@@ -2,9 +2,9 @@
 
 An entry says how the release is made (noise calibration and unit-noise family, or DP-SGD), which
 head and which sensitivity it needs, the kind of guarantee it can support and its plot style.
-The config schema's enum (tests/test_release_methods.py checks it), the per-stage seeds and the
-rule targets of the Snakefile, the plots and the `guarantee` / `guarantee_kind` columns all read
-this registry. Adding a method is one entry here plus its functions.
+The config schema's enum (tests/test_release_methods.py checks it), the rule targets of the
+Snakefile, the plots and the `guarantee` / `guarantee_kind` columns all read this registry; a
+stage's seed does not (privssl.stage_seeds). Adding a method is one entry here plus its functions.
 
 The *kind* of a release's guarantee depends on the method and on where its sensitivity comes
 from (`sensitivity.json`, key `sampling`):
