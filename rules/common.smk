@@ -31,6 +31,21 @@ RESULTS = "results"
 # also schedules every job on one core (--max-threads 1, Makefile), or the two-thread SimCLR job
 # would wait until both cores happen to be free at once.
 CORE_PRIORITY = 10
+# Job groups (Snakemake's `group:`; `--group-components` is not needed): on a cluster, each of a
+# dataset's chains below is one submission, one queue wait, instead of one per job; a local run
+# ignores groups. Each chain's later jobs take seconds (benchmarks/measured_peaks.csv), so a job
+# outside it that needs only its first part waits seconds more for the whole.
+GROUP_SPLITS = "{dataset}_splits"  # data, contrastive_data, semileak_data (reads data's splits)
+GROUP_ENCODER = "{dataset}_encoder"  # pretrain and encode; graph_pretrain and graph_encode
+GROUP_NOISE = "{dataset}_noise"  # sensitivity and protect, the releases that need its Δ
+
+
+def tuned_group(section="{section}"):
+    """The group of a tuned section's `tune` job and the training that reads its choice: finetune
+    (head), certified_head (certified), protect_dpsgd (dpsgd)."""
+    return f"{{dataset}}_tuned_{section}"
+
+
 GRAPH = f"{RESULTS}/{{dataset}}"
 LIRA = config["attack"]["lira"]
 ONE_RUN = config["audit"]["one_run"]

@@ -18,6 +18,7 @@ rule encode:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/encode.tsv"
     priority: core_priority
+    group: GROUP_ENCODER
     threads: torch_threads("encode")
     resources:
         mem_mb=job_memory("encode"),
@@ -53,6 +54,7 @@ rule finetune:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/finetune.tsv"
     priority: core_priority
+    group: tuned_group("head")
     threads: torch_threads("finetune")
     resources:
         mem_mb=job_memory("finetune"),
@@ -88,6 +90,7 @@ rule certified_head:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/certified_head.tsv"
     priority: core_priority
+    group: tuned_group("certified")
     threads: torch_threads("certified_head")
     resources:
         mem_mb=job_memory("certified_head"),

@@ -33,6 +33,7 @@ if OUTPUT_PERTURBATION:
         benchmark:
             f"{RESULTS}/{{dataset}}/benchmarks/protect.tsv"
         priority: core_priority
+        group: GROUP_NOISE
         threads: torch_threads("protect")
         resources:
             mem_mb=job_memory("protect"),
@@ -74,6 +75,7 @@ rule protect_dpsgd:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/protect_dpsgd.tsv"
     priority: core_priority
+    group: tuned_group("dpsgd")
     threads: torch_threads("protect_dpsgd")
     resources:
         mem_mb=job_memory("protect_dpsgd"),

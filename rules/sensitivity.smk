@@ -28,6 +28,7 @@ rule sensitivity:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/sensitivity.tsv"
     priority: core_priority
+    group: GROUP_NOISE
     threads: torch_threads("sensitivity")
     resources:
         mem_mb=job_memory("sensitivity"),

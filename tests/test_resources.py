@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_workflow import FASHION_FILES, SHARED_DATA, output_of, shipped_dry_run
+from test_workflow import FASHION_FILES, SHARED_DATA, output_of, planned_jobs, shipped_dry_run
 
 pytestmark = pytest.mark.workflow
 
@@ -41,7 +41,7 @@ def planned_resources(proc: subprocess.CompletedProcess) -> list[tuple[str, dict
     """(rule, {resource: value}) of every job of a dry run."""
     jobs, rule = [], None
     for line in output_of(proc).splitlines():
-        if match := re.match(r"(?:local)?rule (\w+):$", line):
+        if match := re.match(r"\s*(?:local)?rule (\w+):$", line):  # indented in a group
             rule = match.group(1)
         elif rule and (match := re.match(r"\s+resources: (.*)$", line)):
             jobs.append((rule, dict(item.split("=", 1) for item in match.group(1).split(", "))))
@@ -53,7 +53,8 @@ def planned_resources(proc: subprocess.CompletedProcess) -> list[tuple[str, dict
 def dry_runs(session_folder) -> dict[str, list[tuple[str, dict[str, str]]]]:
     runs = {config: planned_resources(shipped_dry_run(config, session_folder)) for config in CONFIGS}
     for config, jobs in runs.items():
-        assert jobs, f"{config}: no job in the dry run"
+        planned = sum(planned_jobs(shipped_dry_run(config, session_folder)).values())
+        assert len(jobs) == planned, f"{config}: resources of {len(jobs)} of its {planned} jobs read"
     return runs
 
 
@@ -76,6 +77,21 @@ def test_default_memory_is_the_measured_peak_times_the_margin(dry_runs):
         assert int(res["runtime"]) * 60 >= PEAKS.loc[rule, "s"], f"rule {rule}: runtime {res['runtime']} min"
 
 
+@pytest.mark.skipif(not FASHION_FILES, reason="Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)")
+def test_fashion_requests_cover_the_presets_measured_peaks(dry_runs):
+    # benchmarks/fashion_peaks.csv: the peaks of a whole configs/fashion.yaml run (docs/presets.md);
+    # its `resources` scales (mem_scale, runtime_scale) must lift every rule's request above them
+    fashion = pd.read_csv(REPO / "benchmarks" / "fashion_peaks.csv").set_index("rule")
+    short = []
+    for rule, res in dry_runs["configs/fashion.yaml"]:
+        if rule in local_rules() or rule not in fashion.index:
+            continue
+        if int(res["mem_mb"]) < fashion.loc[rule, "max_rss_mb"] or int(res["runtime"]) * 60 < fashion.loc[rule, "s"]:
+            short.append((rule, res["mem_mb"], res["runtime"], fashion.loc[rule, "max_rss_mb"], fashion.loc[rule, "s"]))
+    assert not short, f"(rule, mem_mb, runtime min, measured MB, measured s) below the preset's peak: {short}"
+    assert len({rule for rule, _ in dry_runs["configs/fashion.yaml"]} & set(fashion.index)) >= 20
+
+
 @pytest.mark.parametrize("config", CONFIGS)
 def test_no_job_asks_for_more_than_a_node(dry_runs, config):
     too_big = sorted({(rule, int(res["mem_mb"])) for rule, res in dry_runs[config]
@@ -94,3 +110,46 @@ def test_peaks_file_names_only_rules_of_the_workflow():
                             text=True, check=True).stdout
     rules = {line.split()[0] for line in listed.splitlines() if line and not line[0].isspace()}
     assert set(PEAKS.index) <= rules, f"peaks of unknown rules: {sorted(set(PEAKS.index) - rules)}"
+
+
+def group_jobs(proc: subprocess.CompletedProcess) -> list[tuple[str, list[str]]]:
+    """(group id, its jobs' rules in the order the dry run lists them) of every group job of a
+    dry run (a dry run shows the groups a cluster run submits; a local run ignores them)."""
+    groups, current = [], None
+    for line in output_of(proc).splitlines():
+        if match := re.search(r"Group job (\S+) \(jobs in lexicogr\. order\):$", line):
+            current = (match.group(1), [])
+            groups.append(current)
+        elif match := re.match(r"(\s*)(?:local)?rule (\w+):$", line):
+            if current and match.group(1):
+                current[1].append(match.group(2))
+            else:  # an ungrouped job ends the group's listing
+                current = None
+    return groups
+
+
+def test_a_cluster_run_submits_each_datasets_short_chains_as_one_job(session_folder):
+    # rules/common.smk's groups: per dataset, a tuned section's choice and the training that reads
+    # it, the sensitivity and the releases that need it, pre-training and the features, the splits
+    grouped = group_jobs(shipped_dry_run("config.yaml", session_folder))
+    members = {}
+    for group, rules in grouped:
+        members.setdefault(group, []).append(sorted(rules))
+    members = {group: sorted(parts) for group, parts in members.items()}  # the plan's order varies
+    expected = {"digits_splits": [["contrastive_data", "data"], ["semileak_data"]],  # not downloaded: unlinked
+                "digits_encoder": [["encode", "pretrain"]]}
+    for dataset in ("digits", "sbm", "sbm_shadow"):
+        expected |= {f"{dataset}_tuned_head": [["finetune", "tune"]],
+                     f"{dataset}_tuned_certified": [["certified_head", "tune"]],
+                     f"{dataset}_tuned_dpsgd": [["protect_dpsgd", "tune"]],
+                     f"{dataset}_noise": [["protect", "sensitivity"]]}
+    expected |= {f"{graph}_encoder": [["graph_encode", "graph_pretrain"]] for graph in ("sbm", "sbm_shadow")}
+    assert members == expected
+
+
+def test_a_group_adds_seconds_to_what_waits_for_it(session_folder):
+    # a job outside a group that needs one member waits for the whole group job: all members but
+    # the group's longest take seconds on the default run (benchmarks/measured_peaks.csv)
+    for group, rules in group_jobs(shipped_dry_run("config.yaml", session_folder)):
+        walls = sorted(PEAKS.loc[rule, "s"] for rule in rules)
+        assert sum(walls[:-1]) <= 15, f"group {group}: {rules} take {walls} s"

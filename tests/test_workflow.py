@@ -125,6 +125,11 @@ def _dry_run(config: str) -> subprocess.CompletedProcess:
     return run_snakemake(workdir, REPO / config, "-n", "--forceall", *extra)
 
 
+# A job of a `-n -p` dry run: its rule, its indented fields, its command; a job of a group (a
+# cluster run's, also shown by dry runs) is indented four spaces more.
+DRY_RUN_JOB = r"^ *(?:local)?rule (\w+):\n((?: {4,}.*\n)+)Shell command: (.*)$"
+
+
 def planned_jobs(proc: subprocess.CompletedProcess) -> dict[str, int]:
     """The 'Job stats' table of a dry run as {rule: count}; empty when there is nothing to do."""
     lines = output_of(proc).splitlines()
@@ -218,11 +223,11 @@ EXPECTED_INPUT = re.compile(r"^results/.*(\.csv|\.csv\.gz|/protect/\w+\.pt|/dpcl
 def test_every_reader_is_given_the_configs_grid_of_its_tables(tmp_path):
     # a rule that forgot its --expect would accept a table cut at a line end: the tiny run still passes
     proc = run_snakemake(tmp_path / "run", TINY_CONFIG, "-n", "-p", "--forceall")
-    jobs = re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)Shell command: (.*)$", output_of(proc), re.M)
+    jobs = re.findall(DRY_RUN_JOB, output_of(proc), re.M)
     assert len(jobs) > 40, output_of(proc)[-3000:]
     checked = set()
     for rule, header, command in jobs:
-        inputs = re.search(r"^    input: (.*)$", header, re.M)
+        inputs = re.search(r"^\s+input: (.*)$", header, re.M)
         wanted = [p for p in (inputs.group(1).split(", ") if inputs else []) if EXPECTED_INPUT.match(p)]
         if not wanted or rule == "all":  # the target rule runs nothing
             continue
@@ -242,13 +247,13 @@ def test_every_reader_is_given_the_configs_grid_of_its_tables(tmp_path):
 def job_seeds(proc: subprocess.CompletedProcess) -> dict[tuple[str, str], dict[str, str]]:
     """Per job of a `-n -p --forceall` dry run, keyed by (rule, wildcards), the seeds its command
     is given: {"": seed} for one `--seed`, {method: seed} for the protect rule's one per method."""
-    jobs = re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)Shell command: (.*)$", output_of(proc), re.M)
+    jobs = re.findall(DRY_RUN_JOB, output_of(proc), re.M)
     seeds = {}
     for rule, header, command in jobs:
         words = shlex.split(command)
         if "--seed" not in words:
             continue
-        wildcards = re.search(r"^    wildcards: (.*)$", header, re.M)
+        wildcards = re.search(r"^\s+wildcards: (.*)$", header, re.M)
         given = words[words.index("--seed") + 1:]
         given = given[:next((i for i, w in enumerate(given) if w.startswith("--")), len(given))]
         names = [""]

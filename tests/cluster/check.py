@@ -526,10 +526,23 @@ def main() -> int:
             gpus = int(res.get("gpu", 0) or 0)
             if tres(record["ReqTRES"]).get("gres/gpu", "0") != str(gpus):
                 problems.append(f"{slurm_id} {job.comment()}: ReqTRES {record['ReqTRES']} for gpu={gpus}")
+        else:  # a group job: its members one after another (rules/common.smk's groups are chains)
+            threads = max(job.threads for job in jobs)
+            mem = max(float(job.resources.get("mem_mb", 0)) for job in jobs)
+            runtime = sum(float(job.resources.get("runtime", 0)) for job in jobs)
+            names = "+".join(job.comment() for job in jobs)
+            if record["AllocCPUS"] != str(threads):
+                problems.append(f"{slurm_id} group {names}: AllocCPUS {record['AllocCPUS']} != largest threads {threads}")
+            if mem_mb(record["ReqMem"]) != mem:
+                problems.append(f"{slurm_id} group {names}: ReqMem {record['ReqMem']} != largest mem_mb {mem}")
+            if minutes(record["Timelimit"]) != runtime:
+                problems.append(f"{slurm_id} group {names}: Timelimit {record['Timelimit']} != summed runtime "
+                                f"{runtime} min")
         for key, value in expect.items():
             if record[key] != value:
                 problems.append(f"{slurm_id}: {key} {record[key]!r} != {value!r}")
-    check("sacct has each job's rule, wildcards, CPUs, memory, time limit, partition and account",
+    check("sacct has each job's rule, wildcards, CPUs, memory, time limit, partition and account (a group "
+          "job's: its members' largest CPUs and memory, their summed time limit)",
           not problems, "\n".join(problems[:30]))
 
     # 4. the same results as the local run
