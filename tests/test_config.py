@@ -14,6 +14,7 @@ import yaml
 
 import privssl.config
 from privssl.config import (
+    FILELESS_DATASETS,
     GRAPH_FILES,
     IMAGE_FILES,
     ConfigError,
@@ -22,6 +23,7 @@ from privssl.config import (
     load_config_file,
     validate_config,
 )
+from privssl.data.splits import DATASETS
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -155,6 +157,19 @@ def place(root: Path, folder: str, files: list[str]) -> None:
     (root / folder).mkdir(parents=True, exist_ok=True)
     for name in files:
         (root / folder / name).write_bytes(b"")
+
+
+def test_every_registered_image_dataset_is_checked_offline_or_reads_no_file():
+    # a dataset added to privssl.data.splits.DATASETS without its files listed here would pass the
+    # offline check unchecked and fail minutes into the run, in its data job
+    assert set(IMAGE_FILES) | set(FILELESS_DATASETS) == set(DATASETS)
+    assert not set(IMAGE_FILES) & set(FILELESS_DATASETS)
+
+
+def test_a_dataset_without_its_file_list_is_refused_not_skipped(tmp_path, monkeypatch):
+    monkeypatch.delitem(IMAGE_FILES, "cifar10")
+    with pytest.raises(KeyError, match="cifar10"):
+        validate_config(image_config("cifar10", tmp_path), SCHEMA)
 
 
 @pytest.mark.parametrize("dataset", sorted(IMAGE_FILES))

@@ -263,3 +263,12 @@ def test_the_real_laid_out_files_pass_torchvisions_checks(debian_root):
         assert datasets.FashionMNIST(str(debian_root), train=train)._check_exists()
     raw = raw_folder(debian_root)
     assert all(check_integrity(str(raw / name), md5) for name, md5 in FASHION_MNIST_MD5.items())
+
+
+def test_a_registered_dataset_without_a_loader_is_refused_not_read_as_stl10(tmp_path, monkeypatch):
+    # the torchvision loader's last branch was STL-10's: a dataset registered in DATASETS but given
+    # no branch of its own read STL-10's files (or asked to download them)
+    monkeypatch.setitem(DATASETS, "svhn", DATASETS["cifar10"])
+    with pytest.raises(ValueError, match="no loader for dataset 'svhn'"):
+        load_pool("svhn", tmp_path, download=False)
+    assert not any(tmp_path.rglob("stl10*"))

@@ -117,10 +117,13 @@ def _torchvision_pool(dataset: str, root: Path, download: bool) -> ImagePool:
             parts = [datasets.FashionMNIST(str(root), train=train, download=download) for train in (True, False)]
             images = torch.cat([p.data for p in parts]).unsqueeze(1).numpy()  # (N, 28, 28) -> (N, 1, 28, 28)
             labels = torch.cat([p.targets for p in parts]).numpy()
-        else:
+        elif dataset == "stl10":
             parts = [datasets.STL10(str(root), split=s, download=download) for s in ("train", "test", "unlabeled")]
             images = np.concatenate([p.data for p in parts])
             labels = np.concatenate([np.asarray(p.labels) for p in parts])  # unlabeled: -1
+        else:  # a dataset registered in privssl.data.splits.DATASETS without its loader here
+            raise ValueError(f"no loader for dataset {dataset!r}; loaded from files: cifar10, cifar100, "
+                             f"fashion_mnist, stl10")
     except RuntimeError as err:  # torchvision: "Dataset not found or corrupted"
         hint = "" if download else " (download is off: run the data rule on a machine with internet)"
         raise FileNotFoundError(f"{dataset} not found or corrupted under data root {root}{hint}: {err}") from err

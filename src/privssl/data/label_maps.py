@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from privssl.data.splits import DATASETS
+
 
 @dataclass(frozen=True)
 class LabelMap:
@@ -50,9 +52,9 @@ LABEL_MAPS = {
 # where the coarse task's model does not memorise its members. Never the attribute claims' task: a
 # model of the class reveals the attribute by construction (privssl.config refuses it there).
 CLASS_MAP = "class"
-_CLASSES = {"digits": 10, "cifar10": 10, "stl10": 10, "synthetic_cifar": 10, "cifar100": 100, "fashion_mnist": 10}
-for _dataset, _n in _CLASSES.items():
-    LABEL_MAPS[_dataset][CLASS_MAP] = LabelMap(tuple(f"class_{c}" for c in range(_n)), tuple(range(_n)))
+for _dataset, _info in DATASETS.items():  # every registered dataset has its own classes' map
+    LABEL_MAPS.setdefault(_dataset, {})[CLASS_MAP] = LabelMap(tuple(f"class_{c}" for c in range(_info.n_classes)),
+                                                              tuple(range(_info.n_classes)))
 
 
 def membership_task_of(entry: dict) -> str:
