@@ -187,12 +187,21 @@ def split_list(text: str) -> list[str]:
 
 HEADER = re.compile(r"^(\s*)(local)?(rule|checkpoint) (\w+):$")
 FIELD = re.compile(r"^\s+(\w+): (.*)$")
-GROUP = re.compile(r"^Group job (\S+) \(jobs in lexicogr\. order\):$")
-SUBMITTED = re.compile(r"^Job (\S+) has been submitted with SLURM jobid (\d+) ")
+# Snakemake 9 puts the time in front of a group's listing; a group job is submitted under a UUID,
+# and the plugin's log folder names it group_<group id>_<its rules, sorted, joined by _>
+GROUP = re.compile(r"^(?:\[[^]]*\] )?Group job (\S+) \(jobs in lexicogr\. order\):$")
+SUBMITTED = re.compile(r"^Job (\S+) has been submitted with SLURM jobid (\d+) (?:\(log: .*/group_([^/]+)/)?")
 FINISHED = re.compile(r"^Finished jobid: (\S+) \(Rule: (\w+)\)")
 RUN_ID = re.compile(r"^SLURM run ID: (\S+)$")
 # What Snakemake says on SIGINT (then it cancels its jobs) and on SIGTERM (then it waits for them)
 SIGNALLED = re.compile(r"^(Terminating processes on user request|Will exit after finishing currently running jobs)")
+
+
+def group_job_name(group: str, jobs: list[Job]) -> str:
+    """Snakemake's name of a group job (GroupJob.name): the group id, then at most five of its
+    rules, sorted, joined by _."""
+    rules = sorted({job.rule for job in jobs})
+    return "_".join([group, *rules[:5], *(["..."] if len(rules) > 5 else [])])
 
 
 @dataclass
@@ -210,7 +219,7 @@ class RunLog:
     def parse(cls, text: str) -> "RunLog":
         run = cls(text)
         latest: dict[str, Job] = {}  # snakemake jobid -> its latest description
-        groups: dict[str, list[Job]] = {}
+        listed: list[tuple[str, list[Job]]] = []  # group jobs described and not yet submitted
         group = None
         lines = text.splitlines()
         i = 0
@@ -224,7 +233,7 @@ class RunLog:
                 group = None
             if m := GROUP.match(line):
                 group = m.group(1)
-                groups[group] = []
+                listed.append((group, []))
             elif m := HEADER.match(line):
                 indent, local, _, rule = m.groups()
                 fields = {}
@@ -236,10 +245,14 @@ class RunLog:
                 run.jobs.append(job)
                 latest[job.jobid] = job
                 if job.group:
-                    groups[job.group].append(job)
+                    listed[-1][1].append(job)
             elif m := SUBMITTED.match(line):
-                jobid, slurm_id = m.groups()
-                run.submitted[slurm_id] = list(groups[jobid]) if jobid in groups else [latest[jobid]]
+                jobid, slurm_id, folder = m.groups()
+                if folder is None:
+                    run.submitted[slurm_id] = [latest[jobid]]
+                else:  # the first group job listed under that name whose rules the folder names
+                    k = next(k for k, (name, jobs) in enumerate(listed) if folder == group_job_name(name, jobs))
+                    run.submitted[slurm_id] = listed.pop(k)[1]
                 run.submitted_line[slurm_id] = i
             elif m := FINISHED.match(line):
                 jobid, rule = m.groups()
