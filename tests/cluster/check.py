@@ -525,7 +525,7 @@ def main() -> int:
         if record is None:
             continue
         expect = {"Account": env["SBATCH_ACCOUNT"], "Partition": env["SBATCH_PARTITION"]}
-        if len(jobs) == 1:  # a group job's resources are its members' combined
+        if jobs[0].group is None:  # a single job; a group job's resources are its members' combined
             job = jobs[0]
             res = job.resources
             expect["Comment"] = job.comment()
@@ -539,7 +539,8 @@ def main() -> int:
             gpus = int(res.get("gpu", 0) or 0)
             if tres(record["ReqTRES"]).get("gres/gpu", "0") != str(gpus):
                 problems.append(f"{slurm_id} {job.comment()}: ReqTRES {record['ReqTRES']} for gpu={gpus}")
-        else:  # a group job: its members one after another (rules/common.smk's groups are chains)
+        else:  # a group job (maybe of one job): its members one after another (rules/common.smk's are chains)
+            expect["Comment"] = f"rule_{group_job_name(jobs[0].group, jobs)}"  # the plugin's: no wildcards
             threads = max(job.threads for job in jobs)
             mem = max(float(job.resources.get("mem_mb", 0)) for job in jobs)
             runtime = sum(float(job.resources.get("runtime", 0)) for job in jobs)
@@ -571,7 +572,7 @@ def main() -> int:
 
     # 5. a GPU request: the quickest GPU-capable job again with gpus_per_job=1
     gpu_jobs = [(int(records[sid]["ElapsedRaw"]), jobs[0]) for sid, (_, jobs) in submitted.items()
-                if sid in records and records[sid]["State"] == "COMPLETED" and len(jobs) == 1
+                if sid in records and records[sid]["State"] == "COMPLETED" and jobs[0].group is None
                 and "gpu" in jobs[0].resources]
     if not check("the DAG has GPU-capable jobs (resources: gpu)", gpu_jobs):
         return finish(t_start)
