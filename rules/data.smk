@@ -17,7 +17,8 @@ rule data:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/data.tsv"
     priority: core_priority
-    group: GROUP_SPLITS
+    group:
+        GROUP_SPLITS
     threads: 1
     resources:
         mem_mb=job_memory("data"),
@@ -51,7 +52,8 @@ rule contrastive_data:
         f"{RESULTS}/{{dataset}}/logs/contrastive_data.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/contrastive_data.tsv"
-    group: GROUP_SPLITS
+    group:
+        GROUP_SPLITS
     threads: 1
     resources:
         mem_mb=job_memory("contrastive_data"),

@@ -18,7 +18,8 @@ rule encode:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/encode.tsv"
     priority: core_priority
-    group: GROUP_ENCODER
+    group:
+        GROUP_ENCODER
     threads: torch_threads("encode")
     resources:
         mem_mb=job_memory("encode"),
@@ -54,7 +55,8 @@ rule finetune:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/finetune.tsv"
     priority: core_priority
-    group: tuned_group("head")
+    group:
+        tuned_group("head")
     threads: torch_threads("finetune")
     resources:
         mem_mb=job_memory("finetune"),
@@ -90,7 +92,8 @@ rule certified_head:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/certified_head.tsv"
     priority: core_priority
-    group: tuned_group("certified")
+    group:
+        tuned_group("certified")
     threads: torch_threads("certified_head")
     resources:
         mem_mb=job_memory("certified_head"),

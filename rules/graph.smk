@@ -61,7 +61,8 @@ rule graph_pretrain:
         f"{GRAPH}/logs/graph_pretrain.log",
     benchmark:
         f"{GRAPH}/benchmarks/graph_pretrain.tsv"
-    group: GROUP_ENCODER
+    group:
+        GROUP_ENCODER
     threads: torch_threads("graph_pretrain")
     resources:
         mem_mb=job_memory("graph_pretrain"),
@@ -91,7 +92,8 @@ rule graph_encode:
         f"{GRAPH}/logs/graph_encode.log",
     benchmark:
         f"{GRAPH}/benchmarks/graph_encode.tsv"
-    group: GROUP_ENCODER
+    group:
+        GROUP_ENCODER
     threads: 1
     resources:
         mem_mb=job_memory("graph_encode"),

@@ -22,7 +22,8 @@ rule pretrain:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/pretrain.tsv"
     priority: core_priority
-    group: GROUP_ENCODER
+    group:
+        GROUP_ENCODER
     threads: torch_threads("pretrain")
     resources:
         mem_mb=job_memory("pretrain"),

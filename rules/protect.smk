@@ -33,7 +33,8 @@ if OUTPUT_PERTURBATION:
         benchmark:
             f"{RESULTS}/{{dataset}}/benchmarks/protect.tsv"
         priority: core_priority
-        group: GROUP_NOISE
+        group:
+            GROUP_NOISE
         threads: torch_threads("protect")
         resources:
             mem_mb=job_memory("protect"),
@@ -75,7 +76,8 @@ rule protect_dpsgd:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/protect_dpsgd.tsv"
     priority: core_priority
-    group: tuned_group("dpsgd")
+    group:
+        tuned_group("dpsgd")
     threads: torch_threads("protect_dpsgd")
     resources:
         mem_mb=job_memory("protect_dpsgd"),

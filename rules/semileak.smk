@@ -22,7 +22,8 @@ rule semileak_data:
         f"{RESULTS}/{{dataset}}/logs/semileak_data.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/semileak_data.tsv"
-    group: GROUP_SPLITS
+    group:
+        GROUP_SPLITS
     threads: 1
     resources:
         mem_mb=job_memory("semileak_data", semileak_scale),
@@ -98,6 +99,8 @@ rule semileak_attack:
         ),
     output:
         metrics=f"{RESULTS}/{{dataset}}/semileak/metrics.csv",
+        # every metrics row's per-record scores (record = the image's index in the pool)
+        scores=f"{RESULTS}/{{dataset}}/semileak/scores.parquet",
         # the training histories merged: not private, as they are
         history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/history.csv",
     params:
@@ -133,17 +136,18 @@ rule semileak_attack:
         "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --targets {input.targets:q}"
         " --shadows {input.shadows:q} --histories {input.histories:q} --semileak {params.semileak}"
         " --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed} --out {output.metrics:q}"
-        " --history {output.history:q} --device {params.device} {params.threads_option} {params.expect} 2> {log:q}"
+        " --scores {output.scores:q} --history {output.history:q} --device {params.device} {params.threads_option} {params.expect} 2> {log:q}"
 
 
 rule semileak_report:
     """Thesis Ch. 3: the attacks per algorithm and member kind, over-fitting, JS distance and A_DA
     over the training steps, the ablations and defences, and the chapter's claims beside the
-    thesis's statements; from CSV only."""
+    thesis's statements; from the attack rule's metrics and per-record scores only."""
     input:
         script=script("semileak_report.py"),
         thesis=resource("thesis_semileak.csv"),
         metrics=expand(f"{RESULTS}/{{dataset}}/semileak/metrics.csv", dataset=SEMILEAK),
+        scores=expand(f"{RESULTS}/{{dataset}}/semileak/scores.parquet", dataset=SEMILEAK),
     output:
         attacks_png=report(
             f"{RESULTS}/figures/fig_semileak_attacks.png",
@@ -181,7 +185,8 @@ rule semileak_report:
     conda:
         ENV
     shell:
-        "python {input.script:q} --metrics {input.metrics:q} --thesis {input.thesis:q} --early-stopping {params.early}"
+        "python {input.script:q} --metrics {input.metrics:q} --scores {input.scores:q} --thesis {input.thesis:q}"
+        " --early-stopping {params.early}"
         " --views {params.views} --similarity {params.similarity}"
         " --fig-attacks {output.attacks_png:q} {output.attacks_pdf:q} --fig-steps {output.steps_png:q} {output.steps_pdf:q}"
         " --fig-ablations {output.ablations_png:q} {output.ablations_pdf:q} --csv {output.csv:q} --md {output.md:q}"

@@ -28,7 +28,8 @@ rule sensitivity:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/sensitivity.tsv"
     priority: core_priority
-    group: GROUP_NOISE
+    group:
+        GROUP_NOISE
     threads: torch_threads("sensitivity")
     resources:
         mem_mb=job_memory("sensitivity"),

@@ -22,7 +22,8 @@ rule tune:
         f"{RESULTS}/{{dataset}}/logs/tune_{{section}}.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/tune_{{section}}.tsv"
-    group: tuned_group()
+    group:
+        tuned_group()
     threads: torch_threads("tune")
     priority: core_priority
     resources:

@@ -16,13 +16,27 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.artefacts import SEMILEAK_HISTORY, load_csv_files, load_semileak_models, load_semileak_splits
+from privssl.artefacts import (
+    SCORE_KEY,
+    SEMILEAK_HISTORY,
+    load_csv_files,
+    load_semileak_models,
+    load_semileak_splits,
+)
 from privssl.attacks.mia import AttackSpec
 from privssl.attacks.semi_leak import Case, Observed, Records, entropy_js_distance, run_attacks
 from privssl.attacks.statistics import accuracy_interval
 from privssl.cli import device_argument, expect_argument, json_object, thread_count
 from privssl.data.images import load_pool
-from privssl.io import InputError, Progress, atomic_write_csv, pack_decisions, pick_device, script_logger
+from privssl.io import (
+    InputError,
+    Progress,
+    atomic_write_csv,
+    atomic_write_parquet,
+    pack_decisions,
+    pick_device,
+    script_logger,
+)
 from privssl.training.augment import AugmentSpec, strong, weak
 from privssl.training.encoders import unit_float
 from privssl.training.semi_supervised import posteriors
@@ -69,6 +83,15 @@ def accuracy_columns(prefix: str, probs: torch.Tensor, labels: torch.Tensor) -> 
             f"n_{prefix}": len(labels), f"{prefix}_decisions": pack_decisions(right.numpy())}
 
 
+def score_table(scored: list, pool_index, member) -> pd.DataFrame:
+    """One line per (metrics row, record): the row's key, the record's index in the data set's
+    pool, its membership and the attack's score, so that a metric can be recomputed, a score
+    distribution plotted or the records joined with pandas."""
+    parts = [pd.DataFrame({**{column: row[column] for column in SCORE_KEY}, "record": pool_index[s.records],
+                           "member": member[s.records], "score": s.scores}) for row, s in scored]
+    return pd.concat(parts, ignore_index=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--splits", required=True)
@@ -82,6 +105,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True, help="output: metrics.csv")
+    parser.add_argument("--scores", required=True,
+                        help="output: scores.parquet, every metrics row's per-record scores (SEMILEAK_SCORES)")
     parser.add_argument("--history", required=True,
                         help="output: every training's history in one file; not private (computed on the training "
                              "sets without noise)")
@@ -179,9 +204,10 @@ def main() -> None:
                  columns["test_accuracy"], columns["overfitting"], columns["js_entropy"],
                  " (early stopping)" if step == early else "")
     spec = AttackSpec.from_config(attack)
-    rows = run_attacks(cases, records, spec, tuple(args.fpr), args.bootstrap, args.seed, *default, log=log.info)
-    frame = pd.DataFrame(rows)
+    scored = run_attacks(cases, records, spec, tuple(args.fpr), args.bootstrap, args.seed, *default, log=log.info)
+    frame = pd.DataFrame([row for row, _ in scored])
     atomic_write_csv(frame, args.out)
+    atomic_write_parquet(score_table(scored, target_index.numpy(), target_member.numpy()), args.scores)
     atomic_write_csv(history.assign(dataset=dataset), args.history)
     log.info("%d rows", len(frame))
 

@@ -7,7 +7,9 @@ defences (Figs. 3.5-3.6, Table 3.4), PNG and PDF each."""
 
 import argparse
 
-from privssl.artefacts import SEMILEAK, THESIS_SEMILEAK, load_csv_file, load_csv_files
+import pandas as pd
+
+from privssl.artefacts import SEMILEAK, THESIS_SEMILEAK, attach_score_ranks, expected_of, load_csv_file
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.plotting import save_figure
@@ -18,6 +20,8 @@ from privssl.reports.semileak_report import claims_table, markdown, steps_trend,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--metrics", nargs="+", required=True, help="results/{dataset}/semileak/metrics.csv")
+    parser.add_argument("--scores", nargs="+", required=True,
+                        help="results/{dataset}/semileak/scores.parquet, in the order of --metrics")
     parser.add_argument("--thesis", required=True, help="resources/thesis_semileak.csv")
     parser.add_argument("--early-stopping", type=int, required=True, help="the early-stopping checkpoint step")
     parser.add_argument("--views", type=int, required=True, help="A_DA's default number of views K")
@@ -30,7 +34,11 @@ def main() -> None:
     expect_argument(parser)
     args = parser.parse_args()
     script_logger("semileak_report")  # an input error in one line
-    metrics = load_csv_files(args.metrics, SEMILEAK, args.expect)
+    if len(args.scores) != len(args.metrics):
+        parser.error(f"--scores: {len(args.scores)} files for {len(args.metrics)} --metrics files (allowed: one each)")
+    grids = [expected_of(args.expect, path) for path in args.metrics]  # every file's grid before any is read
+    metrics = pd.concat([attach_score_ranks(scores, load_csv_file(path, SEMILEAK, grid))
+                         for path, scores, grid in zip(args.metrics, args.scores, grids)], ignore_index=True)
     table = claims_table(metrics, load_csv_file(args.thesis, THESIS_SEMILEAK), args.early_stopping, args.views,
                          args.similarity)
     atomic_write_csv(table, args.csv)

@@ -16,13 +16,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 import torch
 
 from privssl import artefacts
 from privssl.artefacts import ArtefactError
 from privssl.audit.bounds import hypothesis_test_ceiling, one_run_ceiling
 from privssl.data.splits import LABELLED_SPLITS, SPLITS
-from privssl.io import atomic_write_csv, pack_decisions
+from privssl.io import atomic_write_csv, atomic_write_parquet, pack_decisions
 from privssl.release.certified import CertifiedSpec, certified_sensitivity
 from privssl.release.sensitivity import paper_sensitivity, population_sensitivity
 from privssl.training.heads import HeadSpec
@@ -553,16 +554,54 @@ def test_a_clean_decisions_cell_may_be_empty_but_not_malformed(tmp_path):
     refused(write_csv(frame, tmp_path / "bad.csv"), "clean_decisions", artefacts.load_csv_file, artefacts.UTILITY)
 
 
-def test_a_ranks_cell_must_hold_the_ranks_of_its_records(tmp_path):
-    from privssl.io import pack_ranks
+def score_rows() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two metrics rows of a semileak_attack job (their key, counts and AUC) and their per-record
+    scores as scores.parquet holds them: 4 members then 5 non-members each, records by pool index."""
+    key = {"dataset": "digits", "target": "fixmatch", "eps": np.nan, "step": 100, "defence": "none",
+           "similarity": "", "views": np.nan, "member_kind": "all"}
+    rng = np.random.default_rng(0)
+    rows, lines = [], []
+    for attack in ("confidence", "entropy"):
+        record, member = rng.permutation(100)[:9], np.arange(9) < 4
+        score = rng.random(9) + member * 0.3
+        auc = np.mean([float(x > y) + 0.5 * (x == y) for x in score[member] for y in score[~member]])
+        rows.append({**key, "attack": attack, "n_members": 4, "n_nonmembers": 5, "auc": auc})
+        lines.append(pd.DataFrame({**key, "attack": attack, "record": record, "member": member, "score": score}))
+    return pd.DataFrame(rows), pd.concat(lines, ignore_index=True)
 
-    schema = {"n_members": artefacts.COUNT, "n_nonmembers": artefacts.COUNT, "ranks": artefacts.Decisions(
-        ("n_members", "n_nonmembers"), ranks=True)}
-    scores = np.random.default_rng(0).random(10)
-    good = pd.DataFrame({"n_members": [5], "n_nonmembers": [5], "ranks": [pack_ranks(scores)]})
-    artefacts.load_csv_file(write_csv(good, tmp_path / "ok.csv"), schema)
-    bad = good.assign(n_nonmembers=[6])  # 11 records announced, 10 ranked
-    assert "line 2" in refused(write_csv(bad, tmp_path / "bad.csv"), "ranks", artefacts.load_csv_file, schema)
+
+def test_a_rows_score_ranks_are_its_records_ranks_members_first_by_record(tmp_path):
+    metrics, scores = score_rows()
+    atomic_write_parquet(scores, tmp_path / "scores.parquet")
+    attached = artefacts.attach_score_ranks(tmp_path / "scores.parquet", metrics)
+    for (_, line), ranks in zip(metrics.iterrows(), attached.ranks):
+        own = scores[scores.attack == line.attack]
+        ordered = pd.concat([own[own.member].sort_values("record"), own[~own.member].sort_values("record")])
+        assert np.array_equal(ranks, stats.rankdata(ordered.score))
+    # a metrics.csv as read back (empty text is NaN there) finds the same rows
+    read_back = metrics.assign(similarity=np.nan)
+    assert len(artefacts.attach_score_ranks(tmp_path / "scores.parquet", read_back)) == 2
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda m, s: (m, s[s.attack != "entropy"]), None),  # a row without scores
+    (lambda m, s: (m[m.attack != "entropy"], s), None),  # scores of a row metrics.csv lacks
+    (lambda m, s: (m.assign(n_members=[5, 4]), s), "record"),  # counts that disagree
+    (lambda m, s: (m, s.assign(record=s.record.where(s.index != 1, s.record[0]))), "record"),  # a record twice
+    (lambda m, s: (m, s.assign(score=s.score[::-1].to_numpy())), "score"),  # scores of another row order
+    (lambda m, s: (m, s.assign(score=s.score.where(s.index != 3, np.inf))), "score"),
+    (lambda m, s: (m, s.assign(member=s.member.astype(int))), "member"),
+    (lambda m, s: (m, s.drop(columns="record")), "record"),
+])
+def test_scores_that_disagree_with_their_metrics_rows_are_refused(tmp_path, edit, field):
+    metrics, scores = edit(*score_rows())
+    atomic_write_parquet(scores, tmp_path / "scores.parquet")
+    refused(tmp_path / "scores.parquet", field, artefacts.attach_score_ranks, metrics)
+
+
+def test_a_scores_file_that_is_not_parquet_is_refused(tmp_path):
+    (tmp_path / "scores.parquet").write_bytes(b"PAR1 cut short")
+    refused(tmp_path / "scores.parquet", None, artefacts.attach_score_ranks, score_rows()[0])
 
 
 CATALOGUES = [("claims.csv", artefacts.PAPER_CLAIMS), ("thesis_contrastive.csv", artefacts.THESIS_CLAIMS),

@@ -1,9 +1,8 @@
 """DeLong's paired comparison of two AUCs on the same records (privssl.attacks.paired_auc) against
 independent computations: sklearn's AUC, placement values and DeLong's covariance by explicit
 loops over the member × non-member pairs, the coverage of its 95 % interval in simulated data
-sets of known AUCs, and the ranks cell (privssl.io.pack_ranks) it reads."""
+sets of known AUCs."""
 
-import base64
 import math
 
 import numpy as np
@@ -12,7 +11,6 @@ from scipy import stats
 from sklearn.metrics import roc_auc_score
 
 from privssl.attacks.paired_auc import auc_contrast, auc_from_ranks, log_step_slope, paired_auc_difference, placements
-from privssl.io import pack_ranks, unpack_ranks
 
 
 def psi(x: float, y: float) -> float:
@@ -63,7 +61,6 @@ def test_auc_from_ranks_is_sklearns_auc_with_ties(m, n, seed):
     labels = np.r_[np.ones(m), np.zeros(n)]
     expected = roc_auc_score(labels, scores)
     assert auc_from_ranks(ranks_of(scores), m) == pytest.approx(expected, abs=1e-12)
-    assert auc_from_ranks(unpack_ranks(pack_ranks(scores), m + n), m) == pytest.approx(expected, abs=1e-12)
 
 
 def test_auc_from_ranks_at_the_extremes():
@@ -165,40 +162,6 @@ def test_the_95pct_interval_covers_the_true_difference_95pct_of_the_time():
     # the average interval is that of the true standard deviation of the estimates
     assert np.mean(widths) == pytest.approx(2 * stats.norm.ppf(0.975) * np.std(estimates), rel=0.1)
 
-
-# --------------------------------------------------------------------------------- the ranks cell
-
-def test_pack_ranks_round_trips_the_average_ranks_with_ties():
-    scores = tied_scores(np.random.default_rng(12), 60, 45)
-    got = unpack_ranks(pack_ranks(scores), 105)
-    assert np.array_equal(got, ranks_of(scores))
-    assert np.any(got != np.round(got))  # half ranks of tied scores kept exactly
-    assert np.array_equal(unpack_ranks(pack_ranks([0.3, 0.3, 0.1, 0.9]), 4), [2.5, 2.5, 1, 4])
-    # only the order matters: a monotone transform packs to the same cell
-    assert pack_ranks(scores) == pack_ranks(np.exp(3 * scores) - 7)
-
-
-def test_unpack_ranks_refuses_a_corrupted_cell():
-    scores = tied_scores(np.random.default_rng(13), 20, 20)
-    cell = pack_ranks(scores)
-    raw = bytearray(base64.b64decode(cell))
-    raw[0] ^= 0x01  # one rank changed by ½: the ranks no longer sum to n(n + 1) / 2
-    with pytest.raises(ValueError, match="does not hold the average ranks"):
-        unpack_ranks(base64.b64encode(bytes(raw)).decode(), 40)
-    big = np.frombuffer(base64.b64decode(cell), dtype="<u2").copy()
-    big[[0, 1]] = [0, big[0] + big[1]]  # the same sum, but a rank of 0
-    with pytest.raises(ValueError, match="does not hold the average ranks"):
-        unpack_ranks(base64.b64encode(big.astype("<u2").tobytes()).decode(), 40)
-    with pytest.raises(ValueError, match="holds 82 bytes, got 80"):
-        unpack_ranks(cell, 41)  # a row whose counts say 41 records
-    with pytest.raises(ValueError, match="holds 80 bytes, got 78"):
-        unpack_ranks(base64.b64encode(base64.b64decode(cell)[:-2]).decode(), 40)  # a truncated cell
-    with pytest.raises(ValueError, match="base64"):
-        unpack_ranks(cell[:-4] + "!!!!", 40)
-    with pytest.raises(ValueError):
-        unpack_ranks(float("nan"), 40)  # an empty CSV cell
-    with pytest.raises(ValueError, match="1-D"):
-        pack_ranks(np.zeros((3, 3)))
 
 
 def test_the_difference_is_one_draw_with_a_normal_interval():

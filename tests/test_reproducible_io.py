@@ -1,5 +1,5 @@
 """Byte-reproducible, group-readable outputs: the same object written to two paths, or by another
-process a second later, gives the same bytes (.pt, .csv.gz, .csv, .json, .pdf, .png); the
+process a second later, gives the same bytes (.pt, .csv.gz, .csv, .parquet, .json, .pdf, .png); the
 .pt still loads with weights_only=True; files get 0o666 less the umask, not mkstemp's 0o600."""
 
 import gzip
@@ -19,11 +19,17 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from privssl.io import atomic_path, atomic_torch_save, atomic_write_csv, atomic_write_json  # noqa: E402
+from privssl.io import (  # noqa: E402
+    atomic_path,
+    atomic_torch_save,
+    atomic_write_csv,
+    atomic_write_json,
+    atomic_write_parquet,
+)
 from privssl.reports.plotting import save_figure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMES = ("state.pt", "roc.csv.gz", "table.csv", "splits.json", "figure.pdf", "figure.png")
+NAMES = ("state.pt", "roc.csv.gz", "table.csv", "scores.parquet", "splits.json", "figure.pdf", "figure.png")
 
 
 def tensors() -> dict:
@@ -52,6 +58,7 @@ def write_all(directory: Path, prefix: str) -> None:
     atomic_torch_save(tensors(), directory / f"{prefix}state.pt")
     atomic_write_csv(frame(), directory / f"{prefix}roc.csv.gz")
     atomic_write_csv(frame(), directory / f"{prefix}table.csv")
+    atomic_write_parquet(frame(), directory / f"{prefix}scores.parquet")
     atomic_write_json({"dataset": "digits", "splits": {"pretrain": [3, 1, 2]}}, directory / f"{prefix}splits.json")
     save_figure(figure(), [str(directory / f"{prefix}figure.pdf"), str(directory / f"{prefix}figure.png")])
 

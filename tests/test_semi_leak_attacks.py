@@ -2,7 +2,7 @@
 scipy, A_DA's features, A_NN's input, the top-1 defence, the JS distance of the entropy
 histograms, and the attack protocol on synthetic targets whose members are known to leak (or not):
 target and shadow with different membership masks and posteriors, so that an attack scoring the
-shadow's posteriors instead of the target's shows, and each row's ranks cell against its scores."""
+shadow's posteriors instead of the target's shows, and each row's per-record scores against it."""
 
 from __future__ import annotations
 
@@ -11,16 +11,15 @@ import math
 import numpy as np
 import pytest
 import torch
-from scipy import stats
 from scipy.spatial import distance
 from sklearn.metrics import roc_auc_score
 
 from privssl.attacks.mia import AttackSpec, metric_scores
-from privssl.attacks.paired_auc import auc_from_ranks
 from privssl.attacks.semi_leak import (
     Case,
     Observed,
     Records,
+    RowScores,
     augmentation_features,
     distance_matrix,
     entropy_js_distance,
@@ -28,7 +27,6 @@ from privssl.attacks.semi_leak import (
     sorted_posteriors,
     top1_posteriors,
 )
-from privssl.io import unpack_ranks
 from privssl.training.semi_supervised_spec import ATTACKS, DA_ATTACK, MEMBER_KINDS, NN_ATTACK
 
 SCIPY = {"js": distance.jensenshannon, "cosine": distance.cosine, "correlation": distance.correlation,
@@ -184,17 +182,26 @@ def records() -> Records:
                    {"all": member, "labelled": labelled, "unlabelled": member & ~labelled})
 
 
-def attack_rows(cases: list[Case], data: Records) -> list[dict]:
+def attack_scored(cases: list[Case], data: Records) -> list[tuple[dict, RowScores]]:
     return run_attacks(cases, data, SPEC, (0.1,), 50, 0, VIEWS, "js")
 
 
+def attack_rows(cases: list[Case], data: Records) -> list[dict]:
+    return [row for row, _ in attack_scored(cases, data)]
+
+
 @pytest.fixture(scope="module")
-def leaky_rows():
+def leaky_scored():
     data = records()
     semi = Case({"target": "fixmatch"}, leaky_observations(data.target_labels, data.target_member, 1),
                 leaky_observations(data.shadow_labels, data.shadow_member, 2), [(VIEWS, "js"), (2, "cosine")])
     supervised = Case({"target": "supervised"}, semi.target, semi.shadow, [(VIEWS, "js")], ("all",), {"steps": 7})
-    return attack_rows([semi, supervised], data)
+    return attack_scored([semi, supervised], data)
+
+
+@pytest.fixture(scope="module")
+def leaky_rows(leaky_scored):
+    return [row for row, _ in leaky_scored]
 
 
 def test_the_target_and_its_shadow_differ():
@@ -238,28 +245,27 @@ def test_a_target_without_signal_is_not_credited_with_its_shadows():
         assert row["auc_lo"] <= 0.5 <= row["auc_hi"], (row["attack"], row["auc"])
 
 
-def test_each_rows_ranks_are_its_scores_ranks_members_first(leaky_rows):
-    """The ranks cell: the average ranks of the row's scores on its records (its kind's members,
-    then the non-members, in the target's order), from which its AUC follows exactly."""
+def test_each_rows_scores_are_its_records_scores(leaky_scored):
+    """A row's per-record scores (scores.parquet): its kind's members and every non-member, in the
+    target's record order, each with the attack's score, from which the row's AUC follows exactly."""
     data = records()
     target = leaky_observations(data.target_labels, data.target_member, 1)
     metrics = metric_scores(target.clean, data.target_labels)
     nonmember = ~data.target_member
-    for row in leaky_rows:
-        m, n = row["n_members"], row["n_nonmembers"]
-        ranks = unpack_ranks(row["ranks"], m + n)
+    for row, scored in leaky_scored:
         chosen = (data.member_kinds[row["member_kind"]] | nonmember).numpy()
-        assert data.target_member.numpy()[chosen][:m].all() and not data.target_member.numpy()[chosen][m:].any()
-        assert auc_from_ranks(ranks, m) == pytest.approx(row["auc"], abs=1e-12)
-        assert roc_auc_score(np.r_[np.ones(m), np.zeros(n)], ranks) == pytest.approx(row["auc"], abs=1e-12)
-        if row["attack"] in metrics:  # the scores the test can recompute: they order the records as the ranks do
-            assert np.array_equal(ranks, stats.rankdata(metrics[row["attack"]].numpy()[chosen])), row["attack"]
-    assert sum(r["attack"] in metrics for r in leaky_rows) == 4 * (3 + 1)
+        assert np.array_equal(scored.records, np.flatnonzero(chosen))
+        member = data.target_member.numpy()[scored.records]
+        assert (member.sum(), (~member).sum()) == (row["n_members"], row["n_nonmembers"])
+        assert roc_auc_score(member, scored.scores) == pytest.approx(row["auc"], abs=1e-12)
+        if row["attack"] in metrics:  # the scores the test can recompute
+            assert np.array_equal(scored.scores, metrics[row["attack"]].double().numpy()[chosen]), row["attack"]
+    assert sum(r["attack"] in metrics for r, _ in leaky_scored) == 4 * (3 + 1)
 
 
-def test_ranks_put_the_members_first_whatever_the_targets_record_order():
-    """Members interleaved with non-members in the target's records: each row's ranks still hold
-    its members first, so the AUC recomputed from them is the row's."""
+def test_scores_follow_the_records_whatever_the_targets_record_order():
+    """Members interleaved with non-members in the target's records: each score stays with its
+    record, so the AUC recomputed from the records' membership is the row's."""
     data = records()
     member = torch.arange(60) % 2 == 1
     labelled = member & (torch.arange(60) < 20)
@@ -267,9 +273,8 @@ def test_ranks_put_the_members_first_whatever_the_targets_record_order():
                           {"all": member, "labelled": labelled, "unlabelled": member & ~labelled})
     case = Case({"target": "fixmatch"}, leaky_observations(data.target_labels, member, 1),
                 leaky_observations(data.shadow_labels, data.shadow_member, 2), [(VIEWS, "js")])
-    for row in attack_rows([case], interleaved):
-        m = row["n_members"]
-        assert auc_from_ranks(unpack_ranks(row["ranks"], m + row["n_nonmembers"]), m) == pytest.approx(row["auc"])
+    for row, scored in attack_scored([case], interleaved):
+        assert roc_auc_score(member.numpy()[scored.records], scored.scores) == pytest.approx(row["auc"], abs=1e-12)
 
 
 def test_every_attack_and_member_kind_has_its_row_with_its_counts(leaky_rows):

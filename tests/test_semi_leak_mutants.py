@@ -19,6 +19,7 @@ from privssl.attacks.semi_leak import (
     Case,
     Observed,
     Records,
+    RowScores,
     _histogram_js,
     distance_matrix,
     entropy_js_distance,
@@ -27,7 +28,6 @@ from privssl.attacks.semi_leak import (
     top1_posteriors,
 )
 from privssl.attacks.statistics import bootstrap_auc
-from privssl.io import unpack_ranks
 from privssl.training.semi_supervised_spec import ATTACKS, DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from test_semi_leak_attacks import alike_observations, dirichlet, entropies, histogram_js, leaky_observations
 
@@ -106,7 +106,7 @@ def test_entropies_rounded_outside_0_to_log_c_count_in_the_end_bins(side):
 def test_histogram_js_of_near_equal_histograms_is_0_not_nan():
     """Two histograms of 13073 / 27888 and 9801 / 20908 records in the first of two bins differ by
     < 1e-8: H(m) − (H(p) + H(q)) / 2 rounds to −1.1e-16 (found by a search over record counts up
-    to 32767, the most a ranks cell holds). The distance is clipped at 0, not √ of a negative
+    to 32767). The distance is clipped at 0, not √ of a negative
     (NaN), for one pair and for a batch of resamples."""
     def values(first: int, n: int) -> np.ndarray:
         return np.r_[np.full(first, 0.25), np.full(n - first, 0.75)]
@@ -145,7 +145,7 @@ def records() -> Records:
                    {"all": member, "labelled": labelled, "unlabelled": member & ~labelled})
 
 
-def attack_rows(log=None) -> list[dict]:
+def attack_scored(log=None) -> list[tuple[dict, RowScores]]:
     """run_attacks on a leaky case (two A_DA settings) and a silent one (one). Called in each
     test's body, not by a shared fixture: mutmut maps a function to the tests that call it while
     they run (a module fixture's call is mapped to none), and runs only those against its mutants."""
@@ -156,30 +156,22 @@ def attack_rows(log=None) -> list[dict]:
     return run_attacks([leaking, silent], data, SPEC, (0.1,), BOOTSTRAP, SEED, VIEWS, "js", log=log)
 
 
-def target_order(ranks: np.ndarray, chosen_member: np.ndarray) -> np.ndarray:
-    """The ranks cell (members first) back in the target's record order."""
-    out = np.empty(len(chosen_member))
-    m = int(chosen_member.sum())
-    out[chosen_member], out[~chosen_member] = ranks[:m], ranks[m:]
-    return out
+def attack_rows(log=None) -> list[dict]:
+    return [row for row, _ in attack_scored(log)]
 
 
 def test_every_rows_auc_interval_is_the_bootstrap_at_the_given_seed():
-    """The AUC's bootstrap reads the scores' order only, so the ranks cell, put back in the
-    target's record order, gives each row's interval again, at the seed run_attacks was given
-    (7 here: not the default 0, not a fresh random one)."""
-    rows, data = attack_rows(), records()
-    nonmember = ~data.target_member
+    """A row's per-record scores (in the target's record order) give its interval again, at the
+    seed run_attacks was given (7 here: not the default 0, not a fresh random one)."""
+    scored, data = attack_scored(), records()
     moved = 0  # rows whose interval another seed changes: where the test tells the seeds apart
-    for row in rows:
-        chosen = (data.member_kinds[row["member_kind"]] | nonmember).numpy()
-        member = data.target_member.numpy()[chosen]
-        ranks = target_order(unpack_ranks(row["ranks"], int(chosen.sum())), member)
-        auc, lo, hi = bootstrap_auc(ranks, member, n_boot=BOOTSTRAP, seed=SEED)
+    for row, own in scored:
+        member = data.target_member.numpy()[own.records]
+        auc, lo, hi = bootstrap_auc(own.scores, member, n_boot=BOOTSTRAP, seed=SEED)
         assert (row["auc"], row["auc_lo"], row["auc_hi"]) == pytest.approx((auc, lo, hi), abs=1e-12), (
             row["target"], row["attack"], row["member_kind"])
-        moved += bootstrap_auc(ranks, member, n_boot=BOOTSTRAP, seed=0)[1:] != (lo, hi)
-    assert moved > len(rows) / 2
+        moved += bootstrap_auc(own.scores, member, n_boot=BOOTSTRAP, seed=0)[1:] != (lo, hi)
+    assert moved > len(scored) / 2
 
 
 def test_mlp_attacks_decide_at_one_half_and_only_a_da_rows_have_a_similarity_and_views():

@@ -1,5 +1,6 @@
 """The semi-supervised branch's claims table and figures (thesis Ch. 3) from synthetic metrics.csv
-frames built here, whose every row carries the ranks of a score vector the test controls (so its
+frames built here, whose every row carries the ranks of a score vector the test controls (as
+artefacts.attach_score_ranks gives them from scores.parquet; so its
 AUC and every paired difference are known: recomputed here from the scores by DeLong's formula on
 the member × non-member kernel, not from the ranks) and the test decisions of a 0/1 array.
 
@@ -23,9 +24,9 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from privssl.artefacts import SEMILEAK, THESIS_SEMILEAK, load_csv_file  # noqa: E402
+from privssl.artefacts import SCORE_KEY, SEMILEAK, THESIS_SEMILEAK, attach_score_ranks, load_csv_file  # noqa: E402
 from privssl.attacks.statistics import newcombe_difference  # noqa: E402
-from privssl.io import pack_decisions, pack_ranks  # noqa: E402
+from privssl.io import atomic_write_parquet, pack_decisions  # noqa: E402
 from privssl.reports.semileak_plots import ablations_figure, attacks_figure, steps_figure  # noqa: E402
 from privssl.reports.semileak_report import (  # noqa: E402
     CLAIM_COLUMNS,
@@ -132,7 +133,7 @@ def _rows(target, eps, step, defence, values, extra=None) -> list[dict]:
                          "member_kind": kind, "n_members": members, "n_nonmembers": N, "accuracy": 0.6,
                          "accuracy_lo": 0.55, "accuracy_hi": 0.65,
                          **dict(zip(("auc", "auc_lo", "auc_hi"), _interval(auc(row_scores, members)))),
-                         "ranks": pack_ranks(row_scores),
+                         "ranks": stats.rankdata(row_scores), "scores": row_scores,
                          "tpr_at_0.1pct_fpr": 0.01, "tpr_at_0.1pct_fpr_lo": 0.0, "tpr_at_0.1pct_fpr_hi": 0.05,
                          "fp_at_0.1pct_fpr": 0, "tpr_at_1pct_fpr": 0.02, "tpr_at_1pct_fpr_lo": 0.01,
                          "tpr_at_1pct_fpr_hi": 0.06, "fp_at_1pct_fpr": 4})
@@ -479,13 +480,19 @@ def test_figures_build():
     plt.close(fig)
 
 
-def test_the_synthetic_metrics_pass_the_attack_rules_schema(tmp_path):
-    """The ranks and test decisions cells as the attack rule writes them (the script itself runs in
-    test_tiny_run's DAG)."""
-    path = tmp_path / "metrics.csv"
-    frame(algorithms=("fixmatch", "flexmatch")).to_csv(path, index=False)
-    loaded = load_csv_file(path, SEMILEAK)
-    assert len(loaded) == len(frame(algorithms=("fixmatch", "flexmatch")))
+def test_the_synthetic_metrics_pass_the_attack_rules_schema_and_their_scores_give_the_ranks(tmp_path):
+    """metrics.csv and scores.parquet as the attack rule writes them (the script itself runs in
+    test_tiny_run's DAG): the loader gives back every row's ranks."""
+    metrics = frame(algorithms=("fixmatch", "flexmatch"))
+    metrics.drop(columns=["ranks", "scores"]).to_csv(tmp_path / "metrics.csv", index=False)
+    loaded = load_csv_file(tmp_path / "metrics.csv", SEMILEAK)
+    lines = [pd.DataFrame({**{c: row[c] for c in SCORE_KEY}, "record": np.arange(len(row["scores"])),
+                           "member": np.arange(len(row["scores"])) < row["n_members"], "score": row["scores"]})
+             for _, row in metrics.iterrows()]
+    atomic_write_parquet(pd.concat(lines, ignore_index=True), tmp_path / "scores.parquet")
+    attached = attach_score_ranks(tmp_path / "scores.parquet", loaded)
+    assert len(attached) == len(metrics)
+    assert all(np.array_equal(a, b) for a, b in zip(attached.ranks, metrics.ranks))
 
 
 # --------------------------------------------------------------------------------- the steps trend

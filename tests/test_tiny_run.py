@@ -60,7 +60,7 @@ FINAL_OUTPUTS = (
     + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
                                                            "metrics.csv")]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
-    + [f"{RESULTS}/digits/semileak/{name}" for name in ("splits.json", "metrics.csv")]
+    + [f"{RESULTS}/digits/semileak/{name}" for name in ("splits.json", "metrics.csv", "scores.parquet")]
     + [f"{RESULTS}/digits/semileak/{role}/{target}.pt" for role in ("target", "shadow") for target in SEMILEAK_TARGETS]
     + [f"{RESULTS}/digits/diagnostics/not_private/semileak/{name}"
        for name in ["history.csv", *(f"{role}/{target}_history.csv" for role in ("target", "shadow")
@@ -580,6 +580,26 @@ def test_semileak_branch_outputs(tiny_run):
     table = tiny_run.path(f"{RESULTS}/tables/semileak.md").read_text()
     for claim in ("ada_above_baselines", "ada_unlabelled", "no_overfitting", "views", "early_stopping", "dpsgd"):
         assert f"| {claim} |" in table, claim
+
+
+def test_semileak_scores_recompute_every_rows_auc_with_pandas_and_join_the_splits(tiny_run):
+    """scores.parquet as a user reads it (pandas, no privssl): every metrics row's AUC again from its
+    records' scores (sklearn), and each record an image of the Semi-Leak splits, members from the
+    target's training part and non-members from its test part."""
+    from sklearn.metrics import roc_auc_score
+
+    metrics = read_table(tiny_run.path(f"{RESULTS}/digits/semileak/metrics.csv"))
+    scores = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/semileak/scores.parquet"))
+    splits = json.loads(tiny_run.path(f"{RESULTS}/digits/semileak/splits.json").read_text())["splits"]
+    key = ["target", "eps", "step", "defence", "attack", "similarity", "views", "member_kind"]
+    groups = dict(list(scores.fillna({"eps": -1.0, "views": -1.0}).groupby(key)))
+    assert len(groups) == len(metrics)
+    for row in metrics.fillna({"eps": -1.0, "views": -1.0, "similarity": ""}).itertuples():
+        own = groups[tuple(getattr(row, k) for k in key)]
+        assert (own.member.sum(), (~own.member).sum()) == (row.n_members, row.n_nonmembers)
+        assert roc_auc_score(own.member, own.score) == pytest.approx(row.auc, abs=1e-12)
+        assert set(own.record[own.member]) <= set(splits["target_train"])
+        assert set(own.record[~own.member]) == set(splits["target_test"])
 
 
 def test_editing_the_semileak_attack_settings_does_not_retrain_the_targets(tiny_run, tmp_path):

@@ -38,7 +38,7 @@ from privssl.audit.audit_names import CANARY_ATTACK, CRAFTED_ATTACK, THREAT_MODE
 from privssl.cli import FileObject, json_object
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
 from privssl.graphs.splits import NODE_SPLITS
-from privssl.io import InputError, unpack_decisions, unpack_ranks
+from privssl.io import InputError, unpack_decisions
 from privssl.release.methods import ADD_REMOVE, GUARANTEE_KINDS, METHODS, REGISTRY, TRAINING_TIME_METHODS
 from privssl.release.tuning_spec import grid_points, varied_fields
 from privssl.reports.claims_spec import LEDGER_CLAIMS
@@ -164,27 +164,21 @@ class Flag:
 class Decisions:
     """A table column of per-record cells: decisions packed by privssl.io.pack_decisions (each
     cell holds exactly its row's number of records, the sum of the `count` columns, and no bit past
-    the last) or, with `ranks`, an attack's score ranks packed by privssl.io.pack_ranks (the average
-    ranks 1 .. n of the row's records). `absent_where` (column, value or values): the cell is empty in the
-    rows where that column holds that value (a membership row has no baseline decisions);
-    `optional`: a cell may be empty anywhere (the clean head's decisions, which the training-time
-    releases' rows do not carry)."""
+    the last). `absent_where` (column, value or values): the cell is empty in the rows where that
+    column holds that value (a membership row has no baseline decisions); `optional`: a cell may be
+    empty anywhere (the clean head's decisions, which the training-time releases' rows do not carry)."""
 
     count: tuple[str, ...]
     absent_where: tuple[str, str | tuple[str, ...]] | None = None
     optional: bool = False
-    ranks: bool = False
 
     def describe(self, bound: dict) -> str:
-        if self.ranks:
-            return f"the average ranks of {' + '.join(self.count)} scores, packed as base64"
         return f"per-record decisions, {' + '.join(self.count)} bits as hex digits"
 
     def check(self, path, field, value, bound, frame=None) -> None:
         absent = (frame[self.absent_where[0]].isin(_values(self.absent_where[1])).to_numpy() if self.absent_where
                   else None)
         records = frame[list(self.count)].sum(axis=1).to_numpy()
-        unpack = unpack_ranks if self.ranks else unpack_decisions
         for i, (cell, n) in enumerate(zip(value, records)):
             if absent is not None and absent[i]:
                 if isinstance(cell, str):
@@ -194,7 +188,7 @@ class Decisions:
             if self.optional and not isinstance(cell, str):
                 continue
             try:
-                unpack(cell, int(n))
+                unpack_decisions(cell, int(n))
             except (ValueError, TypeError) as err:
                 fail(path, field, f"line {i + 2}: {err}", self.describe(bound))
 
@@ -441,10 +435,10 @@ def read_table(path) -> pd.DataFrame:
         if not raw.endswith(b"\n"):
             fail(path, None, "the last line ends without a newline: the file is cut short",
                  "a complete CSV file, ending with a newline")
-        # packed per-record cells are text whatever they hold: an all-digit hex or base64 cell
-        # ("00", "0512") would otherwise become a number
+        # packed per-record cells are text whatever they hold: an all-digit hex cell ("00",
+        # "0512") would otherwise become a number
         header = pd.read_csv(io.BytesIO(raw), nrows=0).columns
-        text = {c: str for c in header if c.endswith("decisions") or c == "ranks"}
+        text = {c: str for c in header if c.endswith("decisions")}
         frame = pd.read_csv(io.BytesIO(raw), keep_default_na=False, na_values=[""], dtype=text)
     except (OSError, EOFError, gzip.BadGzipFile, pd.errors.ParserError, pd.errors.EmptyDataError,
             UnicodeDecodeError) as err:
@@ -841,7 +835,7 @@ SEMILEAK = {"dataset": Text(), "target": Text(TARGETS), "eps": Num(0, low_open=T
             "steps": Num(1, integer=True), "defence": Text(DEFENCES), "attack": Text(ATTACKS),
             "similarity": Text(("", *SIMILARITIES), empty=True), "views": Num(1, integer=True, nan=True),
             "is_default": Flag(), "member_kind": Text(MEMBER_KINDS), **_METRICS,
-            "ranks": Decisions(("n_members", "n_nonmembers"), ranks=True), "test_decisions": Decisions(("n_test",)),
+            "test_decisions": Decisions(("n_test",)),
             **{f"{split}_accuracy{end}": PROBABILITY for split in ("test", "train") for end in ("", "_lo", "_hi")},
             "n_test": Num(1, integer=True), "n_train": Num(1, integer=True), "overfitting": Num(-1, 1),
             "js_entropy": Num(0, 1), "js_entropy_lo": Num(0, 1), "js_entropy_hi": Num(0, 1),
@@ -849,6 +843,61 @@ SEMILEAK = {"dataset": Text(), "target": Text(TARGETS), "eps": Num(0, low_open=T
             "delta": Num(0, 1, nan=True), "accountant": Text(("", "pld", "rdp", "prv"), empty=True),
             "grid": (("dataset", "target", "eps", "step", "defence", "attack", "similarity", "views"),
                      ("member_kind",))}
+# semileak_attack's per-record scores (scores.parquet): a line per (metrics row, record), the row by
+# its key; `record` the image's index in the data set's pool
+SCORE_KEY = SEMILEAK["grid"][0] + SEMILEAK["grid"][1]
+SCORE_COLUMNS = (*SCORE_KEY, "record", "member", "score")
+
+
+def _score_key(values) -> tuple:
+    """A row key that compares equal between metrics.csv and scores.parquet: empty text and NaN
+    (a CSV's empty cell) are both None."""
+    return tuple(None if v is None or (isinstance(v, str) and v == "") or (isinstance(v, float) and np.isnan(v))
+                 else v for v in values)
+
+
+def attach_score_ranks(path, metrics: pd.DataFrame) -> pd.DataFrame:
+    """`metrics` (one semileak_attack job's metrics.csv, loaded) with a `ranks` column: per row, the
+    average ranks of its records' scores in scores.parquet `path`, members first, each group by
+    record, which the report's paired AUC comparisons read. Checked against the rows: each row's
+    records are its n_members members and n_nonmembers non-members, none twice, every score
+    finite, the AUC of the scores the row's own, and no scores of a row metrics.csv lacks."""
+    from scipy.stats import rankdata
+
+    try:
+        scores = pd.read_parquet(path)
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        fail(path, None, _reason(err), "a Parquet file as semileak_attack writes it")
+    require(path, scores, list(SCORE_COLUMNS), "column")
+    if scores.member.dtype != bool:
+        fail(path, "member", f"dtype {scores.member.dtype}", "bool")
+    if not np.isfinite(scores.score.to_numpy(dtype=float)).all():
+        fail(path, "score", "a score that is not finite", "finite scores")
+    groups = {_score_key(key): rows for key, rows in scores.groupby(list(SCORE_KEY), dropna=False, sort=False)}
+    ranks = []
+    for i, row in enumerate(metrics.itertuples(index=False)):
+        key = _score_key(getattr(row, c) for c in SCORE_KEY)
+        rows = groups.pop(key, None)
+        where = f"the row of {dict(zip(SCORE_KEY, key))}"
+        if rows is None:
+            fail(path, None, f"no scores for {where} (metrics.csv line {i + 2})", "scores for every metrics row")
+        members, others = rows[rows.member].sort_values("record"), rows[~rows.member].sort_values("record")
+        if (len(members), len(others)) != (row.n_members, row.n_nonmembers) or rows.record.duplicated().any():
+            fail(path, "record", f"{len(members)} members and {len(others)} non-members (some twice: "
+                 f"{bool(rows.record.duplicated().any())}) for {where}",
+                 f"its {row.n_members} members and {row.n_nonmembers} non-members, each once")
+        row_ranks = rankdata(np.concatenate([members.score.to_numpy(), others.score.to_numpy()]))
+        auc = (row_ranks[:row.n_members].sum() - row.n_members * (row.n_members + 1) / 2) / (row.n_members *
+                                                                                           row.n_nonmembers)
+        if abs(auc - row.auc) > 1e-9:
+            fail(path, "score", f"scores of AUC {auc:.6f} for {where}", f"the row's AUC {row.auc:.6f}")
+        ranks.append(row_ranks)
+    if groups:
+        fail(path, None, f"scores of {len(groups)} rows metrics.csv lacks, e.g. {next(iter(groups))}",
+             "the rows of metrics.csv only")
+    return metrics.assign(ranks=ranks)
+
+
 # semileak_train's history: per checkpoint the means over its steps (DP-SGD: its last step only)
 SEMILEAK_HISTORY = {"role": Text(("target", "shadow")), "target": Text(TARGETS), "eps": Num(0, low_open=True, nan=True),
                     "step": Num(1, integer=True), "lr": Num(0), "loss_labelled": Num(0), "loss_unlabelled": Num(0, nan=True),

@@ -6,7 +6,6 @@ time, so checksums of results can be compared across runs and clusters."""
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 import logging
@@ -88,6 +87,16 @@ def atomic_write_csv(frame, path: str | Path) -> None:
     atomic_write_bytes(data, path)
 
 
+def atomic_write_parquet(frame, path: str | Path) -> None:
+    """A table of per-record values as Parquet (pyarrow, no index), byte-reproducible: the same
+    frame gives the same bytes (the file holds no time and no path)."""
+    import io
+
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, engine="pyarrow", index=False, compression="zstd")
+    atomic_write_bytes(buffer.getvalue(), path)
+
+
 def pack_decisions(correct) -> str:
     """One draw's per-record decisions (1-D bool, records in a fixed order) as a hex string of
     their packed bits, a CSV cell: the reports pair and cluster draws by record from it."""
@@ -109,34 +118,6 @@ def unpack_decisions(text: str, records: int) -> np.ndarray:
     if bits[records:].any():
         raise ValueError(f"a decisions cell of {records} records has bits set past its last record")
     return bits[:records].astype(bool)
-
-
-def pack_ranks(scores) -> str:
-    """An attack's scores on its records (members first) as a CSV cell that keeps exactly what the
-    AUC and its paired comparisons read, their order and ties: twice each score's average rank
-    (an integer), as uint16 little-endian in base64 (records <= 32767)."""
-    from scipy.stats import rankdata
-
-    values = np.asarray(scores, dtype=float)
-    if values.ndim != 1 or not 2 <= values.size <= 32767:
-        raise ValueError(f"ranks need 2 to 32767 scores in a 1-D array, got shape {values.shape}")
-    doubled = np.rint(2 * rankdata(values, method="average")).astype("<u2")
-    return base64.b64encode(doubled.tobytes()).decode("ascii")
-
-
-def unpack_ranks(text: str, records: int) -> np.ndarray:
-    """The average ranks (float, 1 .. records) of a `pack_ranks` cell of `records` scores."""
-    try:
-        raw = base64.b64decode(text, validate=True) if isinstance(text, str) else None
-    except ValueError as err:
-        raise ValueError(f"a ranks cell must be base64: {err}") from None
-    if raw is None or len(raw) != 2 * records:
-        raise ValueError(f"a ranks cell of {records} records holds {2 * records} bytes, got "
-                         f"{len(raw) if raw is not None else type(text).__name__}")
-    ranks = np.frombuffer(raw, dtype="<u2") / 2
-    if abs(ranks.sum() - records * (records + 1) / 2) > 1e-6 or ranks.min() < 1 or ranks.max() > records:
-        raise ValueError(f"a ranks cell of {records} records does not hold the average ranks 1 .. {records}")
-    return ranks
 
 
 DEVICES = ("auto", "cpu", "cuda")

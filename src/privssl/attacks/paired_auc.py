@@ -9,8 +9,9 @@ per-record differences:
     Var(AUC_a − AUC_b) = Var(V10_a − V10_b) / m + Var(V01_a − V01_b) / n,
 
 with m members and n non-members: the records are the independent units, and two attacks (or two
-models) queried on the same records pair. Placement values follow from the average ranks alone,
-which is what the attack rules keep of each row's scores (privssl.io.pack_ranks).
+models) queried on the same records pair. Placement values follow from the average ranks of
+each row's scores alone (privssl.artefacts.attach_score_ranks, from the attack rule's
+scores.parquet).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import torch
 
 from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
 from privssl.attacks.statistics import membership_metrics
-from privssl.io import Progress, pack_ranks
+from privssl.io import Progress
 from privssl.training.semi_supervised_spec import DA_ATTACK, MEMBER_KINDS, METRIC_ATTACKS, NN_ATTACK, SIMILARITIES
 
 _EPS = 1e-12  # guards log(0) in the JS distance
@@ -161,29 +161,37 @@ class Records:
     member_kinds: dict  # kind -> bool mask over the target's records (members of that kind)
 
 
+@dataclass(frozen=True)
+class RowScores:
+    """A metrics row's per-record scores: which of the target's records it scored (positions in the
+    target's record order) and the attack's score of each; the report pairs rows of one member
+    kind record by record from them (privssl.attacks.paired_auc)."""
+
+    records: np.ndarray  # int positions among the target's records
+    scores: np.ndarray  # float64, one per record
+
+
 def _score_rows(case: Case, attack: str, scores: torch.Tensor, threshold: float, records: Records,
-                fpr: tuple, bootstrap: int, seed: int, extra: dict) -> list[dict]:
+                fpr: tuple, bootstrap: int, seed: int, extra: dict) -> list[tuple[dict, RowScores]]:
     rows = []
     nonmember = ~records.target_member
     for kind in case.member_kinds:
-        mask = records.member_kinds[kind]
-        chosen = (mask | nonmember).numpy()
-        metrics = membership_metrics(scores.double().numpy()[chosen], records.target_member.numpy()[chosen],
-                                     threshold, fpr, bootstrap, seed)
-        # the ranks of the chosen records' scores, members first (each group in the target's
-        # record order), so that the report pairs rows of one member kind record by record
-        chosen_scores, chosen_member = scores.double().numpy()[chosen], records.target_member.numpy()[chosen]
-        metrics["ranks"] = pack_ranks(np.concatenate([chosen_scores[chosen_member], chosen_scores[~chosen_member]]))
-        rows.append({**case.key, "attack": attack, **extra, "member_kind": kind, **metrics, **case.columns})
+        chosen = (records.member_kinds[kind] | nonmember).numpy()
+        values = scores.double().numpy()[chosen]
+        metrics = membership_metrics(values, records.target_member.numpy()[chosen], threshold, fpr, bootstrap, seed)
+        rows.append(({**case.key, "attack": attack, **extra, "member_kind": kind, **metrics, **case.columns},
+                     RowScores(np.flatnonzero(chosen), values)))
     return rows
 
 
 def run_attacks(cases: list[Case], records: Records, spec: AttackSpec, fpr: tuple, bootstrap: int, seed: int,
-                default_views: int, default_similarity: str, log: Callable[[str], None] | None = None) -> list[dict]:
+                default_views: int, default_similarity: str,
+                log: Callable[[str], None] | None = None) -> list[tuple[dict, RowScores]]:
     """Every attack on every case: one stacked training per MLP input size (A_NN for all cases,
-    A_DA for all cases of one (K, similarity)), thresholds and scores of the metric attacks.
-    `log` gets their progress, per case scored by A_NN and the metric attacks or by one A_DA."""
-    rows: list[dict] = []
+    A_DA for all cases of one (K, similarity)), thresholds and scores of the metric attacks; each
+    metrics row with its per-record scores. `log` gets their progress, per case scored by A_NN and
+    the metric attacks or by one A_DA."""
+    rows: list[tuple[dict, RowScores]] = []
     progress = Progress(log or (lambda _: None), "cases scored (A_NN and metric attacks, then each A_DA setting)",
                         len(cases) + sum(len(set(c.augmentation)) for c in cases))
     shadow_member = records.shadow_member.numpy()
@@ -214,6 +222,6 @@ def run_attacks(cases: list[Case], records: Records, spec: AttackSpec, fpr: tupl
                      "is_default": views == default_views and similarity == default_similarity}
             rows += _score_rows(case, DA_ATTACK, scores, 0.5, records, fpr, bootstrap, seed, extra)
             progress.advance()
-    for row in rows:
+    for row, _ in rows:
         row.setdefault("is_default", True)
     return rows

@@ -10,7 +10,8 @@ accuracy) Newcombe's hybrid score interval (`newcombe_difference`).
 
 Every target, checkpoint and attack is queried on the same members and non-members, so two AUCs
 are compared by DeLong's paired test on the records (privssl.attacks.paired_auc, from each row's
-`ranks`) and two test accuracies by the difference paired on the test records (`test_decisions`).
+`ranks`: its per-record scores' ranks, from scores.parquet by artefacts.attach_score_ranks) and
+two test accuracies by the difference paired on the test records (`test_decisions`).
 Each claim is tested as the thesis words it (privssl.reports.verdicts):
 
 * ada_above_baselines / ada_unlabelled: A_DA's AUC − the best baseline's > 0 (all / unlabelled
@@ -47,7 +48,6 @@ from scipy import stats
 from privssl.attacks.paired_auc import log_step_slope, paired_auc_difference
 from privssl.attacks.repeated import Estimate, unpaired_difference, versus_bound
 from privssl.attacks.statistics import newcombe_difference
-from privssl.io import unpack_ranks
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
 from privssl.reports.decisions import paired
 from privssl.reports.regime import PAPER_LEAKS
@@ -150,11 +150,10 @@ def _from_interval(value: float, lo: float, hi: float, n: int) -> Estimate:
 
 def _auc_difference(a, b) -> Estimate:
     """AUC_a − AUC_b of two rows of one member kind: DeLong's paired difference on their records."""
-    records = int(a.n_members + a.n_nonmembers)
     if (int(b.n_members), int(b.n_nonmembers)) != (int(a.n_members), int(a.n_nonmembers)):
         raise ValueError(f"metrics.csv: rows of one member kind query different records ({a.n_members} + "
                          f"{a.n_nonmembers} vs {b.n_members} + {b.n_nonmembers})")
-    return paired_auc_difference(unpack_ranks(a.ranks, records), unpack_ranks(b.ranks, records), int(a.n_members))
+    return paired_auc_difference(a.ranks, b.ranks, int(a.n_members))
 
 
 def _accuracy_difference(a, b) -> Estimate:
@@ -383,8 +382,8 @@ def steps_trend(metrics: pd.DataFrame) -> pd.DataFrame:
             curve = ada(of(own, algorithm, defence="none", member_kind="all")).sort_values("step")
             if curve.step.nunique() != len(curve) or len(curve) < 2:
                 continue
-            members, records = int(curve.n_members.iloc[0]), int(curve.n_members.iloc[0] + curve.n_nonmembers.iloc[0])
-            slope = log_step_slope([unpack_ranks(r, records) for r in curve.ranks], curve.step, members)
+            members = int(curve.n_members.iloc[0])
+            slope = log_step_slope(list(curve.ranks), curve.step, members)
             last = curve.iloc[-1]
 
             def reach(per_doubling: float) -> float:
