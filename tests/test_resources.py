@@ -15,6 +15,9 @@ import pandas as pd
 import pytest
 from test_workflow import FASHION_FILES, SHARED_DATA, output_of, planned_jobs, shipped_dry_run
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from cluster_submissions import local_rules  # noqa: E402  (the rules marked localrule, and `all`)
+
 pytestmark = pytest.mark.workflow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,16 +28,6 @@ NODE_MB = 24 * 1024
 CONFIGS = ["config.yaml", *(f"configs/{p.name}" for p in sorted((REPO / "configs").glob("*.yaml"))
                             if (p.name != "graphs-shared.yaml" or SHARED_DATA.is_dir())
                             and (p.name != "fashion.yaml" or FASHION_FILES))]
-
-
-def local_rules() -> set[str]:
-    """Rules marked `localrule: True` (they run on the submitting host, never on a node)."""
-    local = {"all"}
-    for smk in (REPO / "rules").glob("*.smk"):
-        for block in re.split(r"\n(?=\s*rule \w+:)", smk.read_text()):
-            if re.search(r"localrule:\s*True", block):
-                local.add(re.search(r"rule (\w+):", block).group(1))
-    return local
 
 
 def planned_resources(proc: subprocess.CompletedProcess) -> list[tuple[str, dict[str, str]]]:
@@ -59,14 +52,14 @@ def dry_runs(session_folder) -> dict[str, list[tuple[str, dict[str, str]]]]:
 
 
 def test_every_cluster_job_declares_memory_and_runtime(dry_runs):
-    local = local_rules()
+    local = local_rules(REPO)
     for config, jobs in dry_runs.items():
         bare = sorted({rule for rule, res in jobs if rule not in local and not {"mem_mb", "runtime"} <= set(res)})
         assert not bare, f"{config}: jobs of {bare} run on a node without mem_mb and runtime"
 
 
 def test_default_memory_is_the_measured_peak_times_the_margin(dry_runs):
-    local = local_rules()
+    local = local_rules(REPO)
     for rule, res in dry_runs["config.yaml"]:
         if rule in local:
             continue
@@ -84,7 +77,7 @@ def test_fashion_requests_cover_the_presets_measured_peaks(dry_runs):
     fashion = pd.read_csv(REPO / "benchmarks" / "fashion_peaks.csv").set_index("rule")
     short = []
     for rule, res in dry_runs["configs/fashion.yaml"]:
-        if rule in local_rules() or rule not in fashion.index:
+        if rule in local_rules(REPO) or rule not in fashion.index:
             continue
         if int(res["mem_mb"]) < fashion.loc[rule, "max_rss_mb"] or int(res["runtime"]) * 60 < fashion.loc[rule, "s"]:
             short.append((rule, res["mem_mb"], res["runtime"], fashion.loc[rule, "max_rss_mb"], fashion.loc[rule, "s"]))
