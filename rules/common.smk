@@ -297,7 +297,8 @@ def branch_arguments(input):
             "--views": config["semileak"]["attack"]["views"],
             "--similarity": config["semileak"]["attack"]["similarity"],
         }
-        words += ["--semileak", *input.semileak, *(word for pair in defaults.items() for word in pair)]
+        words += ["--semileak", *input.semileak, "--semileak-scores", *input.semileak_scores]
+        words += [word for pair in defaults.items() for word in pair]
     if input.dpadapter:
         words += ["--dpadapter", *input.dpadapter]
     if DPCL_METHODS:

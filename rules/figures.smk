@@ -87,6 +87,7 @@ rule claims:
         contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
         semileak=expand(f"{RESULTS}/{{dataset}}/semileak/metrics.csv", dataset=SEMILEAK),
+        semileak_scores=expand(f"{RESULTS}/{{dataset}}/semileak/scores.parquet", dataset=SEMILEAK),
         dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
     output:
         csv=report(f"{RESULTS}/tables/claims.csv", caption="../report/claims.rst", category="Tables"),
@@ -176,6 +177,7 @@ rule digest:
         contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
         semileak=expand(f"{RESULTS}/{{dataset}}/semileak/metrics.csv", dataset=SEMILEAK),
+        semileak_scores=expand(f"{RESULTS}/{{dataset}}/semileak/scores.parquet", dataset=SEMILEAK),
         dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
         accounting=expand(f"{RESULTS}/{{dataset}}/dpcl/accounting.csv", dataset=DATASETS if DPCL_METHODS else []),
     output:

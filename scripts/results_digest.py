@@ -20,13 +20,13 @@ from privssl.artefacts import (
     LIRA,
     MIA,
     PAPER_CLAIMS,
-    SEMILEAK,
     UTILITY,
     expected_of,
     load_csv_file,
     load_csv_files,
     load_image_splits,
     load_json_file,
+    load_semileak_metrics,
     load_sensitivity,
 )
 from privssl import claim_sources
@@ -98,7 +98,7 @@ def main() -> None:
                   shown("Table 2", "table2", release_table.markdown(release_table.table2(utility, mia, args.targets)))]
         parts += ["## Audits"] + [digest.audits(n, a) for n, _, _, _, _, _, a in image]
     if semileak is not None:
-        trend = semileak_report.steps_trend(load_csv_files(args.semileak, SEMILEAK, args.expect))
+        trend = semileak_report.steps_trend(load_semileak_metrics(args.semileak, args.semileak_scores, args.expect))
         parts.append(shown("Semi-supervised learning (Semi-Leak)", "semileak",
                            semileak_report.markdown(semileak) + semileak_report.trend_markdown(trend)))
     if contrastive is not None:

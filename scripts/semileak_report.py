@@ -7,9 +7,7 @@ defences (Figs. 3.5-3.6, Table 3.4), PNG and PDF each."""
 
 import argparse
 
-import pandas as pd
-
-from privssl.artefacts import SEMILEAK, THESIS_SEMILEAK, attach_score_ranks, expected_of, load_csv_file
+from privssl.artefacts import THESIS_SEMILEAK, load_csv_file, load_semileak_metrics
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.plotting import save_figure
@@ -36,9 +34,7 @@ def main() -> None:
     script_logger("semileak_report")  # an input error in one line
     if len(args.scores) != len(args.metrics):
         parser.error(f"--scores: {len(args.scores)} files for {len(args.metrics)} --metrics files (allowed: one each)")
-    grids = [expected_of(args.expect, path) for path in args.metrics]  # every file's grid before any is read
-    metrics = pd.concat([attach_score_ranks(scores, load_csv_file(path, SEMILEAK, grid))
-                         for path, scores, grid in zip(args.metrics, args.scores, grids)], ignore_index=True)
+    metrics = load_semileak_metrics(args.metrics, args.scores, args.expect)
     table = claims_table(metrics, load_csv_file(args.thesis, THESIS_SEMILEAK), args.early_stopping, args.views,
                          args.similarity)
     atomic_write_csv(table, args.csv)

@@ -898,6 +898,18 @@ def attach_score_ranks(path, metrics: pd.DataFrame) -> pd.DataFrame:
     return metrics.assign(ranks=ranks)
 
 
+def load_semileak_metrics(paths, scores, expect: dict[str, list[dict]] | None = None) -> pd.DataFrame:
+    """Every dataset's semileak_attack metrics.csv (`paths`), each with its scores.parquet
+    (`scores`, in the same order) attached as the rows' `ranks`: what the Semi-Leak report, the
+    claims ledger and the digest read."""
+    if len(scores) != len(paths):
+        raise InputError(f"{len(scores)} scores.parquet files for {len(paths)} metrics.csv files (allowed: one each, "
+                         f"in the same order)")
+    grids = [expected_of(expect, p) for p in paths]  # every path has its grid before any file is read
+    return pd.concat([attach_score_ranks(s, load_csv_file(p, SEMILEAK, grid)) for p, s, grid in zip(paths, scores, grids)],
+                     ignore_index=True)
+
+
 # semileak_train's history: per checkpoint the means over its steps (DP-SGD: its last step only)
 SEMILEAK_HISTORY = {"role": Text(("target", "shadow")), "target": Text(TARGETS), "eps": Num(0, low_open=True, nan=True),
                     "step": Num(1, integer=True), "lr": Num(0), "loss_labelled": Num(0), "loss_unlabelled": Num(0, nan=True),

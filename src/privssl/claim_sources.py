@@ -12,11 +12,11 @@ import pandas as pd
 from privssl.artefacts import (
     CONTRASTIVE,
     DPADAPTER_RESULTS,
-    SEMILEAK,
     THESIS_CLAIMS,
     THESIS_SEMILEAK,
     load_csv_file,
     load_csv_files,
+    load_semileak_metrics,
 )
 from privssl.reports import contrastive_report, semileak_report
 
@@ -27,6 +27,8 @@ def add_branch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--contrastive", nargs="*", default=[], help="contrastive/metrics.csv of each dataset")
     parser.add_argument("--contrastive-thesis", help="resources/thesis_contrastive.csv")
     parser.add_argument("--semileak", nargs="*", default=[], help="semileak/metrics.csv of each dataset")
+    parser.add_argument("--semileak-scores", nargs="*", default=[],
+                        help="semileak/scores.parquet of each dataset, in the order of --semileak")
     parser.add_argument("--semileak-thesis", help="resources/thesis_semileak.csv")
     parser.add_argument("--early-stopping", type=int, help="semileak.defences.early_stopping")
     parser.add_argument("--views", type=int, help="semileak.attack.views")
@@ -40,6 +42,9 @@ def check_branch_arguments(parser: argparse.ArgumentParser, args: argparse.Names
         parser.error("--contrastive needs --contrastive-thesis")
     if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
         parser.error("--semileak needs --semileak-thesis, --early-stopping, --views and --similarity")
+    if len(args.semileak_scores) != len(args.semileak):
+        parser.error(f"--semileak-scores: {len(args.semileak_scores)} files for {len(args.semileak)} --semileak files "
+                     f"(allowed: one each, in the same order)")
 
 
 def branch_tables(args: argparse.Namespace) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
@@ -51,7 +56,7 @@ def branch_tables(args: argparse.Namespace) -> tuple[pd.DataFrame | None, pd.Dat
         contrastive = contrastive_report.claims_table(load_csv_files(args.contrastive, CONTRASTIVE, args.expect),
                                                       load_csv_file(args.contrastive_thesis, THESIS_CLAIMS))
     if args.semileak:
-        semileak = semileak_report.claims_table(load_csv_files(args.semileak, SEMILEAK, args.expect),
+        semileak = semileak_report.claims_table(load_semileak_metrics(args.semileak, args.semileak_scores, args.expect),
                                                 load_csv_file(args.semileak_thesis, THESIS_SEMILEAK),
                                                 args.early_stopping, args.views, args.similarity)
     if args.dpadapter:
