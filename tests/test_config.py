@@ -166,6 +166,25 @@ def test_every_registered_image_dataset_is_checked_offline_or_reads_no_file():
     assert not set(IMAGE_FILES) & set(FILELESS_DATASETS)
 
 
+def test_every_schema_enum_of_image_datasets_is_the_registry(tmp_path):
+    # the schema names the image datasets three times (datasets, contrastive.datasets,
+    # semileak.datasets); a dataset registered in DATASETS but missing from one could not be
+    # configured there, and one left in an enum after leaving DATASETS would pass the schema
+    def enums(node):
+        if isinstance(node, dict):
+            if "propertyNames" in node and "digits" in node["propertyNames"].get("enum", []):
+                yield node["propertyNames"]["enum"]
+            for value in node.values():
+                yield from enums(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from enums(value)
+
+    found = list(enums(yaml.safe_load(SCHEMA.read_text())))
+    assert len(found) == 3
+    assert all(sorted(enum) == sorted(DATASETS) for enum in found), found
+
+
 def test_a_dataset_without_its_file_list_is_refused_not_skipped(tmp_path, monkeypatch):
     monkeypatch.delitem(IMAGE_FILES, "cifar10")
     with pytest.raises(KeyError, match="cifar10"):
