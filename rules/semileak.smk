@@ -22,8 +22,6 @@ rule semileak_data:
         f"{RESULTS}/{{dataset}}/logs/semileak_data.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/semileak_data.tsv"
-    group:
-        GROUP_SPLITS
     threads: 1
     resources:
         mem_mb=job_memory("semileak_data", semileak_scale),

@@ -561,8 +561,8 @@ def score_rows() -> tuple[pd.DataFrame, pd.DataFrame]:
            "similarity": "", "views": np.nan, "member_kind": "all"}
     rng = np.random.default_rng(0)
     rows, lines = [], []
+    record, member = rng.permutation(100)[:9], np.arange(9) < 4  # every row queries the same records
     for attack in ("confidence", "entropy"):
-        record, member = rng.permutation(100)[:9], np.arange(9) < 4
         score = rng.random(9) + member * 0.3
         auc = np.mean([float(x > y) + 0.5 * (x == y) for x in score[member] for y in score[~member]])
         rows.append({**key, "attack": attack, "n_members": 4, "n_nonmembers": 5, "auc": auc})
@@ -589,6 +589,9 @@ def test_a_rows_score_ranks_are_its_records_ranks_members_first_by_record(tmp_pa
     (lambda m, s: (m.assign(n_members=[5, 4]), s), "record"),  # counts that disagree
     (lambda m, s: (m, s.assign(record=s.record.where(s.index != 1, s.record[0]))), "record"),  # a record twice
     (lambda m, s: (m, s.assign(score=s.score[::-1].to_numpy())), "score"),  # scores of another row order
+    (lambda m, s: (m, s.assign(record=s.record.where(s.attack == "confidence", s.record + 1000))), "record"),
+    (lambda m, s: (m, s.assign(member=s.member.where(~s.index.isin([12, 13]), ~s.member))  # two swapped,
+                   ), "record"),  # same counts, but another row's members: not paired record by record
     (lambda m, s: (m, s.assign(score=s.score.where(s.index != 3, np.inf))), "score"),
     (lambda m, s: (m, s.assign(member=s.member.astype(int))), "member"),
     (lambda m, s: (m, s.drop(columns="record")), "record"),

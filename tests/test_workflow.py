@@ -281,17 +281,19 @@ def test_a_new_release_method_changes_no_other_stages_seed(tmp_path):
     methods.write_text(text.replace(anchor, entry + anchor))
     schema = workflow / "schemas" / "config.schema.yaml"
     schema.write_text(schema.read_text().replace("enum: [alm, laplace, gaussian,", "enum: [alm, laplace, laplace_twin, gaussian,"))
+    # the new method enabled first, and one method no longer enabled: no position of another moves
     config = tiny_config()
-    config["protect"]["mechanisms"] = [*config["protect"]["mechanisms"], "laplace_twin"]
+    config["protect"]["mechanisms"] = ["laplace_twin", *(m for m in config["protect"]["mechanisms"] if m != "gaussian")]
     after = job_seeds(run_snakemake(tmp_path / "run", write_config(config, tmp_path / "twin.yaml"), "-n", "-p",
                                     "--forceall", snakefile=workflow / "Snakefile"))
     assert len(before) > 30 and {"pretrain", "semileak_train", "lira_heads", "audit_canary"} <= {r for r, _ in before}
-    assert before.keys() <= after.keys() and all("laplace_twin" in w for _, w in after.keys() - before.keys())
-    moved = {job: (seeds, after[job]) for job, seeds in before.items()
-             if {m: s for m, s in after[job].items() if m in seeds} != seeds}
+    assert all("laplace_twin" in w for _, w in after.keys() - before.keys())
+    assert all("target=gaussian" in w for _, w in before.keys() - after.keys())
+    moved = {job: (seeds, after[job]) for job, seeds in before.items() if job in after
+             and {m: s for m, s in after[job].items() if m in seeds} != {m: s for m, s in seeds.items() if m in after[job]}}
     assert not moved, moved
     protect = [job for job in after if job[0] == "protect"]
-    assert protect and all(set(after[job]) - set(before[job]) == {"laplace_twin"} for job in protect)
+    assert protect and all(set(after[job]) ^ set(before[job]) == {"laplace_twin", "gaussian"} for job in protect)
     new_seed = after[protect[0]]["laplace_twin"]
     assert all(new_seed not in seeds.values() for seeds in before.values())  # its own randomness
 

@@ -539,7 +539,7 @@ def main() -> int:
             gpus = int(res.get("gpu", 0) or 0)
             if tres(record["ReqTRES"]).get("gres/gpu", "0") != str(gpus):
                 problems.append(f"{slurm_id} {job.comment()}: ReqTRES {record['ReqTRES']} for gpu={gpus}")
-        else:  # a group job (maybe of one job): its members one after another (rules/common.smk's are chains)
+        else:  # a group job: its members one after another (rules/common.smk's groups are chains)
             expect["Comment"] = f"rule_{group_job_name(jobs[0].group, jobs)}"  # the plugin's: no wildcards
             threads = max(job.threads for job in jobs)
             mem = max(float(job.resources.get("mem_mb", 0)) for job in jobs)
