@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True, help="output: metrics.csv")
     parser.add_argument("--scores", required=True,
-                        help="output: scores.parquet, every metrics row's per-record scores (SEMILEAK_SCORES)")
+                        help="output: scores.parquet, every metrics row's per-record scores (artefacts.SCORE_COLUMNS)")
     parser.add_argument("--history", required=True,
                         help="output: every training's history in one file; not private (computed on the training "
                              "sets without noise)")

@@ -280,17 +280,20 @@ def test_a_new_release_method_changes_no_other_stages_seed(tmp_path):
     assert text.count(anchor) == 1
     methods.write_text(text.replace(anchor, entry + anchor))
     schema = workflow / "schemas" / "config.schema.yaml"
-    schema.write_text(schema.read_text().replace("enum: [alm, laplace, gaussian,", "enum: [alm, laplace, laplace_twin, gaussian,"))
+    schema.write_text(schema.read_text().replace("enum: [alm, laplace, gaussian,",
+                                                 "enum: [alm, laplace, laplace_twin, gaussian,"))
     # the new method enabled first, and one method no longer enabled: no position of another moves
     config = tiny_config()
-    config["protect"]["mechanisms"] = ["laplace_twin", *(m for m in config["protect"]["mechanisms"] if m != "gaussian")]
+    config["protect"]["mechanisms"] = ["laplace_twin",
+                                       *(m for m in config["protect"]["mechanisms"] if m != "gaussian")]
     after = job_seeds(run_snakemake(tmp_path / "run", write_config(config, tmp_path / "twin.yaml"), "-n", "-p",
                                     "--forceall", snakefile=workflow / "Snakefile"))
     assert len(before) > 30 and {"pretrain", "semileak_train", "lira_heads", "audit_canary"} <= {r for r, _ in before}
     assert all("laplace_twin" in w for _, w in after.keys() - before.keys())
     assert all("target=gaussian" in w for _, w in before.keys() - after.keys())
-    moved = {job: (seeds, after[job]) for job, seeds in before.items() if job in after
-             and {m: s for m, s in after[job].items() if m in seeds} != {m: s for m, s in seeds.items() if m in after[job]}}
+    kept = {job: ({m: s for m, s in seeds.items() if m in after[job]},
+                  {m: s for m, s in after[job].items() if m in seeds}) for job, seeds in before.items() if job in after}
+    moved = {job: pair for job, pair in kept.items() if pair[0] != pair[1]}
     assert not moved, moved
     protect = [job for job in after if job[0] == "protect"]
     assert protect and all(set(after[job]) ^ set(before[job]) == {"laplace_twin", "gaussian"} for job in protect)

@@ -914,8 +914,8 @@ def load_semileak_metrics(paths, scores, expect: dict[str, list[dict]] | None = 
         raise InputError(f"{len(scores)} scores.parquet files for {len(paths)} metrics.csv files (allowed: one each, "
                          f"in the same order)")
     grids = [expected_of(expect, p) for p in paths]  # every path has its grid before any file is read
-    return pd.concat([attach_score_ranks(s, load_csv_file(p, SEMILEAK, grid)) for p, s, grid in zip(paths, scores, grids)],
-                     ignore_index=True)
+    frames = [attach_score_ranks(s, load_csv_file(p, SEMILEAK, grid)) for p, s, grid in zip(paths, scores, grids)]
+    return pd.concat(frames, ignore_index=True)
 
 
 # semileak_train's history: per checkpoint the means over its steps (DP-SGD: its last step only)
