@@ -401,9 +401,10 @@ def main() -> int:
         os.killpg(proc.pid, how)
         # A Ctrl-C that lands while Snakemake submits a job (sbatch, in the same process group, gets
         # it too) can be lost in the submission: Snakemake then runs on as if nothing happened.
-        # Like a user, press it again when Snakemake has not said within 3 s that it got it.
+        # Like a user, press it again when Snakemake has not said within 3 s that it got it (up to 5
+        # times: 3 presses were all lost once, on 2026-12-02, and the run went on to its end).
         presses = 1
-        while how == signal.SIGINT and presses < 3 and proc.poll() is None:
+        while how == signal.SIGINT and presses < 5 and proc.poll() is None:
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline and RunLog.parse(logfile.read_text()).signal_line is None:
                 time.sleep(0.1)
