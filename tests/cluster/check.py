@@ -501,6 +501,12 @@ def main() -> int:
     # 3. every job went through SLURM, but the local rules; sacct has each with its resources
     records = {r["JobIDRaw"]: r for r in sacct([run.run_id for run in runs])}
     submitted = {slurm_id: (i, jobs) for i, run in enumerate(runs) for slurm_id, jobs in run.submitted.items()}
+    # An sbatch under way at a Ctrl-C can submit a job that no log line names (the plugin submits
+    # from a thread pool): its sacct comment (rule and wildcards) names its job of the DAG
+    by_comment = {job.comment(): job for job in dag.values()}
+    unlogged = [sid for sid, record in records.items() if sid not in submitted and record["Comment"] in by_comment]
+    submitted |= {sid: (None, [by_comment[records[sid]["Comment"]]]) for sid in unlogged}
+    FIGURES["submissions_no_log_names"] = len(unlogged)
     local_jobs = {job.key for run in runs for job in run.jobs if job.local}
     local_rules = {key[0] for key in local_jobs}
     remote = {key for key in dag if key[0] not in local_rules}
