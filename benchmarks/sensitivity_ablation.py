@@ -49,7 +49,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from privssl.release.mechanisms import standard_noise  # noqa: E402
+from privssl.release.mechanisms import Logistic  # noqa: E402
 from privssl.release.sensitivity import pair_distances, population_pairs, sample_pairs  # noqa: E402
 from privssl.training.heads import HeadSpec, accuracy, flatten, train_head, train_heads_on_sets, unflatten  # noqa: E402
 from privssl.training.heads import parameter_shapes  # noqa: E402
@@ -124,7 +124,7 @@ def distances(spec: HeadSpec, feats: dict, sampler: str, m: int, seed: int) -> t
 def alm_accuracy(head: dict, spec: HeadSpec, feats: dict, delta1: float, eps: float, draws: int, seed: int) -> float:
     """Mean test accuracy of `draws` ALM releases of `head` at ε with s = delta1 / ε."""
     flat = flatten(head).double()
-    noise = standard_noise("logistic", (draws, flat.shape[1]), torch.Generator().manual_seed(seed))
+    noise = Logistic(None).sample((draws, flat.shape[1]), torch.Generator().manual_seed(seed))
     released = unflatten((flat + delta1 / eps * noise).to(spec.dtype),
                          parameter_shapes(spec, feats["test"].shape[1], int(feats["n_classes"])))
     return float(accuracy(released, feats["test"], feats["test_labels"]).mean())

@@ -24,13 +24,12 @@ from privssl.artefacts import (
     load_tensor_file,
     parse_checking_choices,
 )
-from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
+from privssl.attacks.adaptive import head_kind, release_like_victim
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics
 from privssl.cli import expect_argument, json_object, target_arguments, targets_and_outputs, thread_count
 from privssl.io import Progress, atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
-from privssl.release.methods import release_method
 from privssl.release.protection import head_inputs, released_heads
 from privssl.training.heads import HeadSpec, predict_proba, unflatten
 
@@ -38,20 +37,13 @@ from privssl.training.heads import HeadSpec, predict_proba, unflatten
 def released_shadows(method: str, attacker: dict, protected: dict, feats: dict, args) -> tuple[torch.Tensor, dict]:
     """(E, P) the attacker's shadow head released by `method` at each ε of the victim's release,
     and the parameter shapes of that head."""
-    x, y = feats["shadow"], feats["shadow_labels"]
     inside = attacker["inside"].sort().values[None]
-    n_classes = int(feats["n_classes"])
-    spec = release_method(method)
-    if spec.release == "dpsgd":
-        flat = dpsgd_releases(x, y, inside, n_classes, HeadSpec.from_config(args.head_spec),
-                              protected["specs"], protected["noise_scale"], attacker["seed"])
-        return flat[:, 0], attacker["shadow_shapes"]
-    if spec.head == "certified":
-        clean = train_clean_heads("certified", x, y, inside, n_classes,
-                                  certified_spec=CertifiedSpec.from_config(args.certified))
-    else:
-        clean = attacker["shadow_flat"][None]
-    return perturb(clean, method, protected["noise_scale"], attacker["seed"])[:, 0], protected["shapes"]
+    certified = CertifiedSpec.from_config(args.certified) if head_kind(method) == "certified" else None
+    flat = release_like_victim(method, protected, feats["shadow"], feats["shadow_labels"], inside,
+                               int(feats["n_classes"]), HeadSpec.from_config(args.head_spec), attacker["seed"],
+                               certified, trained={"finetune": attacker["shadow_flat"][None]})
+    shapes = attacker["shadow_shapes"] if head_kind(method) == "dpsgd" else protected["shapes"]
+    return flat[:, 0], shapes
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from privssl.artefacts import (
     load_tensor_file,
     parse_checking_choices,
 )
-from privssl.attacks.adaptive import dpsgd_releases, perturb, train_clean_heads
+from privssl.attacks.adaptive import head_kind, release_like_victim
 from privssl.attacks.lira import candidate_pool
 from privssl.attacks.mia import metric_scores
 from privssl.audit.audit_names import BLACK_BOX
@@ -35,23 +35,16 @@ from privssl.cli import expect_argument, json_object, thread_count
 from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import Progress, atomic_write_csv, script_logger
 from privssl.release.certified import CertifiedSpec
-from privssl.release.methods import METHODS, release_method, substitution_claim
+from privssl.release.methods import METHODS, substitution_claim
 from privssl.release.protection import head_inputs
 from privssl.training.heads import HeadSpec, head_logits, parameter_shapes, unflatten
 
 
 def released_heads(method: str, design, release: dict | None, n_classes: int, args) -> torch.Tensor:
     """(E, P): the canary training set trained and released by `method` at each ε (`none`: E = 1, clean)."""
-    head_spec, sets = HeadSpec.from_config(args.head_spec), design.training_set[None]
-    if method == "none":
-        return train_clean_heads("finetune", design.features, design.labels, sets, n_classes, head_spec)
-    spec = release_method(method)
-    if spec.release == "dpsgd":
-        return dpsgd_releases(design.features, design.labels, sets, n_classes, head_spec, release["specs"],
-                              release["noise_scale"], args.seed)[:, 0]
-    certified = CertifiedSpec.from_config(args.certified) if spec.head == "certified" else None
-    clean = train_clean_heads(spec.head, design.features, design.labels, sets, n_classes, head_spec, certified)
-    return perturb(clean, method, release["noise_scale"], args.seed)[:, 0]
+    certified = CertifiedSpec.from_config(args.certified) if head_kind(method) == "certified" else None
+    return release_like_victim(method, release, design.features, design.labels, design.training_set[None], n_classes,
+                               HeadSpec.from_config(args.head_spec), args.seed, certified)[:, 0]
 
 
 def main() -> None:

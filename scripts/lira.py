@@ -32,7 +32,7 @@ from privssl.artefacts import (
     load_tensor_file,
     parse_checking_choices,
 )
-from privssl.attacks.adaptive import dpsgd_releases, perturb
+from privssl.attacks.adaptive import head_kind, release_like_victim
 from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.lira import candidate_pool, membership
 from privssl.attacks.mia import best_threshold, metric_scores
@@ -45,7 +45,7 @@ from privssl.audit.bounds import each_rate, epsilon_lower_bound_split_clustered
 from privssl.cli import expect_argument, json_object, thread_count
 from privssl.data.splits import LABELLED_SPLITS
 from privssl.io import Progress, atomic_write_csv, script_logger
-from privssl.release.methods import METHODS, release_method, substitution_claim
+from privssl.release.methods import METHODS, substitution_claim
 from privssl.release.protection import head_inputs
 from privssl.training.heads import HeadSpec, head_logits, unflatten
 
@@ -65,19 +65,15 @@ def releases_of(method: str, heads: dict, release: dict | None, feats: dict, arg
                 log: Callable[[str], None]) -> tuple[torch.Tensor, list]:
     """(E, B, P) released shadow+target heads and the ε grid; `none`: the clean heads, ε NaN. `log`
     gets the progress of the DP-SGD trainings, most of a dpsgd job's time."""
-    if method == "none":
-        return heads["flat"][None], [float("nan")]
-    eps = release["eps"].tolist()
-    scales = release["noise_scale"]
-    if release_method(method).release == "dpsgd":
-        x, y = candidate_pool(feats, heads["pool"])
-        flat = dpsgd_releases(x, y, heads["sets"], int(feats["n_classes"]), HeadSpec.from_config(args.head_spec),
-                              release["specs"], scales, args.seed, log)
-        return flat, eps
-    return perturb(heads["flat"], method, scales, args.seed), eps
+    x, y = candidate_pool(feats, heads["pool"])
+    flat = release_like_victim(method, release, x, y, heads["sets"], int(feats["n_classes"]),
+                               HeadSpec.from_config(args.head_spec), args.seed,
+                               trained={head_kind(method): heads["flat"]}, log=log)
+    return flat, [float("nan")] if release is None else release["eps"].tolist()
 
 
-def main() -> None:
+def parse_arguments() -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    """The command line, every option checked that needs no file."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--method", required=True, choices=("none", *METHODS))
@@ -101,7 +97,6 @@ def main() -> None:
     parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
     args = parse_checking_choices(parser)
-    log = script_logger("lira")
     if (args.method == "none") != (args.release is None):
         parser.error("--release is required for a release method and not allowed for none")
     bad = [f for f in args.fpr if not 0 < f < 1]
@@ -114,9 +109,35 @@ def main() -> None:
         parser.error(f"--attacks {' '.join(rmia)} need --population (RMIA's z)")
     if not args.rmia_gamma > 0:
         parser.error(f"--rmia-gamma {args.rmia_gamma} is not allowed; allowed: γ > 0")
+    return args, parser
+
+
+def audit_split(pool_size: int, n_targets: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The audit's one split of the candidates (its threshold is chosen on the selected half only),
+    and each flat decision's candidate (the cluster of its Clopper–Pearson bounds), target-major."""
+    select = torch.zeros(pool_size, dtype=torch.bool)
+    select[torch.randperm(pool_size, generator=torch.Generator().manual_seed(seed))[: pool_size // 2]] = True
+    return select.expand(n_targets, -1).reshape(-1).numpy(), np.tile(np.arange(pool_size), n_targets)
+
+
+def attack_scores(attack: str, targets: torch.Tensor, target_population: torch.Tensor | None,
+                  references: References, y: torch.Tensor, shadow_in: torch.Tensor,
+                  rmia_gamma: float) -> tuple[torch.Tensor, float]:
+    """(T, N) membership scores of the targets' candidates and the attack's decision threshold."""
+    if attack in REFERENCE_ATTACKS:
+        return reference_scores(attack, targets, target_population, references, y, rmia_gamma)
+    # a metric attack: its threshold fitted on the shadows' in/out scores
+    scores = metric_scores(torch.softmax(targets, -1), y)[attack]
+    shadow_scores = metric_scores(torch.softmax(references.logits, -1), y)[attack]
+    return scores, best_threshold(shadow_scores.reshape(-1).numpy(), shadow_in.reshape(-1).numpy())
+
+
+def main() -> None:
+    args, parser = parse_arguments()
+    log = script_logger("lira")
     if args.threads:
         torch.set_num_threads(args.threads)
-
+    rmia = [a for a in args.attacks if a in RMIA_ATTACKS]
     feats = load_tensor_file(args.features, FEATURES)
     heads = load_lira_heads(args.heads, len(feats["finetune_labels"]), expected_of(args.expect, args.heads))
     release = load_release(args.release, args.method, expected_of(args.expect, args.release)) if args.release else None
@@ -150,12 +171,7 @@ def main() -> None:
 
     clean = references_of(heads["flat"][:n_shadows])
     is_member = target_in.reshape(-1).numpy()
-    # One split of the candidates for the audit: the threshold is chosen on one half only.
-    select = torch.zeros(heads["pool_size"], dtype=torch.bool)
-    select[torch.randperm(heads["pool_size"], generator=torch.Generator().manual_seed(args.seed))
-           [: heads["pool_size"] // 2]] = True
-    select = select.expand_as(target_in).reshape(-1).numpy()
-    candidate = np.tile(np.arange(heads["pool_size"]), target_in.shape[0])  # each flat decision's candidate
+    select, candidate = audit_split(heads["pool_size"], target_in.shape[0], args.seed)
     per_rate = each_rate(args.confidence)  # FPR and FNR each, so that both hold jointly at c (union bound)
     variants = [True] if args.method == "none" else [True, False]
     rows, roc_rows, audit_rows = [], [], []
@@ -169,13 +185,8 @@ def main() -> None:
             # adaptive: the shadows released by the same mechanism at the same ε
             references = references_of(released[e][:n_shadows]) if adaptive and args.method != "none" else clean
             for attack in args.attacks:
-                if attack in REFERENCE_ATTACKS:
-                    scores, threshold = reference_scores(attack, targets, target_population, references, y,
-                                                         args.rmia_gamma)
-                else:  # a metric attack: its threshold fitted on the shadows' in/out scores
-                    scores = metric_scores(torch.softmax(targets, -1), y)[attack]
-                    shadow_scores = metric_scores(torch.softmax(references.logits, -1), y)[attack]
-                    threshold = best_threshold(shadow_scores.reshape(-1).numpy(), shadow_in.reshape(-1).numpy())
+                scores, threshold = attack_scores(attack, targets, target_population, references, y, shadow_in,
+                                                  args.rmia_gamma)
                 flat_scores = scores.reshape(-1).numpy()
                 key = {"dataset": args.dataset, "method": args.method, "eps": eps, "attack": attack,
                        "adaptive": adaptive}

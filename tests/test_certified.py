@@ -31,7 +31,7 @@ from privssl.release.certified import (
     fit_certified_head,
     train_certified_head,
 )
-from privssl.release.mechanisms import standard_noise
+from privssl.release.mechanisms import L2Gamma
 from privssl.release.protection import head_inputs
 from privssl.training.heads import flatten, head_logits
 
@@ -393,7 +393,7 @@ N_DRAWS, DIM = 5000, 20
 
 @pytest.fixture(scope="module")
 def gamma_noise():
-    z = standard_noise("l2_gamma", (N_DRAWS, DIM), torch.Generator().manual_seed(1234)).numpy()
+    z = L2Gamma(None).sample((N_DRAWS, DIM), torch.Generator().manual_seed(1234)).numpy()
     norms = np.linalg.norm(z, axis=1)
     return z / norms[:, None], norms
 
@@ -430,6 +430,6 @@ def test_gamma_noise_direction_independent_of_norm(gamma_noise):
 
 def test_gamma_noise_seeded_draws_reproduce():
     def draw(seed):
-        return standard_noise("l2_gamma", (50, DIM), torch.Generator().manual_seed(seed))
+        return L2Gamma(None).sample((50, DIM), torch.Generator().manual_seed(seed))
     assert torch.equal(draw(42), draw(42))
     assert not torch.allclose(draw(42), draw(43))

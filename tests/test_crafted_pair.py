@@ -23,6 +23,7 @@ from privssl.audit.crafted_pair import (
 from privssl.audit.gradient_canary import ClaimViolated, check_below_claim
 from privssl.grids import crafted_pair_audit
 from privssl.release.certified import CertifiedSpec, certified_sensitivity
+from privssl.release.mechanisms import Gaussian, L2Gamma, Laplace
 from privssl.release.protection import head_inputs
 
 DELTA = 1e-5
@@ -107,12 +108,13 @@ def test_the_likelihood_ratio_is_each_density_in_closed_form(pair):
     sigma, theta = 0.7, 0.3
     # Gaussian: linear in o, ⟨o − (W + W')/2, W' − W⟩ / σ²
     gaussian = (o - (first + second) / 2) @ (second - first) / sigma ** 2
-    np.testing.assert_allclose(likelihood_ratio(releases, pair, "gaussian", sigma).numpy(), gaussian, rtol=1e-9)
+    np.testing.assert_allclose(likelihood_ratio(releases, pair, Gaussian(None), sigma).numpy(), gaussian, rtol=1e-9)
     # density ∝ exp(−‖b‖/θ): (‖o − W‖ − ‖o − W'‖) / θ
     gamma = (np.linalg.norm(o - first, axis=1) - np.linalg.norm(o - second, axis=1)) / theta
-    np.testing.assert_allclose(likelihood_ratio(releases, pair, "l2_gamma", theta).numpy(), gamma, rtol=1e-9)
-    with pytest.raises(ValueError, match="not 'laplace'"):
-        likelihood_ratio(releases, pair, "laplace", 1.0)
+    np.testing.assert_allclose(likelihood_ratio(releases, pair, L2Gamma(None), theta).numpy(), gamma, rtol=1e-9)
+    # Laplace, density ∝ exp(−‖b‖₁/b): (‖o − W‖₁ − ‖o − W'‖₁) / b
+    laplace = (np.abs(o - first).sum(1) - np.abs(o - second).sum(1)) / theta
+    np.testing.assert_allclose(likelihood_ratio(releases, pair, Laplace(None), theta).numpy(), laplace, rtol=1e-9)
 
 
 def test_a_pair_at_the_proven_sensitivity_has_the_claimed_epsilon():

@@ -55,6 +55,26 @@ def test_metric_scores_formulas():
     assert scores["loss"][1].tolist() == pytest.approx(np.log(probs[::-1][rows, labels]).tolist())
 
 
+def test_every_track_scores_the_metric_attacks_of_the_one_list():
+    """One list of metric attacks (privssl.attacks.mia_spec): metric_scores computes each, and the
+    contrastive and Semi-Leak tracks take theirs from it, leaving out only `loss`, which ranks the
+    records as `confidence` does (its AUC and best-threshold accuracy are the confidence's, checked
+    here on random posteriors); a track that re-listed its own would fall out of step."""
+    from privssl.attacks import contrastive_spec, mia_spec, semi_leak_spec
+
+    probs = torch.softmax(torch.randn(400, 5, generator=torch.Generator().manual_seed(2), dtype=DTYPE) * 3, -1)
+    labels = torch.randint(0, 5, (400,), generator=torch.Generator().manual_seed(3))
+    scores = metric_scores(probs, labels)
+    assert tuple(scores) == mia_spec.METRIC_ATTACKS
+    assert contrastive_spec.METRIC_ATTACKS is semi_leak_spec.METRIC_ATTACKS is mia_spec.DISTINCT_METRIC_ATTACKS
+    assert set(mia_spec.METRIC_ATTACKS) - set(mia_spec.DISTINCT_METRIC_ATTACKS) == {"loss"}
+    member = np.random.default_rng(4).random(400) < 0.5
+    confidence, loss = scores["confidence"].numpy(), scores["loss"].numpy()
+    assert roc_auc_score(member, loss) == roc_auc_score(member, confidence)
+    assert (brute_force_accuracy(loss, member, best_threshold(loss, member))
+            == brute_force_accuracy(confidence, member, best_threshold(confidence, member)))
+
+
 def brute_force_accuracy(scores, is_member, t):
     return ((scores >= t) == is_member).mean()
 

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from privssl.release import calibration
+from privssl.release.mechanisms import Gaussian, L2Gamma, Laplace, Logistic
 from privssl.release.methods import (
     GUARANTEE_KINDS,
     KIND_LINESTYLE,
@@ -44,7 +45,7 @@ def test_every_entry_is_complete():
             "training_time", "heuristic_dp")
         assert method.release in ("output_perturbation", "dpsgd", "training_time")
         if method.release == "output_perturbation":
-            assert method.noise is not None and method.scale is not None, name
+            assert method.noise is not None and method.noise.calibrate is not None, name
         assert method.colour and method.marker and method.label
     assert set(KIND_LINESTYLE) == set(GUARANTEE_KINDS)
     assert len({m.colour for m in REGISTRY.values()}) == len(REGISTRY), "two methods share a colour"
@@ -83,11 +84,14 @@ def test_classical_gaussian_proven_only_below_one(eps):
     assert analytic.kind == "random_dp"
 
 
-def test_scales_are_the_calibration_formulas():
-    assert REGISTRY["alm"].scale is calibration.l1_scale is REGISTRY["laplace"].scale
-    assert REGISTRY["gaussian"].scale is calibration.classical_gaussian_sigma
-    assert REGISTRY["gaussian_analytic"].scale is REGISTRY["certified_gaussian"].scale
-    assert REGISTRY["certified_pure"].scale is calibration.l2_norm_scale
+def test_scales_are_the_calibration_formulas_and_the_noise_the_papers_family():
+    noise = {name: REGISTRY[name].noise for name in OUTPUT_PERTURBATION_METHODS}
+    assert noise["alm"] == Logistic(calibration.l1_scale)  # Theorem 4.1: logistic noise, s = Δ1/ε
+    assert noise["laplace"] == Laplace(calibration.l1_scale)
+    assert noise["gaussian"] == Gaussian(calibration.classical_gaussian_sigma)
+    assert noise["gaussian_analytic"] == noise["certified_gaussian"] == Gaussian(calibration.analytic_gaussian_sigma)
+    assert noise["certified_pure"] == L2Gamma(calibration.l2_norm_scale)
+    assert noise["alm"] != Laplace(calibration.l1_scale)  # a family is told apart by its kind, not only its scale
     assert {REGISTRY[m].sensitivity_key() for m in ("alm", "laplace")} == {"delta1"}
     assert {REGISTRY[m].sensitivity_key() for m in ("gaussian", "certified_pure")} == {"delta2"}
 

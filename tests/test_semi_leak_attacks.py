@@ -27,7 +27,8 @@ from privssl.attacks.semi_leak import (
     sorted_posteriors,
     top1_posteriors,
 )
-from privssl.training.semi_supervised_spec import ATTACKS, DA_ATTACK, MEMBER_KINDS, NN_ATTACK
+from privssl.attacks.semi_leak_spec import ATTACKS, DA_ATTACK, NN_ATTACK
+from privssl.training.semi_supervised_spec import MEMBER_KINDS
 
 SCIPY = {"js": distance.jensenshannon, "cosine": distance.cosine, "correlation": distance.correlation,
          "euclidean": distance.euclidean}

@@ -27,8 +27,8 @@ from privssl.attacks.semi_leak import (
     sorted_posteriors,
     top1_posteriors,
 )
+from privssl.attacks.semi_leak_spec import ATTACKS, DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.attacks.statistics import bootstrap_auc
-from privssl.training.semi_supervised_spec import ATTACKS, DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from test_semi_leak_attacks import alike_observations, dirichlet, entropies, histogram_js, leaky_observations
 
 

@@ -468,7 +468,7 @@ def test_figures_build():
     metrics = frame(algorithms=("fixmatch", "flexmatch"))
     fig = attacks_figure(metrics)
     assert len(fig.axes) == 3 * 2 and "n = 360 members / 400 non-members" in _texts(fig)
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["A_NN", "Corr", "Conf", "Ent", "Ment", "A_DA"]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["A_NN", "Conf", "Ent", "Ment", "Corr", "A_DA"]
     plt.close(fig)
     fig = steps_figure(metrics, EARLY)
     assert len(fig.axes) == 3 * 2

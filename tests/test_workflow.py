@@ -274,7 +274,7 @@ def test_a_new_release_method_changes_no_other_stages_seed(tmp_path):
                                      snakefile=workflow / "Snakefile"))
     methods = workflow / "src" / "privssl" / "release" / "methods.py"
     entry = ('    ReleaseMethod("laplace_twin", "Laplace (twin)", "tab:grey", "d", "output_perturbation", "finetune",'
-             ' "l1", "pure_dp",\n                  SUBSTITUTION, noise="laplace", scale=calibration.l1_scale),\n')
+             ' "l1", "pure_dp",\n                  SUBSTITUTION, noise=Laplace(calibration.l1_scale)),\n')
     text = methods.read_text()
     anchor = '    ReleaseMethod("gaussian", '
     assert text.count(anchor) == 1

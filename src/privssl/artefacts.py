@@ -34,6 +34,7 @@ import pandas as pd
 
 from privssl.attacks.contrastive_spec import CLAIMS, INFERENCES, MEMBERSHIP, MEMBERSHIP_TASK
 from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
+from privssl.attacks.semi_leak_spec import ATTACKS
 from privssl.audit.audit_names import CANARY_ATTACK, CRAFTED_ATTACK, THREAT_MODELS
 from privssl.cli import FileObject, json_object
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS, LABELLED_SPLITS, SEMILEAK_SPLITS, SPLITS
@@ -43,7 +44,7 @@ from privssl.release.methods import ADD_REMOVE, GUARANTEE_KINDS, METHODS, REGIST
 from privssl.release.tuning_spec import grid_points, varied_fields
 from privssl.reports.claims_spec import LEDGER_CLAIMS
 from privssl.training.encoder_names import ENCODERS
-from privssl.training.semi_supervised_spec import ARCHITECTURES, ATTACKS, DEFENCES, MEMBER_KINDS, SIMILARITIES, TARGETS
+from privssl.training.semi_supervised_spec import ARCHITECTURES, DEFENCES, MEMBER_KINDS, SIMILARITIES, TARGETS
 from privssl.training.semi_supervised_spec import CLAIMS as SEMILEAK_CLAIMS
 
 if TYPE_CHECKING:

@@ -23,20 +23,15 @@ from privssl.attacks.contrastive_spec import (
 )
 from privssl.attacks.mia_spec import ATTACKS as MIA_ATTACKS
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS, reference_counts
+from privssl.attacks.semi_leak_spec import DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.audit.audit_names import CANARY_ATTACK, CANARY_AUDITS, CRAFTED_ATTACK, CRAFTED_AUDITS
 from privssl.audit.one_run_spec import one_run_audit_name
 from privssl.data.label_maps import membership_task_of
 from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
+from privssl.release.mechanisms import Gaussian
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method
 from privssl.release.tuning_spec import varied_fields
-from privssl.training.semi_supervised_spec import (
-    DA_ATTACK,
-    DPSGD_TARGET,
-    MEMBER_KINDS,
-    METRIC_ATTACKS,
-    NN_ATTACK,
-    SUPERVISED,
-)
+from privssl.training.semi_supervised_spec import DPSGD_TARGET, MEMBER_KINDS, SUPERVISED
 
 NONE = [None]  # an empty cell: the clean head's ε, a supervised model's λ
 
@@ -185,7 +180,8 @@ def crafted_pair_audit(config: dict, dataset: str) -> list[dict]:
     certified release)."""
     eps = list(config["audit"]["canary"]["eps"])
     return [{"dataset": [dataset], "method": [m], "eps": eps, "attack": [CRAFTED_ATTACK], "adaptive": [True],
-             "audit": [a for a in CRAFTED_AUDITS if a == "crafted_pair_test" or release_method(m).noise == "gaussian"]}
+             "audit": [a for a in CRAFTED_AUDITS
+                       if a == "crafted_pair_test" or isinstance(release_method(m).noise, Gaussian)]}
             for m in certified_methods(config)]
 
 

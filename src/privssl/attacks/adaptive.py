@@ -22,8 +22,8 @@ from privssl.io import Progress
 from privssl.release.certified import CertifiedSpec, fit_certified_head
 from privssl.release.dpsgd_batched import train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec
-from privssl.release.mechanisms import standard_noise
 from privssl.release.methods import release_method
+from privssl.release.protection import add_noise
 from privssl.training.heads import DTYPE, HeadSpec, flatten, train_heads_on_sets
 
 CHUNK_ELEMENTS = 2 ** 22  # float64 elements of one chunk's gathered features (32 MiB)
@@ -62,14 +62,42 @@ def train_clean_heads(head: str, features: torch.Tensor, labels: torch.Tensor, s
     raise ValueError(f"no clean head of kind {head!r}; allowed: finetune, certified")
 
 
+def head_kind(method: str) -> str:
+    """The clean head a release of `method` starts from (`none`: the fine-tuned head, unreleased)."""
+    return "finetune" if method == "none" else release_method(method).head
+
+
+def release_like_victim(method: str, release: dict | None, features: torch.Tensor, labels: torch.Tensor,
+                        sets: torch.Tensor, n_classes: int, head_spec: HeadSpec | None, seed: int,
+                        certified_spec: CertifiedSpec | None = None, trained: dict[str, torch.Tensor] | None = None,
+                        log: Callable[[str], None] | None = None) -> torch.Tensor:
+    """(E, B, P): a head trained on features[sets[b]] for every set, released the way the victim
+    released its own by `method` at each ε of `release` (a protect or protect_dpsgd rule's file,
+    as `privssl.artefacts.load_release` returns it): `none` the clean head (E = 1); DP-SGD a
+    private training per (ε, set) at the release's noise multipliers; output perturbation the
+    clean head of the method's kind plus the method's noise at the release's scales. `trained`:
+    clean heads (B, P) the caller has already, by kind (`head_kind`); a kind not given is trained
+    here. The one dispatch on the kind of release for every attack and audit that imitates it."""
+    kind = head_kind(method)
+    if method != "none" and release_method(method).release == "dpsgd":
+        return dpsgd_releases(features, labels, sets, n_classes, head_spec, release["specs"], release["noise_scale"],
+                              seed, log)
+    if method != "none" and release_method(method).release != "output_perturbation":
+        raise ValueError(f"{method!r} is released by its own training branch ({release_method(method).release}), "
+                         f"not from a head an attacker can train here")
+    clean = (trained or {}).get(kind)
+    if clean is None:
+        clean = train_clean_heads(kind, features, labels, sets, n_classes, head_spec, certified_spec, log)
+    if method == "none":
+        return clean[None]
+    return perturb(clean, method, release["noise_scale"], seed)
+
+
 def perturb(clean: torch.Tensor, method: str, noise_scales: torch.Tensor, seed: int) -> torch.Tensor:
     """(E, B, P): every clean head (B, P) released by output-perturbation `method` at each of the
     E noise scales, a fresh unit-noise draw per (ε, head)."""
-    family = release_method(method).noise
-    generator = torch.Generator().manual_seed(seed)
-    scales = torch.as_tensor(noise_scales, dtype=DTYPE)
-    noise = standard_noise(family, (len(scales) * clean.shape[0], clean.shape[1]), generator, dtype=DTYPE)
-    return clean.to(DTYPE)[None] + scales[:, None, None] * noise.reshape(len(scales), *clean.shape)
+    return add_noise(clean.to(DTYPE), release_method(method).noise, torch.as_tensor(noise_scales, dtype=DTYPE),
+                     torch.Generator().manual_seed(seed), draws_per_scale=True)
 
 
 def dpsgd_releases(features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor, n_classes: int,

@@ -2,7 +2,13 @@
 config's grids, privssl.grids, name them before any job). One owner for what the attack rules
 write and the readers expect."""
 
+# Song & Mittal 2021 (seed 003 Ch. 4): a membership score per record from its posterior, thresholded
+# on shadow data (privssl.attacks.mia.metric_scores computes each). The one list of every track.
 METRIC_ATTACKS = ("confidence", "entropy", "modified_entropy", "loss", "correctness")
+# loss = log p_y orders the records as the confidence p_y does (ties apart only below p_y = 1e-30),
+# so its AUC, TPR and threshold accuracy are the confidence's. The contrastive and Semi-Leak theses
+# list the other four, and their tracks leave the duplicate row out.
+DISTINCT_METRIC_ATTACKS = tuple(a for a in METRIC_ATTACKS if a != "loss")
 ATTACKS = ("shadow_mlp", *METRIC_ATTACKS)  # the shadow-model MLP, then the metric attacks
 
 # the attacks that score target heads against the shadow (reference) heads (privssl.attacks.reference_attacks)

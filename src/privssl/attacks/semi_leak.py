@@ -26,9 +26,10 @@ import numpy as np
 import torch
 
 from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
+from privssl.attacks.semi_leak_spec import DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.attacks.statistics import membership_metrics
 from privssl.io import Progress
-from privssl.training.semi_supervised_spec import DA_ATTACK, MEMBER_KINDS, METRIC_ATTACKS, NN_ATTACK, SIMILARITIES
+from privssl.training.semi_supervised_spec import MEMBER_KINDS, SIMILARITIES
 
 _EPS = 1e-12  # guards log(0) in the JS distance
 

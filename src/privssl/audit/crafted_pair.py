@@ -45,6 +45,7 @@ from privssl.audit.audit_names import CRAFTED_AUDITS
 from privssl.audit.gdp import gdp_epsilon, gdp_fit
 from privssl.audit.gradient_canary import final_model_audit
 from privssl.release.certified import CertifiedSpec, certified_sensitivity, fit_certified_head
+from privssl.release.mechanisms import Gaussian, NoiseFamily
 from privssl.release.methods import release_method
 from privssl.release.protection import protected_heads
 from privssl.training.heads import DTYPE, flatten
@@ -118,25 +119,17 @@ def craft_pair(n: int, width: int, n_classes: int, spec: CertifiedSpec) -> Craft
     return best
 
 
-def log_density(family: str, noise: torch.Tensor, scale: float) -> torch.Tensor:
-    """log f(noise) up to a constant, per row, of the release's noise `family` at `scale`."""
-    if family == "gaussian":
-        return -0.5 * (noise / scale).square().sum(dim=-1)
-    if family == "l2_gamma":
-        return -noise.norm(dim=-1) / scale
-    raise ValueError(f"the crafted-pair audit knows the densities of gaussian and l2_gamma noise, not {family!r}")
-
-
-def likelihood_ratio(releases: torch.Tensor, pair: CraftedPair, family: str, scale: float) -> torch.Tensor:
-    """log f(o − W_d') − log f(o − W_d) per release o: high where d' is the likelier world."""
-    return log_density(family, releases - pair.second, scale) - log_density(family, releases - pair.first, scale)
+def likelihood_ratio(releases: torch.Tensor, pair: CraftedPair, noise: NoiseFamily, scale: float) -> torch.Tensor:
+    """log f(o − W_d') − log f(o − W_d) per release o, f the release's noise density at `scale`:
+    high where d' is the likelier world."""
+    return noise.log_density(releases - pair.second, scale) - noise.log_density(releases - pair.first, scale)
 
 
 def world_scores(pair: CraftedPair, head: torch.Tensor, method: str, eps: float, delta: float, record: dict,
                  draws: int, seed: int) -> tuple[np.ndarray, float]:
     """The scores of `draws` releases of `head` (one world's certified head) by the release's own
     calibration and noise at ε, and the noise scale it used."""
-    family = release_method(method).noise
+    noise = release_method(method).noise
     # one array written in place: small per-chunk arrays kept alive between the chunks' large
     # temporaries fragment the heap (glibc then keeps every freed chunk: 1.6 GB at 10⁵ releases)
     scores, scale = np.empty(draws), None
@@ -144,7 +137,7 @@ def world_scores(pair: CraftedPair, head: torch.Tensor, method: str, eps: float,
         size = min(CHUNK, draws - start)
         releases, (calibration,) = protected_heads(head, method, [eps], size, delta, record, seed + start)
         scale = calibration.noise_scale
-        scores[start:start + size] = likelihood_ratio(releases[0], pair, family, scale).numpy()
+        scores[start:start + size] = likelihood_ratio(releases[0], pair, noise, scale).numpy()
     return scores, scale
 
 
@@ -165,7 +158,7 @@ def audit_certified(pair: CraftedPair, method: str, eps: float, delta: float, re
               "sensitivity": pair.sensitivity, "pair_fraction": pair.fraction, "pair_design": pair.design,
               "confidence": confidence, "claimed_eps": eps, "delta": claimed_delta}
     rows = []
-    if method_entry.noise == "gaussian":
+    if isinstance(method_entry.noise, Gaussian):  # the GDP fit holds for Gaussian noise only
         gdp = gdp_fit(scores_second, scores_first, claimed_delta, confidence)
         rows.append({"audit": "crafted_pair_gdp", "eps_lower_bound": gdp["eps_lower_bound"], "eps_ceiling": eps,
                      "n": gdp["n"], "mu_hat": gdp["mu_hat"], "mu_lo": gdp["mu_lo"],

@@ -4,7 +4,8 @@ An entry says how the release is made (noise calibration and unit-noise family, 
 head and which sensitivity it needs, the kind of guarantee it can support and its plot style.
 The config schema's enum (tests/test_release_methods.py checks it), the rule targets of the
 Snakefile, the plots and the `guarantee` / `guarantee_kind` columns all read this registry; a
-stage's seed does not (privssl.stage_seeds). Adding a method is one entry here plus its functions.
+stage's seed does not (privssl.stage_seeds). Adding a method is one entry here; a new
+noise is one family in `privssl.release.mechanisms` (its sampler, log-density and calibration).
 
 The *kind* of a release's guarantee depends on the method and on where its sensitivity comes
 from (`sensitivity.json`, key `sampling`):
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from privssl.release import calibration
+from privssl.release.mechanisms import Gaussian, L2Gamma, Laplace, Logistic, NoiseFamily
 
 GUARANTEE_KINDS = ("pure_dp", "approx_dp", "random_dp", "heuristic_dp", "none")
 # Plot line style per guarantee kind: solid proven, dashed random DP, dash-dot an accountant's ε
@@ -70,8 +72,7 @@ class ReleaseMethod:
     sensitivity: str  # which sensitivity the noise scale needs: "l1" | "l2" | "certified_l2" | "none"
     dp_kind: str  # the guarantee given a true sensitivity: "pure_dp" | "approx_dp"
     adjacency: str
-    noise: str | None = None  # unit-noise family of privssl.release.mechanisms
-    scale: Callable[[float, float, float], float] | None = None  # (sensitivity, ε, δ) -> scale
+    noise: NoiseFamily | None = None  # the noise and its calibration (privssl.release.mechanisms)
     proof_holds: Callable[[float], bool] = lambda eps: True  # ε where the calibration is a proof
     proof_note: str = ""  # why not, where it is not
 
@@ -86,21 +87,20 @@ class ReleaseMethod:
 
 REGISTRY: dict[str, ReleaseMethod] = {m.name: m for m in (
     ReleaseMethod("alm", "ALM (logistic)", "tab:red", "o", "output_perturbation", "finetune", "l1", "pure_dp",
-                  SUBSTITUTION, noise="logistic", scale=calibration.l1_scale),
+                  SUBSTITUTION, noise=Logistic(calibration.l1_scale)),
     ReleaseMethod("laplace", "Laplace", "tab:blue", "s", "output_perturbation", "finetune", "l1", "pure_dp",
-                  SUBSTITUTION, noise="laplace", scale=calibration.l1_scale),
+                  SUBSTITUTION, noise=Laplace(calibration.l1_scale)),
     ReleaseMethod("gaussian", "Gaussian (classical)", "tab:green", "^", "output_perturbation", "finetune", "l2",
-                  "approx_dp", SUBSTITUTION, noise="gaussian", scale=calibration.classical_gaussian_sigma,
+                  "approx_dp", SUBSTITUTION, noise=Gaussian(calibration.classical_gaussian_sigma),
                   proof_holds=lambda eps: eps < 1,
                   proof_note="the classical Gaussian calibration is a proof only for ε < 1"),
     ReleaseMethod("gaussian_analytic", "Gaussian (analytic)", "tab:olive", "v", "output_perturbation", "finetune",
-                  "l2", "approx_dp", SUBSTITUTION, noise="gaussian", scale=calibration.analytic_gaussian_sigma),
+                  "l2", "approx_dp", SUBSTITUTION, noise=Gaussian(calibration.analytic_gaussian_sigma)),
     ReleaseMethod("certified_gaussian", "certified LR + analytic Gaussian", "tab:purple", "D", "output_perturbation",
-                  "certified", "certified_l2", "approx_dp", SUBSTITUTION, noise="gaussian",
-                  scale=calibration.analytic_gaussian_sigma),
+                  "certified", "certified_l2", "approx_dp", SUBSTITUTION,
+                  noise=Gaussian(calibration.analytic_gaussian_sigma)),
     ReleaseMethod("certified_pure", "certified LR + Gamma-norm (ε-DP)", "tab:brown", "P", "output_perturbation",
-                  "certified", "certified_l2", "pure_dp", SUBSTITUTION, noise="l2_gamma",
-                  scale=calibration.l2_norm_scale),
+                  "certified", "certified_l2", "pure_dp", SUBSTITUTION, noise=L2Gamma(calibration.l2_norm_scale)),
     ReleaseMethod("dpsgd", "DP-SGD head (Opacus)", "tab:cyan", "X", "dpsgd", "dpsgd", "none", "approx_dp",
                   ADD_REMOVE),
     # Training-time releases (rules/training_time.smk): encoder and head trained on d under DP.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from privssl.release.mechanisms import standard_noise
+from privssl.release.mechanisms import NoiseFamily
 from privssl.release.methods import output_perturbation_guarantee, release_method
 from privssl.training.heads import flatten
 
@@ -43,7 +43,7 @@ def calibrate(name: str, eps: float, delta: float, sensitivity: dict, graph: boo
         raise ValueError(f"sensitivity record: {method.sensitivity_key()} = {value!r} is not a finite number > 0 "
                          f"(needed by {name!r})")
     used_delta = delta if method.uses_delta else 0.0
-    scale = method.scale(value, eps, delta if method.uses_delta else None)
+    scale = method.noise.scale(value, eps, delta if method.uses_delta else None)
     claim = output_perturbation_guarantee(name, eps, delta, sensitivity, graph)
     return Calibration(name, eps, used_delta, "l1" if method.sensitivity == "l1" else "l2", value, scale,
                        claim.kind, claim.statement)
@@ -53,10 +53,20 @@ def protected_heads(released: torch.Tensor, name: str, eps_grid: list[float], re
                     sensitivity: dict, seed: int, graph: bool = False) -> tuple[torch.Tensor, list[Calibration]]:
     """Noisy copies (len(eps_grid), repeats, P) of the flat released head (P,)."""
     calibrations = [calibrate(name, eps, delta, sensitivity, graph) for eps in eps_grid]
-    generator = torch.Generator().manual_seed(seed)
-    noise = standard_noise(release_method(name).noise, (repeats, released.numel()), generator, dtype=released.dtype)
     scales = torch.tensor([c.noise_scale for c in calibrations], dtype=released.dtype)
-    return released + scales[:, None, None] * noise[None], calibrations
+    copies = released.reshape(1, -1).expand(repeats, -1)
+    return add_noise(copies, release_method(name).noise, scales, torch.Generator().manual_seed(seed),
+                     draws_per_scale=False), calibrations
+
+
+def add_noise(heads: torch.Tensor, noise: NoiseFamily, scales: torch.Tensor, generator: torch.Generator,
+              draws_per_scale: bool) -> torch.Tensor:
+    """(E, B, P): the flat heads (B, P) plus unit noise of `noise` times each of the E scales, one
+    draw per head: fresh for every scale (`draws_per_scale`), or the same B draws at every scale
+    (common random numbers: one release curve over ε without draw-to-draw jitter)."""
+    draws = noise.sample(((len(scales) if draws_per_scale else 1) * heads.shape[0], heads.shape[1]), generator,
+                         dtype=heads.dtype)
+    return heads[None] + scales.to(heads.dtype)[:, None, None] * draws.reshape(-1, *heads.shape)
 
 
 def utility_loss(noisy_accuracy: torch.Tensor, clean_accuracy: float) -> torch.Tensor:

@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from privssl.attacks.semi_leak_spec import DA_ATTACK  # noqa: E402
 from privssl.reports.contrastive_plots import _no_data  # noqa: E402
 from privssl.reports.plotting import fit_width  # noqa: E402
 from privssl.reports.semileak_report import (  # noqa: E402
@@ -29,12 +30,7 @@ from privssl.reports.semileak_report import (  # noqa: E402
     models,
     of,
 )
-from privssl.training.semi_supervised_spec import (  # noqa: E402
-    DA_ATTACK,
-    DPSGD_TARGET,
-    MEMBER_KINDS,
-    SIMILARITIES,
-)
+from privssl.training.semi_supervised_spec import DPSGD_TARGET, MEMBER_KINDS, SIMILARITIES  # noqa: E402
 
 COLOURS = {"fixmatch": "tab:blue", "flexmatch": "tab:orange", "uda": "tab:green", DPSGD_TARGET: "tab:red"}
 KIND_COLOURS = {"all": "black", "labelled": "tab:purple", "unlabelled": "tab:cyan"}
@@ -115,7 +111,7 @@ def attacks_figure(metrics: pd.DataFrame) -> plt.Figure:
                 _errorbar(ax, range(len(attacks)), rows.auc, rows.auc_lo, rows.auc_hi, color="black", ls="none",
                           marker="_")
                 _chance(ax)
-                ax.set_xticks(range(len(attacks)), [ATTACK_LABELS[a] for a in attacks], fontsize=8)
+                ax.set_xticks(range(len(attacks)), [ATTACK_LABELS.get(a, a) for a in attacks], fontsize=8)
                 ax.set(ylabel="membership AUC", title=f"{dataset}, {algorithm}, step {int(rows.step.iloc[0])}: "
                        f"{kind} members\n({_members(rows)})")
                 ax.title.set_fontsize(8)

@@ -47,6 +47,7 @@ from scipy import stats
 
 from privssl.attacks.paired_auc import log_step_slope, paired_auc_difference
 from privssl.attacks.repeated import Estimate, unpaired_difference, versus_bound
+from privssl.attacks.semi_leak_spec import DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.attacks.statistics import newcombe_difference
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
 from privssl.reports.decisions import paired
@@ -61,20 +62,13 @@ from privssl.reports.verdicts import (
     largest_need,
     within,
 )
-from privssl.training.semi_supervised_spec import (
-    ALGORITHMS,
-    CLAIMS,
-    DA_ATTACK,
-    DPSGD_TARGET,
-    METRIC_ATTACKS,
-    NN_ATTACK,
-)
+from privssl.training.semi_supervised_spec import ALGORITHMS, CLAIMS, DPSGD_TARGET
 
 THESIS_AUC = PAPER_LEAKS["semileak"][0]  # A_DA on FixMatch, WRN-28-2, CIFAR-10, 2^20 steps
 DPSGD_BASE = "fixmatch"  # the algorithm DPSGD_TARGET trains by DP-SGD: its defence is compared with it
 BASELINES = (NN_ATTACK, *METRIC_ATTACKS)
 ATTACK_LABELS = {"nn": "A_NN", "correctness": "Corr", "confidence": "Conf", "entropy": "Ent",
-                 "modified_entropy": "Ment", DA_ATTACK: "A_DA"}  # the thesis's names (Fig. 3.3)
+                 "modified_entropy": "Ment", DA_ATTACK: "A_DA"}  # the thesis's names (Fig. 3.3); others by their own
 JS = "js"  # the similarity the thesis finds best (§3.4.5)
 OVERFITTING_TOLERANCE = 0.05  # "nearly 0 overfitting": the thesis gives no number
 MODEL = ["dataset", "target", "eps", "step", "defence"]
@@ -218,7 +212,7 @@ def _ada_claims(dataset, rows, quotes, algorithm) -> list[dict]:
         best = baselines.sort_values(["auc", "_order"], ascending=[False, True]).iloc[0]
         d = _auc_difference(attack, best)
         out.append(_row(dataset, claim, algorithm, None, f"membership AUC, {kind} members, step {int(attack.step)}",
-                        f"A_DA vs best baseline ({ATTACK_LABELS[best.attack]})", _side(attack), _side(best),
+                        f"A_DA vs best baseline ({ATTACK_LABELS.get(best.attack, best.attack)})", _side(attack), _side(best),
                         [_part("A_DA − best baseline", d, directional(d))], "a − b > 0",
                         "the best of A_NN and the four metric attacks by AUC; the comparison is not adjusted for "
                         "choosing the best", quotes))

@@ -3,7 +3,7 @@ check and the Snakefile read them without importing torch.
 
 Targets: the three semi-supervised algorithms of the thesis, the supervised reference trained on
 the whole labelled target part (the thesis's red line in Fig. 3.2), and FixMatch trained by DP-SGD
-(the defence of Table 3.4 with a real budget). Attacks: the baselines of §3.2 and A_DA of §3.3.
+(the defence of Table 3.4 with a real budget). The attacks' names: privssl.attacks.semi_leak_spec.
 """
 
 ALGORITHMS = ("fixmatch", "flexmatch", "uda")
@@ -12,10 +12,6 @@ DPSGD_TARGET = "fixmatch_dpsgd"  # FixMatch's losses trained by DP-SGD (privssl.
 TARGETS = (*ALGORITHMS, SUPERVISED, DPSGD_TARGET)
 ARCHITECTURES = ("cnn", "wrn")  # a small CNN for the CPU default, WRN-28-k (the thesis's WRN-28-2) on a GPU
 SIMILARITIES = ("js", "cosine", "correlation", "euclidean")  # the distances of §3.4.5; js is A_DA's default
-NN_ATTACK = "nn"  # A_NN: descending-sorted posteriors, MLP 64-32-2
-DA_ATTACK = "data_augmentation"  # A_DA: 3 K×K similarity matrices of K weak and K strong views
-METRIC_ATTACKS = ("correctness", "confidence", "entropy", "modified_entropy")  # Song & Mittal, §3.2.2
-ATTACKS = (NN_ATTACK, *METRIC_ATTACKS, DA_ATTACK)
 MEMBER_KINDS = ("all", "labelled", "unlabelled")  # which members are scored against every non-member
 # Table 3.4's defences on the answer, metrics.csv's `defence` column; early stopping is a checkpoint
 # step and DP-SGD a target (DPSGD_TARGET); model stacking is not built
