@@ -18,7 +18,7 @@ SRC = os.path.join(workflow.basedir, "src")
 sys.path.insert(0, SRC)
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 
-from privssl import warm
+from privssl import job_env, warm
 
 if not USE_CONDA and importlib.util.find_spec("torch") is None:
     raise WorkflowError(
@@ -29,6 +29,9 @@ if not USE_CONDA and importlib.util.find_spec("torch") is None:
 # Snakemake first on PATH, so that `.venv/bin/snakemake` works without activating the venv.
 # (shell.prefix formats its argument: {{ }} are literal braces.)
 JOB_PATH = "" if USE_CONDA else f"export PATH={shlex.quote(os.path.dirname(sys.executable))}:$PATH; "
+# glibc keeps freed memory for the next training step instead of faulting it in again
+# (privssl.job_env): set here, before the warm-start server and any job are started.
+job_env.apply(os.environ)
 # PRIVSSL_WARM_START=1 (local runs without conda): jobs fork from one interpreter that imported
 # torch once, ~2.5 s of CPU less per job here (privssl.warm; the benchmark files then measure the
 # client only). Its `python` goes first on the jobs' PATH; without its server (a dry run, a
