@@ -823,8 +823,8 @@ def test_a_docstring_or_comment_edit_of_the_library_reruns_nothing(tiny_run):
     assert dry_run_after_editing(tiny_run, "src/privssl/release/mechanisms.py",
                                  "u = u.clamp(min=torch.finfo(dtype).tiny)  # rand is in [0, 1): only 0 must go",
                                  "u = u.clamp(min=torch.finfo(dtype).tiny)  # edited: torch.rand is in [0, 1)") == {}
-    assert dry_run_after_editing(tiny_run, "src/privssl/release/mechanisms.py", '"""Unit-scale noise of `family`;',
-                                 '"""Unit-scale noise (edited docstring) of `family`;') == {}
+    assert dry_run_after_editing(tiny_run, "src/privssl/release/mechanisms.py", '"""Unit-scale noise of `shape`',
+                                 '"""Unit-scale noise (edited docstring) of `shape`') == {}
 
 
 def test_editing_the_image_splits_reruns_everything_downstream_of_them(tiny_run):
