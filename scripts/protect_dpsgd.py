@@ -37,7 +37,11 @@ def draw_seed(seed: int, repeat: int) -> int:
     return int(np.random.SeedSequence([seed, repeat]).generate_state(1)[0])
 
 
-def main() -> None:
+def parse_arguments() -> tuple[argparse.ArgumentParser, argparse.Namespace, dict[float, DPSGDSpec], DPSGDSpec,
+                                 HeadSpec]:
+    """The parser (the file checks refuse through it too), the command line with every option
+    checked, and the tuned settings it carries: each ε's DP-SGD settings, the noise-free limit's
+    and the head's."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--features", required=True, help=f"features (.pt) with keys {', '.join(FEATURE_KEYS)}")
@@ -57,13 +61,6 @@ def main() -> None:
     parser.add_argument("--graph", action="store_true", help="the head is on a graph's node embeddings")
     device_argument(parser)
     args = parse_checking_choices(parser)
-    # Opacus calls logging.basicConfig (level WARNING) when imported, which would make
-    # script_logger's basicConfig a no-op and hide every INFO line: drop its handler first.
-    for handler in list(logging.root.handlers):
-        logging.root.removeHandler(handler)
-    log = script_logger("protect_dpsgd")
-
-    # ---- validate everything before any training
     if not 0 < args.delta < 1:
         parser.error(f"--delta must lie in (0, 1), got {args.delta}")
     if not all(math.isfinite(e) for e in args.eps):
@@ -85,11 +82,16 @@ def main() -> None:
         parser.error(f"--dpsgd has settings for ε = {extra}, outside the --eps grid {args.eps}: from another config?")
     if len({spec.repeats for spec in [*per_eps.values(), noise_free]}) > 1:
         parser.error("--dpsgd: every ε's settings must have the same repeats (draws per ε)")
+    return parser, args, per_eps, noise_free, head_spec
+
+
+def checked_inputs(parser: argparse.ArgumentParser, args, head_spec: HeadSpec) -> tuple[dict, dict, dict]:
+    """The features, the non-private head and its parameter shapes, each checked against the others."""
     feats = load_tensor_file(args.features, features("finetune", "test"))
     n_classes = int(feats["n_classes"])
-    x, y = feats["finetune"], feats["finetune_labels"]
-    x_test, y_test = feats["test"], feats["test_labels"]
-    for name, (xs, ys) in {"finetune": (x, y), "test": (x_test, y_test)}.items():
+    x = feats["finetune"]
+    for name in ("finetune", "test"):
+        xs, ys = feats[name], feats[f"{name}_labels"]
         if xs.ndim != 2 or ys.ndim != 1 or len(xs) != len(ys) or len(ys) == 0 or xs.shape[1] != x.shape[1]:
             parser.error(f"--features: {name} must be (n, {x.shape[1]}) with n labels, got {tuple(xs.shape)} "
                          f"and {tuple(ys.shape)}")
@@ -100,12 +102,12 @@ def main() -> None:
     head_shapes = {k: tuple(v) for k, v in head["shapes"].items()}
     if head_shapes != shapes:
         parser.error(f"--head-spec gives parameter shapes {shapes}, the --head file has {head_shapes}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = pick_device(args.device)
+    return feats, head, shapes
 
-    # ---- σ per ε for the rate and step count Opacus will run with that ε's settings
-    n = len(y)
+
+def calibrated(args, per_eps: dict[float, DPSGDSpec], n: int, log) -> list[tuple]:
+    """(calibration, settings) of every ε the accountant reaches at the Poisson rate and step count
+    Opacus will run with that ε's settings; the others are logged, and none reached ends the job."""
     start = time.perf_counter()
     reached, unreachable = [], []
     for eps in args.eps:
@@ -123,6 +125,24 @@ def main() -> None:
         log.warning("left out: %s", reason)
     if not reached:
         sys.exit(f"protect_dpsgd: no ε of {args.eps} is reachable (δ = {args.delta:g}): " + "; ".join(unreachable))
+    return reached
+
+
+def main() -> None:
+    parser, args, per_eps, noise_free, head_spec = parse_arguments()
+    # Opacus calls logging.basicConfig (level WARNING) when imported, which would make
+    # script_logger's basicConfig a no-op and hide every INFO line: drop its handler first.
+    for handler in list(logging.root.handlers):
+        logging.root.removeHandler(handler)
+    log = script_logger("protect_dpsgd")
+    feats, head, shapes = checked_inputs(parser, args, head_spec)
+    n_classes = int(feats["n_classes"])
+    x, y = feats["finetune"], feats["finetune_labels"]
+    x_test, y_test = feats["test"], feats["test_labels"]
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    reached = calibrated(args, per_eps, len(y), log)
 
     # ---- one private training per (ε, draw), each with its ε's settings; then the noise-free limit
     x, y = x.to(device=device, dtype=DTYPE), y.to(device)
