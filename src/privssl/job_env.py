@@ -5,13 +5,12 @@ top of the heap by trimming it once the free top exceeds the trim threshold (bot
 and only grow with the sizes freed). A training allocates and frees its per-step tensors in every
 step, so each step faults the same pages in again: a Semi-Leak training on the Fashion-MNIST preset
 spent 12.3 s of its 37.9 s in the kernel (8.7 million minor faults), and the preset's whole run
-1861 s of 7315 s of CPU. A fixed mmap threshold of 32 MiB (glibc's dynamic one stops there) and a 4 GiB trim
-threshold keep the freed blocks in the heap for the next step: the same bytes out, the preset's
+1861 s of 7315 s of CPU. A fixed mmap threshold of 32 MiB (glibc's dynamic one stops there) and
+a 4 GiB trim threshold keep the freed blocks in the heap for the next step: the same bytes out, the preset's
 run 53 min instead of 66 (docs/presets.md). The price is memory kept: peak RSS up to 1.25× for
 some jobs (DPAdapter's), the same for others (benchmarks/malloc_env.py). Torch-free and
-stdlib-only: the Snakefile applies it before
-any job starts, so that every job, the warm-start server (privssl.warm) and a cluster job's own
-Snakemake inherit it.
+stdlib-only: the Snakefile applies it before any job starts, so that every job, the warm-start
+server (privssl.warm) and a cluster job's own Snakemake inherit it.
 """
 
 from __future__ import annotations
