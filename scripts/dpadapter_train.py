@@ -2,11 +2,13 @@
 """Rule `dpadapter_train`: DPAdapter (seed 002) against standard pre-training and vanilla SAM.
 
 Each pre-training (standard; vanilla SAM and DPAdapter at every radius ρ) trains the public SimCLR
-encoder and a classifier on the public labelled split, from one seeded initialisation and one
-batch order;
-its accuracy and robust accuracy (Gaussian noise on every weight) are measured on the test split.
+encoder and a classifier on the public labelled split, once per repeat: each repeat's seeded
+initialisation and batch order is shared by every kind, so the kinds are paired within a repeat
+and the repeats are independent pre-trainings (the trainings behind a verdict about them). Its
+accuracy and robust accuracy (Gaussian noise on every weight) are measured on the test split.
 Each pre-trained network is then fine-tuned on the private set d by DP-SGD (privssl.training.private_sgd)
-at every target ε, σ calibrated by the RDP accountant for sampling without replacement. The
+at every target ε, once per repeat, σ calibrated by the RDP accountant for sampling without
+replacement. The
 DPAdapter network at `release_radius` is the release of method `dpadapter`: its posteriors go to
 the attack rule, beside the attacker's adaptive shadow fine-tuned the same way on its shadow
 records. σ of every (ε, role) is calibrated before any training."""
@@ -116,19 +118,25 @@ def main() -> None:
     probs = {name: [] for name in (*EVALUATED, "shadow_pairs")}
     n_classes, robust = sets.n_classes, section["robust"]
     for kind, rho in pretrainings:
-        start = time.monotonic()
-        # one initialisation and batch order for every kind: they differ only in the perturbation
-        pretraining_seed = draw_seed(args.seed, 0)
-        pretrained, rows = pretrain_classifier(kind, rho, sam_spec, public_images, public_labels,
-                                               n_classes, public, pretraining_seed, log.info)
-        pretrained.to(device)
-        history += [{"dataset": args.dataset, "pretraining": kind, "rho": rho, **row} for row in rows]
-        test_images, test_labels = sets.images["test"], sets.labels["test"]
-        pre_accuracy = accuracy(pretrained, test_images, test_labels)
-        pre_robust, _ = robust_accuracy(pretrained, unit_float(test_images).to(device), test_labels.to(device),
-                                        robust["noise"], robust["draws"], torch.Generator().manual_seed(args.seed))
-        log.info("%s ρ = %g pre-trained in %.1f s: accuracy %.4f, robust accuracy %.4f", kind, rho,
-                 time.monotonic() - start, pre_accuracy, pre_robust)
+        # one pre-training per repeat (a verdict about pre-training needs independent ones), each
+        # repeat's initialisation and batch order shared by every kind, which then differ only in
+        # the perturbation; repeat 0 keeps the seed of the single pre-training of earlier versions
+        pretrained, pre_accuracy, pre_robust, pretraining_seeds = [], [], [], []
+        for repeat in range(section["repeats"]):
+            start = time.monotonic()
+            pretraining_seeds.append(draw_seed(args.seed, 0, *((repeat,) if repeat else ())))
+            model, rows = pretrain_classifier(kind, rho, sam_spec, public_images, public_labels, n_classes, public,
+                                              pretraining_seeds[-1], log.info)
+            pretrained.append(model.to(device))
+            history += [{"dataset": args.dataset, "pretraining": kind, "rho": rho, "repeat": repeat, **row}
+                        for row in rows]
+            test_images, test_labels = sets.images["test"], sets.labels["test"]
+            pre_accuracy.append(accuracy(model, test_images, test_labels))
+            pre_robust.append(robust_accuracy(model, unit_float(test_images).to(device), test_labels.to(device),
+                                              robust["noise"], robust["draws"],
+                                              torch.Generator().manual_seed(args.seed))[0])
+            log.info("%s ρ = %g pre-training %d pre-trained in %.1f s: accuracy %.4f, robust accuracy %.4f", kind,
+                     rho, repeat, time.monotonic() - start, pre_accuracy[-1], pre_robust[-1])
         released = kind == METHOD and rho == section["release_radius"]
         fine_tunings = Progress(log.info, f"{kind} ρ = {rho:g} fine-tunings (ε × repeat)",
                                 len(section["eps"]) * section["repeats"])
@@ -136,7 +144,7 @@ def main() -> None:
             for repeat in range(section["repeats"]):
                 for r, role in enumerate(ROLES if released else ROLES[:1]):
                     data = trained_on[role]
-                    model = fine_tuned(pretrained, role, sigma[e, role], (e, repeat, r))
+                    model = fine_tuned(pretrained[repeat], role, sigma[e, role], (e, repeat, r))
                     if role == "shadow":
                         probs["shadow_pairs"].append(predict_proba(model, sets.images["shadow_pairs"], unit_float))
                         continue
@@ -146,11 +154,11 @@ def main() -> None:
                                                      robust["noise"], robust["draws"],
                                                      torch.Generator().manual_seed(args.seed))
                     results.append({"dataset": args.dataset, "pretraining": kind, "rho": rho, "eps": eps,
-                                    "repeat": repeat, "pretraining_seed": pretraining_seed,
+                                    "repeat": repeat, "pretraining_seed": pretraining_seeds[repeat],
                                     "accuracy": down_accuracy, "n_test": len(test_labels),
                                     "decisions": pack_decisions(down_correct.cpu().numpy()),
-                                    "robust_accuracy": down_robust, "pretrain_accuracy": pre_accuracy,
-                                    "pretrain_robust_accuracy": pre_robust, "robust_noise": robust["noise"],
+                                    "robust_accuracy": down_robust, "pretrain_accuracy": pre_accuracy[repeat],
+                                    "pretrain_robust_accuracy": pre_robust[repeat], "robust_noise": robust["noise"],
                                     "robust_draws": robust["draws"],
                                     "noise_multiplier": sigma[e, role], "eps_spent": spent[e, role]})
                     if released:
@@ -165,7 +173,7 @@ def main() -> None:
         if released:  # its noise-free limit: σ = 0, clipping kept, one per repeat, seeded apart from every ε's
             for repeat in range(section["repeats"]):
                 noise = 0.0
-                model = fine_tuned(pretrained, "target", noise, (len(section["eps"]), repeat, 0))
+                model = fine_tuned(pretrained[repeat], "target", noise, (len(section["eps"]), repeat, 0))
                 limits.append({**about(len(sets.labels["finetune"])), "eps": math.inf, "repeat": repeat,
                                "correct": correct(model, test_images, test_labels), "noise_multiplier": noise,
                                "eps_spent": math.inf})

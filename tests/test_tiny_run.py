@@ -659,6 +659,11 @@ def test_training_time_branches(tiny_run):
     assert set(zip(results.pretraining, results.rho)) == {("standard", 0.0)} | {
         (kind, float(rho)) for kind in ("sam", "dpadapter") for rho in dpadapter["radii"]}
     assert len(results) == (1 + 2 * len(dpadapter["radii"])) * len(dpadapter["eps"]) * dpadapter["repeats"]
+    # each repeat is its own pre-training, seeded alike for every kind (paired), apart between repeats
+    seeds = results.groupby("repeat").pretraining_seed.unique()
+    assert dpadapter["repeats"] > 1 and (seeds.map(len) == 1).all() and seeds.map(tuple).nunique() == len(seeds)
+    pretrained = results.groupby(["pretraining", "rho"]).pretrain_accuracy.nunique()
+    assert (pretrained > 1).any(), "every repeat fine-tuned the same pre-trained network"
     table = tiny_run.path(f"{RESULTS}/tables/dpadapter.md").read_text()
     assert "DPAdapter ≥ vanilla SAM ≥ standard" in table and "| digits |" in table
     assert "paper settings" in set(pd.read_csv(tiny_run.path(f"{RESULTS}/tables/dpcl_accounting.csv")).source)
