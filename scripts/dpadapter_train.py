@@ -16,6 +16,7 @@ records. σ of every (ε, role) is calibrated before any training."""
 import argparse
 import math
 import time
+from dataclasses import dataclass
 
 import pandas as pd
 import torch
@@ -44,7 +45,7 @@ def accuracy(model, images: torch.Tensor, labels: torch.Tensor) -> float:
     return correct(model, images, labels).double().mean().item()
 
 
-def main() -> None:
+def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--splits", required=True)
@@ -62,124 +63,165 @@ def main() -> None:
     parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
-    log = script_logger("dpadapter_train")
     if not 0 < args.clean_accuracy <= 1:
-        parser.error(f"--clean-accuracy {args.clean_accuracy} is not allowed; allowed: (0, 1], the clean head's accuracy")
+        parser.error(f"--clean-accuracy {args.clean_accuracy} is not allowed; allowed: (0, 1], the clean head's "
+                     "accuracy")
+    section = args.dpadapter
+    if section["release_radius"] not in section["radii"]:
+        parser.error(f"dpadapter.release_radius = {section['release_radius']} is not among dpadapter.radii "
+                     f"{section['radii']}")
+    return args
+
+
+def calibrated_noise(section: dict, delta: float, sizes: dict[str, int], log) -> tuple[dict, dict]:
+    """σ and the accountant's ε of every (ε index, role), for the role's `sizes` records, before
+    any training: an unreachable ε fails here."""
+    sigma, spent = {}, {}
+    for e, eps in enumerate(section["eps"]):
+        for role in ROLES:
+            n = sizes[role]
+            sigma[e, role] = calibrate(eps, delta, fine_tune_phases(section, n)).scale
+            spent[e, role] = epsilon(fine_tune_phases(section, n, sigma[e, role]), delta)
+            log.info("ε target %g %s (n = %d): σ = %.4g, accountant ε = %.4g", eps, role, n, sigma[e, role],
+                     spent[e, role])
+    return sigma, spent
+
+
+@dataclass
+class PreTraining:
+    """One pre-trained network with its seed and its test accuracy, clean and under weight noise."""
+
+    network: torch.nn.Module
+    seed: int
+    accuracy: float
+    robust_accuracy: float
+
+
+def pretrainings(kind: str, rho: float, args, public: dict, sets, device, history: list, log) -> list[PreTraining]:
+    """One pre-training of `kind` at radius `rho` per repeat (a verdict about pre-training needs
+    independent ones), each repeat's initialisation and batch order shared by every kind, which
+    then differ only in the perturbation; repeat 0 keeps the seed of the single pre-training of
+    earlier versions. Appends the trainings' rows to `history`."""
+    section = args.dpadapter
+    sam_spec = SAMSpec.from_config(section["pretrain"], prefix="dpadapter.pretrain")
+    labelled = sets.labels["pretrain"] >= 0  # the classifier learns the public labels: labelled images only
+    public_images, public_labels = sets.images["pretrain"][labelled], sets.labels["pretrain"][labelled]
+    sam_spec.check_data_size(len(public_labels), prefix="dpadapter.pretrain")
+    test_images, test_labels = sets.images["test"], sets.labels["test"]
+    robust, trained = section["robust"], []
+    for repeat in range(section["repeats"]):
+        start = time.monotonic()
+        seed = draw_seed(args.seed, 0, *((repeat,) if repeat else ()))
+        network, rows = pretrain_classifier(kind, rho, sam_spec, public_images, public_labels, sets.n_classes,
+                                            public, seed, log.info)
+        network.to(device)
+        history += [{"dataset": args.dataset, "pretraining": kind, "rho": rho, "repeat": repeat, **row}
+                    for row in rows]
+        clean = accuracy(network, test_images, test_labels)
+        noisy, _ = robust_accuracy(network, unit_float(test_images).to(device), test_labels.to(device),
+                                   robust["noise"], robust["draws"], torch.Generator().manual_seed(args.seed))
+        trained.append(PreTraining(network, seed, clean, noisy))
+        log.info("%s ρ = %g pre-training %d pre-trained in %.1f s: accuracy %.4f, robust accuracy %.4f", kind, rho,
+                 repeat, time.monotonic() - start, trained[-1].accuracy, trained[-1].robust_accuracy)
+    return trained
+
+
+@dataclass
+class FineTuning:
+    """What every DP-SGD fine-tuning of a pre-trained network shares: the records of each role,
+    the spec and the calibrated noise of every (ε index, role)."""
+
+    args: argparse.Namespace
+    sets: object
+    device: torch.device
+    spec: PrivateSGDSpec
+    sigma: dict
+    spent: dict
+    trained_on = {"target": "finetune", "shadow": "shadow_inside"}
+
+    def train(self, pretrained: torch.nn.Module, role: str, noise: float, keys: tuple) -> torch.nn.Module:
+        """DP-SGD fine-tuning of a copy of `pretrained` on the role's records at σ = noise (0: the
+        noise-free limit, clipping kept), its batches and head seeded by `keys`."""
+        data, seed = self.trained_on[role], self.args.seed
+        generator = torch.Generator().manual_seed(draw_seed(seed, 1, *keys))
+        model = downstream_model(pretrained, self.sets.n_classes, draw_seed(seed, 2, *keys))
+        trunk, top = split_for_training(model.encoder, self.args.dpadapter["trainable"])
+        with torch.no_grad():  # the frozen trunk's output is fixed: computed once
+            inputs = trunk(unit_float(self.sets.images[data]).to(self.device))
+        train_private_classifier(torch.nn.Sequential(top, model.classifier), inputs, self.sets.labels[data],
+                                 self.spec, noise, generator)
+        return model
+
+    def about(self, role: str) -> dict:
+        """What every utility row of the release says of its mechanism, trained on the role's records."""
+        n, clip = len(self.sets.labels[self.trained_on[role]]), self.spec.clip_norm
+        return {"sensitivity": REPLACE_ONE_FACTOR * clip,
+                "sensitivity_statement": f"gradient Δ = {REPLACE_ONE_FACTOR * clip:g} (2C, per-example C = {clip:g})",
+                "mechanisms": "the fine-tuning gradient", "sample_rate": self.spec.batch_size / n,
+                "steps": self.spec.steps(n)}
+
+    def robust_accuracy(self, model: torch.nn.Module) -> float:
+        robust, images, labels = self.args.dpadapter["robust"], self.sets.images["test"], self.sets.labels["test"]
+        return robust_accuracy(model, unit_float(images).to(self.device), labels.to(self.device), robust["noise"],
+                               robust["draws"], torch.Generator().manual_seed(self.args.seed))[0]
+
+
+def main() -> None:
+    args = parse_arguments()
+    log = script_logger("dpadapter_train")
     section = args.dpadapter
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     sets = load_private_sets(args.splits, args.data_root, args.attacker)
-    trained_on = {"target": "finetune", "shadow": "shadow_inside"}
-    sam_spec = SAMSpec.from_config(section["pretrain"], prefix="dpadapter.pretrain")
-    labelled = sets.labels["pretrain"] >= 0  # the classifier learns the public labels: labelled images only
-    public_images, public_labels = sets.images["pretrain"][labelled], sets.labels["pretrain"][labelled]
-    sam_spec.check_data_size(len(public_labels), prefix="dpadapter.pretrain")
     fine_tune = PrivateSGDSpec.from_config(section["fine_tune"], "dpadapter.fine_tune")
-    if section["release_radius"] not in section["radii"]:
-        parser.error(f"dpadapter.release_radius = {section['release_radius']} is not among dpadapter.radii "
-                     f"{section['radii']}")
-
-    # ---- σ of every (ε, role) before any training: an unreachable ε fails here
-    sigma, spent = {}, {}
-    for e, eps in enumerate(section["eps"]):
-        for role in ROLES:
-            n = len(sets.labels[trained_on[role]])
-            sigma[e, role] = calibrate(eps, args.delta, fine_tune_phases(section, n)).scale
-            spent[e, role] = epsilon(fine_tune_phases(section, n, sigma[e, role]), args.delta)
-            log.info("ε target %g %s (n = %d): σ = %.4g, accountant ε = %.4g", eps, role, n, sigma[e, role],
-                     spent[e, role])
-
+    sizes = {role: len(sets.labels[FineTuning.trained_on[role]]) for role in ROLES}
+    tuning = FineTuning(args, sets, device, fine_tune, *calibrated_noise(section, args.delta, sizes, log))
     public = load_encoder(args.encoder, device)
-
-    def fine_tuned(pretrained: torch.nn.Module, role: str, noise: float, keys: tuple) -> torch.nn.Module:
-        """DP-SGD fine-tuning of a copy of `pretrained` on the role's records at σ = noise (0: the
-        noise-free limit, clipping kept), its batches and head seeded by `keys`."""
-        data = trained_on[role]
-        generator = torch.Generator().manual_seed(draw_seed(args.seed, 1, *keys))
-        model = downstream_model(pretrained, n_classes, draw_seed(args.seed, 2, *keys))
-        trunk, top = split_for_training(model.encoder, section["trainable"])
-        with torch.no_grad():  # the frozen trunk's output is fixed: computed once
-            inputs = trunk(unit_float(sets.images[data]).to(device))
-        train_private_classifier(torch.nn.Sequential(top, model.classifier), inputs, sets.labels[data],
-                                 fine_tune, noise, generator)
-        return model
-
-    def about(n: int) -> dict:
-        """What every utility row of the release says of its mechanism, for n training records."""
-        return {"sensitivity": REPLACE_ONE_FACTOR * fine_tune.clip_norm,
-                "sensitivity_statement": f"gradient Δ = {REPLACE_ONE_FACTOR * fine_tune.clip_norm:g} "
-                                         f"(2C, per-example C = {fine_tune.clip_norm:g})",
-                "mechanisms": "the fine-tuning gradient", "sample_rate": fine_tune.batch_size / n,
-                "steps": fine_tune.steps(n)}
-
-    pretrainings = [("standard", 0.0)] + [(kind, rho) for kind in ("sam", "dpadapter") for rho in section["radii"]]
+    kinds = [("standard", 0.0)] + [(kind, rho) for kind in ("sam", "dpadapter") for rho in section["radii"]]
     history, results, runs, limits = [], [], [], []
     probs = {name: [] for name in (*EVALUATED, "shadow_pairs")}
-    n_classes, robust = sets.n_classes, section["robust"]
-    for kind, rho in pretrainings:
-        # one pre-training per repeat (a verdict about pre-training needs independent ones), each
-        # repeat's initialisation and batch order shared by every kind, which then differ only in
-        # the perturbation; repeat 0 keeps the seed of the single pre-training of earlier versions
-        pretrained, pre_accuracy, pre_robust, pretraining_seeds = [], [], [], []
-        for repeat in range(section["repeats"]):
-            start = time.monotonic()
-            pretraining_seeds.append(draw_seed(args.seed, 0, *((repeat,) if repeat else ())))
-            model, rows = pretrain_classifier(kind, rho, sam_spec, public_images, public_labels, n_classes, public,
-                                              pretraining_seeds[-1], log.info)
-            pretrained.append(model.to(device))
-            history += [{"dataset": args.dataset, "pretraining": kind, "rho": rho, "repeat": repeat, **row}
-                        for row in rows]
-            test_images, test_labels = sets.images["test"], sets.labels["test"]
-            pre_accuracy.append(accuracy(model, test_images, test_labels))
-            pre_robust.append(robust_accuracy(model, unit_float(test_images).to(device), test_labels.to(device),
-                                              robust["noise"], robust["draws"],
-                                              torch.Generator().manual_seed(args.seed))[0])
-            log.info("%s ρ = %g pre-training %d pre-trained in %.1f s: accuracy %.4f, robust accuracy %.4f", kind,
-                     rho, repeat, time.monotonic() - start, pre_accuracy[-1], pre_robust[-1])
+    test_images, test_labels = sets.images["test"], sets.labels["test"]
+    for kind, rho in kinds:
+        pretrained = pretrainings(kind, rho, args, public, sets, device, history, log)
         released = kind == METHOD and rho == section["release_radius"]
         fine_tunings = Progress(log.info, f"{kind} ρ = {rho:g} fine-tunings (ε × repeat)",
                                 len(section["eps"]) * section["repeats"])
         for e, eps in enumerate(section["eps"]):
             for repeat in range(section["repeats"]):
                 for r, role in enumerate(ROLES if released else ROLES[:1]):
-                    data = trained_on[role]
-                    model = fine_tuned(pretrained[repeat], role, sigma[e, role], (e, repeat, r))
+                    model = tuning.train(pretrained[repeat].network, role, tuning.sigma[e, role], (e, repeat, r))
                     if role == "shadow":
                         probs["shadow_pairs"].append(predict_proba(model, sets.images["shadow_pairs"], unit_float))
                         continue
                     down_correct = correct(model, test_images, test_labels)
-                    down_accuracy = down_correct.double().mean().item()
-                    down_robust, _ = robust_accuracy(model, unit_float(test_images).to(device), test_labels.to(device),
-                                                     robust["noise"], robust["draws"],
-                                                     torch.Generator().manual_seed(args.seed))
+                    noise = {"noise_multiplier": tuning.sigma[e, role], "eps_spent": tuning.spent[e, role]}
                     results.append({"dataset": args.dataset, "pretraining": kind, "rho": rho, "eps": eps,
-                                    "repeat": repeat, "pretraining_seed": pretraining_seeds[repeat],
-                                    "accuracy": down_accuracy, "n_test": len(test_labels),
+                                    "repeat": repeat, "pretraining_seed": pretrained[repeat].seed,
+                                    "accuracy": down_correct.double().mean().item(), "n_test": len(test_labels),
                                     "decisions": pack_decisions(down_correct.cpu().numpy()),
-                                    "robust_accuracy": down_robust, "pretrain_accuracy": pre_accuracy[repeat],
-                                    "pretrain_robust_accuracy": pre_robust[repeat], "robust_noise": robust["noise"],
-                                    "robust_draws": robust["draws"],
-                                    "noise_multiplier": sigma[e, role], "eps_spent": spent[e, role]})
+                                    "robust_accuracy": tuning.robust_accuracy(model),
+                                    "pretrain_accuracy": pretrained[repeat].accuracy,
+                                    "pretrain_robust_accuracy": pretrained[repeat].robust_accuracy,
+                                    "robust_noise": section["robust"]["noise"],
+                                    "robust_draws": section["robust"]["draws"], **noise})
                     if released:
                         for name in EVALUATED:
                             probs[name].append(predict_proba(model, sets.images[name], unit_float))
-                        runs.append({**about(len(sets.labels[data])), "eps": eps, "repeat": repeat,
-                                     "correct": down_correct, "noise_multiplier": sigma[e, role],
-                                     "eps_spent": spent[e, role]})
+                        runs.append({**tuning.about(role), "eps": eps, "repeat": repeat, "correct": down_correct,
+                                     **noise})
                 fine_tunings.advance()
             log.info("%s ρ = %g ε = %g: downstream accuracy %s", kind, rho, eps,
                      [round(row["accuracy"], 4) for row in results[-section["repeats"]:]])
         if released:  # its noise-free limit: σ = 0, clipping kept, one per repeat, seeded apart from every ε's
             for repeat in range(section["repeats"]):
-                noise = 0.0
-                model = fine_tuned(pretrained[repeat], "target", noise, (len(section["eps"]), repeat, 0))
-                limits.append({**about(len(sets.labels["finetune"])), "eps": math.inf, "repeat": repeat,
-                               "correct": correct(model, test_images, test_labels), "noise_multiplier": noise,
+                model = tuning.train(pretrained[repeat].network, "target", 0.0, (len(section["eps"]), repeat, 0))
+                limits.append({**tuning.about("target"), "eps": math.inf, "repeat": repeat,
+                               "correct": correct(model, test_images, test_labels), "noise_multiplier": 0.0,
                                "eps_spent": math.inf})
             log.info("%s ρ = %g noise-free limit: downstream accuracy %s", kind, rho,
                      [round(float(run["correct"].double().mean()), 4) for run in limits])
-    atomic_torch_save(release_record(METHOD, list(section["eps"]), section["repeats"], n_classes, probs),
+    atomic_torch_save(release_record(METHOD, list(section["eps"]), section["repeats"], sets.n_classes, probs),
                       args.out_release)
     atomic_write_csv(utility_rows(args.dataset, METHOD, runs + limits, args.delta, args.clean_accuracy),
                      args.out_utility)

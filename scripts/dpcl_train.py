@@ -12,6 +12,7 @@ reach stops the job with nothing written."""
 import argparse
 import math
 import time
+from dataclasses import dataclass
 
 import pandas as pd
 import torch
@@ -52,7 +53,7 @@ def sensitivity_statement(section: dict, variant: str) -> str:
     return ", ".join(parts)
 
 
-def main() -> None:
+def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--splits", required=True)
@@ -71,67 +72,115 @@ def main() -> None:
     parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
-    log = script_logger("dpcl_train")
     if not 0 < args.clean_accuracy <= 1:
-        parser.error(f"--clean-accuracy {args.clean_accuracy} is not allowed; allowed: (0, 1], the clean head's accuracy")
-    section = args.dpcl
-    variants = section["variants"]
-    if not len(args.out_utility) == len(args.out_releases) == len(variants):
-        parser.error(f"--out-utility and --out-releases need one path per variant ({len(variants)})")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = pick_device(args.device)
-    sets = load_private_sets(args.splits, args.data_root, args.attacker)
-    trained_on = {"target": "finetune", "shadow": "shadow_inside"}
-    head_spec = PrivateSGDSpec.from_config(section["head"], "dpcl.head")
-    augmentation = SimCLRSpec.from_config(args.simclr).augmentation
-    width = args.simclr.get("width", 128)
+        parser.error(f"--clean-accuracy {args.clean_accuracy} is not allowed; allowed: (0, 1], the clean head's "
+                     "accuracy")
+    if not len(args.out_utility) == len(args.out_releases) == len(args.dpcl["variants"]):
+        parser.error(f"--out-utility and --out-releases need one path per variant ({len(args.dpcl['variants'])})")
+    return args
 
-    # ---- σ of every (variant, ε, role) before any training: an unreachable ε fails here
-    targets = section["eps"] if section["eps"] is not None else [None]
+
+def calibrated_noise(section: dict, targets: list, delta: float, sizes: dict[str, int], log) -> tuple[dict, dict]:
+    """σ and the accountant's ε of every (variant, ε index, role), for the role's `sizes` records,
+    before any training: an unreachable ε fails here."""
     sigma, spent = {}, {}
     # a few seconds per search, most of a minute in all
-    calibrations = Progress(log.info, "σ calibrations", len(variants) * len(targets) * len(ROLES))
-    for variant in variants:
+    calibrations = Progress(log.info, "σ calibrations", len(section["variants"]) * len(targets) * len(ROLES))
+    for variant in section["variants"]:
         for e, eps in enumerate(targets):
             for role in ROLES:
-                n = len(sets.labels[trained_on[role]])
+                n, key = sizes[role], (variant, e, role)
                 if eps is None:
-                    sigma[variant, e, role] = section["noise_multiplier"]
+                    sigma[key] = section["noise_multiplier"]
                 else:
-                    sigma[variant, e, role] = calibrate(eps, args.delta, dpcl_phases(section, variant, n)).scale
-                spent[variant, e, role] = epsilon(dpcl_phases(section, variant, n, sigma[variant, e, role]), args.delta)
+                    sigma[key] = calibrate(eps, delta, dpcl_phases(section, variant, n)).scale
+                spent[key] = epsilon(dpcl_phases(section, variant, n, sigma[key]), delta)
                 log.info("%s ε target %s %s (n = %d): σ = %.4g, accountant ε = %.4g", variant, eps, role, n,
-                         sigma[variant, e, role], spent[variant, e, role])
+                         sigma[key], spent[key])
                 calibrations.advance()
+    return sigma, spent
 
-    history, accounting = [], []
-    trainings = Progress(log.info, "trainings (variant × (ε × repeat × role + noise-free repeat))",
-                         len(variants) * (len(targets) * len(ROLES) + 1) * section["repeats"])
 
-    def release_of(spec: DPCLSpec, role: str, noise: float, keys: tuple, on_epoch) -> tuple[nn.Module, list[dict]]:
+def accounting_row(args, spec: DPCLSpec, method: str, eps, role: str, n: int, noise: float, spent: float) -> dict:
+    """One (variant, ε, role)'s accounting: the claim's accountant, and the PLD accountant on the
+    Poisson analogue (rate |B|/n, same steps): what Poisson sampling would cost."""
+    section, variant = args.dpcl, spec.variant
+    phases = dpcl_phases(section, variant, n, noise)
+    return {"dataset": args.dataset, "method": method, "objective": section["objective"], "variant": variant,
+            "role": role, "n": n, "eps_target": eps, "delta": args.delta, "noise_multiplier": noise,
+            "mechanisms": ", ".join(mechanisms(spec.objective, variant)),
+            "encoder_batch": phases[0].batch_size, "encoder_steps": phases[0].steps,
+            "head_batch": phases[1].batch_size, "head_steps": phases[1].steps,
+            "sensitivities": sensitivity_statement(section, variant),
+            "eps_rdp_without_replacement": spent, "eps_pld_poisson": poisson_epsilon(phases, args.delta),
+            "guarantee_kind": release_method(method).dp_kind}
+
+
+@dataclass
+class Releases:
+    """What every training of a variant shares: the records of each role, the public encoder, the
+    head's spec and the augmentation."""
+
+    args: argparse.Namespace
+    sets: object
+    device: torch.device
+    trained_on = {"target": "finetune", "shadow": "shadow_inside"}
+
+    def train(self, spec: DPCLSpec, role: str, noise: float, keys: tuple, on_epoch) -> tuple[nn.Module, list[dict]]:
         """One training of the variant's encoder and head on the role's records at σ = noise (0: the
         noise-free limit, clipping kept), seeded by `keys`; the released network and its history."""
-        images, labels = sets.images[trained_on[role]], sets.labels[trained_on[role]]
+        args, sets, device, section = self.args, self.sets, self.device, self.args.dpcl
+        images, labels = sets.images[self.trained_on[role]], sets.labels[self.trained_on[role]]
         generator = torch.Generator().manual_seed(draw_seed(args.seed, *keys))
         torch.manual_seed(draw_seed(args.seed, *keys, 1))  # projector and head initialisation
         encoder = load_encoder(args.encoder, device)
         trunk, top = split_for_training(encoder, section["trainable"])
-        model = nn.Sequential(top, projection_head(encoder.out_dim, width)).to(device)
-        rows = train_dpcl(trunk, model, images, spec, noise, augmentation, generator,
-                          (lambda epoch: {}) if on_epoch is None else (lambda epoch: on_epoch(encoder, epoch)))
+        model = nn.Sequential(top, projection_head(encoder.out_dim, args.simclr.get("width", 128))).to(device)
+        monitor = (lambda epoch: {}) if on_epoch is None else (lambda epoch: on_epoch(encoder, epoch))
+        rows = train_dpcl(trunk, model, images, spec, noise, SimCLRSpec.from_config(args.simclr).augmentation,
+                          generator, monitor)
         features = encode(encoder, images, device)
         head = nn.Linear(encoder.out_dim, sets.n_classes).to(device)
-        train_private_classifier(head, features, labels, head_spec, noise, generator)
+        train_private_classifier(head, features, labels, PrivateSGDSpec.from_config(section["head"], "dpcl.head"),
+                                 noise, generator)
         return nn.Sequential(encoder, head), rows
 
+    def knn_monitor(self, variant: str, noise: float):
+        """Per encoder epoch: the k-NN accuracy of its features and the privacy spent so far."""
+        sets, section, n = self.sets, self.args.dpcl, len(self.sets.labels["finetune"])
+
+        def on_epoch(encoder: nn.Module, epoch: int) -> dict:
+            train = encode(encoder, sets.images["finetune"], self.device)
+            test = encode(encoder, sets.images["test"], self.device)
+            spent = epsilon(dpcl_phases(section, variant, n, noise, encoder_epochs=epoch), self.args.delta)
+            return {"knn_accuracy": knn_accuracy(train, sets.labels["finetune"], test, sets.labels["test"],
+                                                 section["knn_k"]),
+                    "eps_spent": spent}
+        return on_epoch
+
+
+def main() -> None:
+    args = parse_arguments()
+    log = script_logger("dpcl_train")
+    section = args.dpcl
+    variants = section["variants"]
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    sets = load_private_sets(args.splits, args.data_root, args.attacker)
+    releases = Releases(args, sets, pick_device(args.device))
+    sizes = {role: len(sets.labels[Releases.trained_on[role]]) for role in ROLES}
+    targets = section["eps"] if section["eps"] is not None else [None]
+    sigma, spent = calibrated_noise(section, targets, args.delta, sizes, log)
+    history, accounting = [], []
+    trainings = Progress(log.info, "trainings (variant × (ε × repeat × role + noise-free repeat))",
+                         len(variants) * (len(targets) * len(ROLES) + 1) * section["repeats"])
     for v, variant in enumerate(variants):
         spec = DPCLSpec(objective=section["objective"], variant=variant, temperature=section["temperature"],
                         barlow_lambda=section["barlow_lambda"],
                         **{k: section["encoder"][k] for k in ("epochs", "batch_size", "clip_norm", "lr", "momentum")},
                         weight_decay=section["encoder"].get("weight_decay", 0.0))
         method = DPCL_METHOD_OF_VARIANT[variant]
-        n = len(sets.labels["finetune"])
+        n = sizes["target"]
         about = {"sensitivity": gradient_sensitivity(variant, spec.batch_size, spec.clip_norm),
                  "sensitivity_statement": sensitivity_statement(section, variant),
                  "mechanisms": ", ".join(mechanisms(spec.objective, variant)) + " and the head's gradient",
@@ -140,54 +189,29 @@ def main() -> None:
         for e, eps in enumerate(targets):
             for repeat in range(section["repeats"]):
                 for r, role in enumerate(ROLES):
-                    start = time.monotonic()
-                    noise = sigma[variant, e, role]
-
-                    def on_epoch(encoder: nn.Module, epoch: int) -> dict:
-                        train = encode(encoder, sets.images["finetune"], device)
-                        test = encode(encoder, sets.images["test"], device)
-                        return {"knn_accuracy": knn_accuracy(train, sets.labels["finetune"], test, sets.labels["test"],
-                                                             section["knn_k"]),
-                                "eps_spent": epsilon(dpcl_phases(section, variant, n, noise, encoder_epochs=epoch),
-                                                     args.delta)}
-
-                    release, rows = release_of(spec, role, noise, (v, e, repeat, r),
-                                               on_epoch if role == "target" else None)
-                    queried = EVALUATED if role == "target" else ("shadow_pairs",)
-                    for name in queried:
+                    start, noise = time.monotonic(), sigma[variant, e, role]
+                    release, rows = releases.train(spec, role, noise, (v, e, repeat, r),
+                                                   releases.knn_monitor(variant, noise) if role == "target" else None)
+                    for name in EVALUATED if role == "target" else ("shadow_pairs",):
                         probs[name].append(predict_proba(release, sets.images[name], unit_float))
                     log.info("%s ε %s repeat %d %s: σ = %.4g, %.1f s", variant, eps, repeat, role, noise,
                              time.monotonic() - start)
                     trainings.advance()
                     if role == "shadow":
                         continue
+                    released_eps = eps if eps is not None else spent[variant, e, role]
                     history += [{"dataset": args.dataset, "method": method, "objective": section["objective"],
-                                 "eps": eps if eps is not None else spent[variant, e, role], "repeat": repeat, **row}
-                                for row in rows]
-                    runs.append({"eps": eps if eps is not None else spent[variant, e, role], "repeat": repeat,
-                                 "correct": probs["test"][-1].argmax(1) == sets.labels["test"], "noise_multiplier": noise,
-                                 "eps_spent": spent[variant, e, role], **about})
-            for role in ROLES:
-                n_role = len(sets.labels[trained_on[role]])
-                phases = dpcl_phases(section, variant, n_role, sigma[variant, e, role])
-                accounting.append({"dataset": args.dataset, "method": method, "objective": section["objective"],
-                                   "variant": variant, "role": role, "n": n_role, "eps_target": eps,
-                                   "delta": args.delta, "noise_multiplier": sigma[variant, e, role],
-                                   "mechanisms": ", ".join(mechanisms(spec.objective, variant)),
-                                   "encoder_batch": phases[0].batch_size, "encoder_steps": phases[0].steps,
-                                   "head_batch": phases[1].batch_size, "head_steps": phases[1].steps,
-                                   "sensitivities": sensitivity_statement(section, variant),
-                                   # the claim's accountant, and the PLD accountant on the Poisson
-                                   # analogue (rate |B|/n, same steps): what Poisson sampling would cost
-                                   "eps_rdp_without_replacement": spent[variant, e, role],
-                                   "eps_pld_poisson": poisson_epsilon(phases, args.delta),
-                                   "guarantee_kind": release_method(method).dp_kind})
+                                 "eps": released_eps, "repeat": repeat, **row} for row in rows]
+                    runs.append({"eps": released_eps, "repeat": repeat,
+                                 "correct": probs["test"][-1].argmax(1) == sets.labels["test"],
+                                 "noise_multiplier": noise, "eps_spent": spent[variant, e, role], **about})
+            accounting += [accounting_row(args, spec, method, eps, role, sizes[role], sigma[variant, e, role],
+                                          spent[variant, e, role]) for role in ROLES]
         # The noise-free limit: the same training at σ = 0, clipping kept, one per repeat (seeded
         # apart from every ε's), the target's only; a row of utility.csv, never released or attacked.
         for repeat in range(section["repeats"]):
-            noise = 0.0
-            release, _ = release_of(spec, "target", noise, (v, len(targets), repeat, 0), None)
-            limits.append({"eps": math.inf, "repeat": repeat, "noise_multiplier": noise, "eps_spent": math.inf,
+            release, _ = releases.train(spec, "target", 0.0, (v, len(targets), repeat, 0), None)
+            limits.append({"eps": math.inf, "repeat": repeat, "noise_multiplier": 0.0, "eps_spent": math.inf,
                            "correct": predict_proba(release, sets.images["test"], unit_float).argmax(1)
                            == sets.labels["test"], **about})
             trainings.advance()

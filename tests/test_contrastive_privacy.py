@@ -416,3 +416,24 @@ def test_membership_task_rows_query_the_membership_models_with_the_membership_la
                      == data["target_train"].membership).double().mean())
         assert rows[(rows.target == target.kind) & (rows.inference == "membership_task")
                     ].queried_train_accuracy.unique().tolist() == pytest.approx([fit])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**31 - 1])
+def test_the_repeats_of_a_role_share_no_seed(seed):
+    """Each repeat is an independent training: its models' and its Talos adversaries' seeds are
+    used by no other repeat of the role, nor by the repeats of the next stage seed, and repeat 0
+    keeps the seeds of single-repeat runs."""
+    from privssl.training.contrastive_targets import MAX_REPEATS, repeat_seeds
+
+    used = [s for repeat in range(MAX_REPEATS) for s in repeat_seeds(seed, repeat)]
+    assert len(set(used)) == len(used)
+    assert not set(used) & {s for repeat in range(MAX_REPEATS) for s in repeat_seeds(seed + 1, repeat)}
+    assert repeat_seeds(seed, 0) == (seed * 1000, seed * 1000 + 1)
+
+
+@pytest.mark.parametrize("repeat", [-1, 500, 1.0, True])
+def test_a_repeat_out_of_range_is_refused_naming_it(repeat):
+    from privssl.training.contrastive_targets import repeat_seeds
+
+    with pytest.raises(ValueError, match=re.escape(f"repeat {repeat!r} is not allowed")):
+        repeat_seeds(0, repeat)

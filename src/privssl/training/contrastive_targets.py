@@ -32,6 +32,9 @@ from privssl.training.simclr import SimCLRSpec, pretrain, state_digest
 from privssl.training.talos import TalosAdversary, TalosSpec
 
 
+MAX_REPEATS = 500  # two seeds a repeat below the next stage seed's: 2 x 500 = 1000
+
+
 @dataclass(frozen=True)
 class TrainingSpec:
     """Epochs, mini-batch size (None: full batch) and Adam learning rate of one training stage."""
@@ -146,6 +149,15 @@ def _supervised_cached(path: Path, fingerprint: dict[str, str], train: Callable[
     return state, layer
 
 
+def repeat_seeds(seed: int, repeat: int) -> tuple[int, int]:
+    """(the models' seed, the Talos adversaries' seed) of one repeat of a role with stage seed
+    `seed`: no seed is shared with another repeat or another stage seed's repeats, so the repeats
+    are independent trainings (repeat 0 keeps the seeds of the runs before repeats were spaced)."""
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 0 <= repeat < MAX_REPEATS:
+        raise ValueError(f"repeat {repeat!r} is not allowed; allowed: an integer from 0 to {MAX_REPEATS - 1}")
+    return seed * 1000 + 2 * repeat, seed * 1000 + 2 * repeat + 1
+
+
 def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Tensor, n_task: int, n_attribute: int,
                   public: dict, simclr: SimCLRSpec, spec: TargetSpec, repeats: int, seed: int, device: torch.device,
                   checkpoint_dir: Path, log: Callable[[str], None] = print, code: str = "",
@@ -169,7 +181,7 @@ def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Ten
                          f"{len(membership_task)} labels and {n_membership_task}")
     models, history = [], []
     for repeat in range(repeats):
-        run_seed = seed * 1000 + repeat
+        run_seed, adversary_seed = repeat_seeds(seed, repeat)
 
         def supervised(labels: torch.Tensor, n_classes: int, name: str) -> tuple[dict, dict]:
             # as SimCLR's checkpoint: the intra-op thread count too, which splits float sums differently
@@ -193,7 +205,7 @@ def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Ten
         representation = build_encoder(public["encoder"], images.shape[1], images.shape[-1], public["width"]).out_dim
         for lam in spec.lambdas:
             adversary = TalosAdversary(TalosSpec(lam, spec.adversary_hidden, spec.adversary_lr), attribute,
-                                       n_attribute, representation, run_seed + 1, device)
+                                       n_attribute, representation, adversary_seed, device)
             model, epochs = pretrain(tune, images, run_seed, device, checkpoint_dir / f"r{repeat}_lambda{lam:g}.pt",
                                      log, init_encoder=public["state"], adversary=adversary, code=code)
             features = encode(model.encoder, images, device)
