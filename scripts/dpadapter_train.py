@@ -30,7 +30,7 @@ from privssl.release.training_time import EVALUATED, draw_seed, release_record, 
 from privssl.training.dpadapter import downstream_model, pretrain_classifier
 from privssl.training.encoders import split_for_training, unit_float
 from privssl.training.private_sgd import REPLACE_ONE_FACTOR, PrivateSGDSpec, predict_proba, train_private_classifier
-from privssl.training.sam import SAMSpec, robust_accuracy
+from privssl.training.sam import SAMSpec, SharedTrunkRobustness, robust_accuracy
 
 METHOD = "dpadapter"
 ROLES = ("target", "shadow")
@@ -160,10 +160,17 @@ class FineTuning:
                 "mechanisms": "the fine-tuning gradient", "sample_rate": self.spec.batch_size / n,
                 "steps": self.spec.steps(n)}
 
-    def robust_accuracy(self, model: torch.nn.Module) -> float:
-        robust, images, labels = self.args.dpadapter["robust"], self.sets.images["test"], self.sets.labels["test"]
-        return robust_accuracy(model, unit_float(images).to(self.device), labels.to(self.device), robust["noise"],
-                               robust["draws"], torch.Generator().manual_seed(self.args.seed))[0]
+    def robustness(self) -> SharedTrunkRobustness:
+        """The robust accuracy of the fine-tunings of one pre-trained network, its frozen trunk's
+        noisy outputs computed once for all of them (the same numbers as `robust_accuracy`)."""
+        robust = self.args.dpadapter["robust"]
+        return SharedTrunkRobustness(unit_float(self.sets.images["test"]).to(self.device), robust["noise"],
+                                     robust["draws"], self.args.seed)
+
+    def robust_accuracy(self, model: torch.nn.Module, robustness: SharedTrunkRobustness) -> float:
+        trunk, top = split_for_training(model.encoder, self.args.dpadapter["trainable"])
+        return robustness.accuracy(trunk, torch.nn.Sequential(top, model.classifier),
+                                   self.sets.labels["test"].to(self.device))[0]
 
 
 def main() -> None:
@@ -184,6 +191,7 @@ def main() -> None:
     test_images, test_labels = sets.images["test"], sets.labels["test"]
     for kind, rho in kinds:
         pretrained = pretrainings(kind, rho, args, public, sets, device, history, log)
+        robustness = [tuning.robustness() for _ in pretrained]
         released = kind == METHOD and rho == section["release_radius"]
         fine_tunings = Progress(log.info, f"{kind} ρ = {rho:g} fine-tunings (ε × repeat)",
                                 len(section["eps"]) * section["repeats"])
@@ -200,7 +208,7 @@ def main() -> None:
                                     "repeat": repeat, "pretraining_seed": pretrained[repeat].seed,
                                     "accuracy": down_correct.double().mean().item(), "n_test": len(test_labels),
                                     "decisions": pack_decisions(down_correct.cpu().numpy()),
-                                    "robust_accuracy": tuning.robust_accuracy(model),
+                                    "robust_accuracy": tuning.robust_accuracy(model, robustness[repeat]),
                                     "pretrain_accuracy": pretrained[repeat].accuracy,
                                     "pretrain_robust_accuracy": pretrained[repeat].robust_accuracy,
                                     "robust_noise": section["robust"]["noise"],

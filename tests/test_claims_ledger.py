@@ -39,6 +39,7 @@ from privssl.reports.claims_spec import (
     LEDGER_CLAIMS,
     SEMILEAK_CLAIMS,
 )
+from privssl.reports.regime import FEW_TRAININGS
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "resources" / "claims.csv"
 Z_POWER = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
@@ -461,16 +462,38 @@ def test_copies_of_one_draw_give_the_single_draw_interval_not_the_pooled_one(led
     assert width > 1.3 * (pooled[1] - pooled[0])
 
 
+def test_dpcl_repeats_that_copy_one_training_count_once(catalogue):
+    """DPCL 0.7 against naive 0.55 with 3 repeats per arm: 3 distinct trainings are judged; the
+    same 3 repeats as copies of one training (one seed every repeat) are 1 training per arm."""
+    rng = np.random.default_rng(13)
+    naive = exact(rng, 400, 220)
+    dpcl = flip(rng, naive, on=60)
+    distinct = frame(utility_rows("d", "dpcl", 10, draws_of(rng, dpcl, 3)),
+                     utility_rows("d", "dpcl_naive", 10, draws_of(rng, naive, 3)))
+    copies = frame(utility_rows("d", "dpcl", 10, [dpcl] * 3), utility_rows("d", "dpcl_naive", 10, [naive] * 3))
+    verdicts = {}
+    for name, utility in (("distinct", distinct), ("copies", copies)):
+        ledger = Ledger(catalogue, min_trainings=3)
+        dpcl_claims(ledger, utility)
+        row = one(ledger.frame(), "dpcl_above_naive")
+        verdicts[name] = (row.verdict, row.unresolved_because)
+    assert verdicts == {"distinct": ("reproduced", ""), "copies": ("unresolved", FEW_TRAININGS)}
+
+
 # --------------------------------------------------------------------------------- DPAdapter
 
-def dpadapter_rows(dataset, pretraining, rho, draws, seeds=None) -> list[dict]:
-    """dpadapter/results.csv rows, one per repeat; `seeds`: each repeat's pre-training (default: one
-    pre-training that every repeat fine-tunes, as dpadapter_train does)."""
+def dpadapter_rows(dataset, pretraining, rho, draws, seeds=None, networks=None) -> list[dict]:
+    """dpadapter/results.csv rows, one per repeat; `seeds`: each repeat's pre-training seed (default:
+    one pre-training that every repeat fine-tunes); `networks`: which pre-trained network each
+    repeat's seed gave (default: one per seed), its test accuracies telling it apart."""
     seeds = seeds or [0] * len(draws)
+    networks = networks or seeds
     return [{"dataset": dataset, "pretraining": pretraining, "rho": rho, "eps": 1.0, "repeat": r,
              "pretraining_seed": seed, "accuracy": float(d.mean()), "n_test": d.size, "decisions": pack_decisions(d),
-             "robust_accuracy": 0.5, "pretrain_accuracy": 0.6, "pretrain_robust_accuracy": 0.5, "robust_noise": 0.1,
-             "robust_draws": 8, "noise_multiplier": 1.0, "eps_spent": 1.0} for r, (d, seed) in enumerate(zip(draws, seeds))]
+             "robust_accuracy": 0.5, "pretrain_accuracy": 0.6 + 0.001 * net,
+             "pretrain_robust_accuracy": 0.5 + 0.001 * net, "robust_noise": 0.1, "robust_draws": 8,
+             "noise_multiplier": 1.0, "eps_spent": 1.0}
+            for r, (d, seed, net) in enumerate(zip(draws, seeds, networks))]
 
 
 def test_dpadapter_and_sam_in_the_papers_order(ledger):
@@ -502,21 +525,24 @@ def test_dpadapter_and_sam_in_the_papers_order(ledger):
                 assert (row.n, row.draws, row.n_reference) == (N_TEST, 3, N_TEST)
 
 
-@pytest.mark.parametrize("seeds, verdict", [([5, 5, 5], "unresolved"), ([5, 6, 7], "reproduced")])
-def test_dpadapter_claims_count_pre_trainings_not_fine_tunings(catalogue, seeds, verdict):
+@pytest.mark.parametrize("seeds, networks, verdict", [([5, 5, 5], None, "unresolved"),
+                                                     ([5, 6, 7], None, "reproduced"),
+                                                     ([5, 6, 7], [5, 5, 5], "unresolved")])
+def test_dpadapter_claims_count_pre_trainings_not_fine_tunings(catalogue, seeds, networks, verdict):
     """DPAdapter 0.8 against SAM 0.5 on 3 repeats each: the records alone reproduce the order, but
     3 DP-SGD fine-tunings of one pre-training per arm are one training of the procedure compared:
-    unresolved under the 3-trainings rule; 3 pre-trainings per arm are judged."""
+    unresolved under the 3-trainings rule; 3 pre-trainings per arm are judged, unless their seeds
+    gave one network (a seed recorded but not used: the same test accuracies every repeat)."""
     rng = np.random.default_rng(12)
     base = exact(rng, N_TEST, 240)
     high, low = draws_of(rng, base, 3), draws_of(rng, flip(rng, base, off=90), 3)
     ledger = Ledger(catalogue, min_trainings=3)
-    dpadapter_claims(ledger, frame(dpadapter_rows("d", "dpadapter", 0.05, high, seeds),
-                                   dpadapter_rows("d", "sam", 0.05, low, seeds),
-                                   dpadapter_rows("d", "standard", 0.0, low, seeds)))
+    dpadapter_claims(ledger, frame(dpadapter_rows("d", "dpadapter", 0.05, high, seeds, networks),
+                                   dpadapter_rows("d", "sam", 0.05, low, seeds, networks),
+                                   dpadapter_rows("d", "standard", 0.0, low, seeds, networks)))
     row = one(ledger.frame(), "dpadapter_above_sam")
     assert row.verdict == verdict and row.draws == 3
-    trainings = len(set(seeds))
+    trainings = len(set(networks or seeds))
     assert f"3 DP-SGD fine-tunings of {trainings} pre-training" in row.note
     if verdict == "unresolved":
         assert "1 training per arm (the records alone read reproduced)" in row.note

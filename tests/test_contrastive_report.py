@@ -502,3 +502,22 @@ def test_the_expected_grid_has_membership_task_rows_only_where_the_dataset_has_a
     assert inferences() == {"membership", "attribute"}
     config["contrastive"]["datasets"]["digits"]["membership_task"] = "class"
     assert inferences() == {"membership", "membership_task", "attribute"}
+
+
+def test_repeats_that_copy_one_training_count_as_one_training(thesis):
+    """Three repeats per model kind: distinct trainings are 3 trainings per arm in the claims, the
+    same three as copies of one training (one seed every repeat) are 1, whatever their count."""
+    def kinds(copies: bool) -> dict:
+        def model(nn: float, task: float, attribute: float) -> Model:
+            return fresh(membership_accuracies(nn), task, attribute, baseline)
+        baseline = bits(0.4, N_ATTRIBUTE, 7)
+        supervised, contrastive = model(0.62, 0.8, 0.45), model(0.55, 0.85, 0.56)
+        return {("utkface", "supervised", np.nan): [supervised] * 3 if copies else
+                [model(0.62, 0.8, 0.45) for _ in range(3)],
+                ("utkface", "contrastive", 0.0): [contrastive] * 3 if copies else
+                [model(0.55, 0.85, 0.56) for _ in range(3)]}
+    for copies, trainings in ((False, 3), (True, 1)):
+        metrics = frame_of(kinds(copies))
+        assert set(pool(metrics).trainings) == {trainings} and set(pool(metrics).repeats) == {3}
+        claims = claims_table(metrics, thesis)
+        assert set(claims.draws_a) == set(claims.draws_b) == {trainings}, copies

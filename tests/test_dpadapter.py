@@ -207,3 +207,31 @@ def test_pretraining_runs_on_the_encoders_device(monkeypatch):
     images, labels = torch.rand(8, 1, 8, 8), torch.arange(8) % 2
     pretrain_classifier("dpadapter", 0.5, SPEC, images, labels, 2, encoder().to("meta"), seed=0)
     assert seen == {"parameters": {"meta"}, "x": "meta", "y": "meta"}
+
+
+def test_shared_trunk_robustness_is_robust_accuracy_of_every_fine_tuning():
+    """Two fine-tunings of one pre-trained network (the convolutions frozen, the dense layer and a
+    fresh classifier trained apart): the shared trunk's robust accuracies equal robust_accuracy's,
+    draw for draw; a network whose trunk moved is refused; a mistake in the noise stream (the top's
+    noise not skipped between draws) would give other draws."""
+    from privssl.training.dpadapter import Classifier, downstream_model
+    from privssl.training.encoders import ConvEncoder, split_for_training
+    from privssl.training.sam import SharedTrunkRobustness, robust_accuracy
+
+    torch.manual_seed(0)
+    pretrained = Classifier(ConvEncoder(1, 8, width=8), 4).eval()
+    x, y = torch.rand(50, 1, 8, 8), torch.randint(0, 3, (50,))
+    shared = SharedTrunkRobustness(x, 0.3, 4, seed=7, batch_size=16)
+    for seed in (1, 2):
+        model = downstream_model(pretrained, 3, seed)
+        trunk, top = split_for_training(model.encoder, "top")
+        with torch.no_grad():
+            for p in top.parameters():
+                p.add_(0.1 * torch.randn(p.shape))
+        expected = robust_accuracy(model, x, y, 0.3, 4, torch.Generator().manual_seed(7), batch_size=16)
+        assert shared.accuracy(trunk, torch.nn.Sequential(top, model.classifier), y) == expected
+        assert len(set(expected[1])) > 1  # the draws differ: the comparison sees the stream
+    with torch.no_grad():
+        next(trunk.parameters()).add_(1e-3)
+    with pytest.raises(ValueError, match="trunk or top differs"):
+        shared.accuracy(trunk, torch.nn.Sequential(top, model.classifier), y)

@@ -39,7 +39,7 @@ from privssl.reports.claims_spec import (
 )
 from privssl.release.methods import release_method
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
-from privssl.reports.decisions import paired
+from privssl.reports.decisions import distinct_trainings, paired
 from privssl.reports.regime import (
     NOT_REACHED,
     PAPER_LEAKS,
@@ -399,6 +399,14 @@ def semileak_claims(ledger: Ledger, table: pd.DataFrame) -> None:
                    row["note"] if isinstance(row["note"], str) else "", leak=leaks.get((row["dataset"], undefended)))
 
 
+def distinct_pretrainings(rows: pd.DataFrame) -> int:
+    """An arm's independent pre-trainings: its distinct seeds, each counted once only if its
+    network's test accuracy, clean and under weight noise, differs from every other's (a seed
+    that was recorded but not used gives the same network again)."""
+    networks = rows[["pretrain_accuracy", "pretrain_robust_accuracy"]].drop_duplicates()
+    return min(rows.pretraining_seed.nunique(), len(networks))
+
+
 def dpadapter_claims(ledger: Ledger, results: pd.DataFrame) -> None:
     """DPAdapter Table 1: DPAdapter above vanilla SAM, SAM above standard pre-training, per ε and ρ,
     each a difference of downstream accuracy paired on the test records over the repeats. The
@@ -409,7 +417,7 @@ def dpadapter_claims(ledger: Ledger, results: pd.DataFrame) -> None:
                                            ("sam_above_standard", "sam", "standard", "vanilla SAM vs standard")):
             d = paired(sides[high], sides[low], TEST_RECORDS)
             verdict, need = directional(d)
-            pretrainings = min(sides[high].pretraining_seed.nunique(), sides[low].pretraining_seed.nunique())
+            pretrainings = min(distinct_pretrainings(sides[high]), distinct_pretrainings(sides[low]))
             tunings = sides[high].repeat.nunique()
             ledger.add(dataset, claim, f"ε = {eps:g}, ρ = {rho:g}", "DP-SGD downstream test accuracy",
                        f"{compared} pre-training", of(test_accuracy(sides[high])), of(test_accuracy(sides[low])), d,
@@ -432,7 +440,8 @@ def dpcl_claims(ledger: Ledger, utility: pd.DataFrame) -> None:
                    "DPCL vs naive contrastive DP-SGD at equal target ε", of(test_accuracy(dpcl)),
                    of(test_accuracy(naive)), d, PAIRED, "a − b > 0", verdict, need,
                    "DPCL's ε rests on the paper's heuristic gradient sensitivity (heuristic_dp), the naive "
-                   "variant's on a proven one (approx_dp): equal ε is not an equal guarantee")
+                   "variant's on a proven one (approx_dp): equal ε is not an equal guarantee",
+                   trainings=float(min(distinct_trainings(dpcl), distinct_trainings(naive))))
 
 
 def dpcl_accounting_claims(ledger: Ledger, settings: list[dict]) -> None:

@@ -53,7 +53,7 @@ from privssl.attacks.contrastive_spec import (
     TARGET_KINDS,
 )
 from privssl.attacks.repeated import Estimate
-from privssl.reports.decisions import estimate, paired
+from privssl.reports.decisions import distinct_trainings, estimate, paired
 from privssl.reports.release_table import check_frame
 from privssl.reports.verdicts import NO_COST_MARGIN, at_most, directional
 
@@ -62,7 +62,7 @@ METRIC_COLUMNS = ["dataset", "target", "lambda", "repeat", "inference", "attack"
                   "accuracy", "n", "auc", "baseline", "decisions", "task_decisions", "baseline_decisions"]
 MODEL = ["dataset", "target", "lambda"]
 KEY = MODEL + ["inference", "attack"]
-POOLED_COLUMNS = KEY + ["repeats", "accuracy", "accuracy_lo", "accuracy_hi", "n", "accuracy_std", "auc_mean",
+POOLED_COLUMNS = KEY + ["repeats", "trainings", "accuracy", "accuracy_lo", "accuracy_hi", "n", "accuracy_std", "auc_mean",
                         "baseline", "baseline_lo", "baseline_hi", "task_accuracy", "task_accuracy_lo",
                         "task_accuracy_hi", "n_test"]
 CLAIM_COLUMNS = ["dataset", "claim", "quantity", "compared", "claimed", "lambda",
@@ -127,7 +127,12 @@ def pool(metrics: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, group in metrics.groupby(KEY, dropna=False, sort=False):
         accuracy = estimate(group, "n")
-        row = {**dict(zip(KEY, key)), "repeats": group.repeat.nunique(), "accuracy": accuracy.value,
+        dataset, target, lam = key[:len(MODEL)]
+        model = metrics[(metrics.dataset == dataset) & (metrics.target == target)
+                        & _lambda_is(metrics, None if pd.isna(lam) else lam)]
+        # the model kind's independent trainings: its repeats that differ in some decision of some row
+        row = {**dict(zip(KEY, key)), "repeats": group.repeat.nunique(),
+               "trainings": distinct_trainings(model, ("decisions", "task_decisions")), "accuracy": accuracy.value,
                "accuracy_lo": accuracy.lo, "accuracy_hi": accuracy.hi, "n": accuracy.n,
                "accuracy_std": group.accuracy.std() if len(group) > 1 else np.nan,
                "auc_mean": group.auc.mean() if group.auc.notna().all() else np.nan,
@@ -189,7 +194,7 @@ def _strongest(stats: pd.DataFrame, target: str, inference: str) -> dict | None:
 def _values(side: dict, prefix: str, column: str, n_column: str) -> dict:
     return {f"value_{prefix}": side[column], f"value_{prefix}_lo": side[f"{column}_lo"],
             f"value_{prefix}_hi": side[f"{column}_hi"], f"n_{prefix}": int(side[n_column]),
-            f"draws_{prefix}": int(side["repeats"])}
+            f"draws_{prefix}": int(side["trainings"])}  # the ledger's trainings per arm
 
 
 def _baselines(a: dict, b: dict) -> dict:

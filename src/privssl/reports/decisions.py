@@ -49,3 +49,15 @@ def paired(a: pd.DataFrame, b: pd.DataFrame, count: str | tuple[str, ...], colum
            column_b: str | None = None) -> Estimate:
     """mean(a) − mean(b) of two releases that decided the same records."""
     return paired_difference(layout(a, count, column), layout(b, count, column_b or column))
+
+
+def distinct_trainings(rows: pd.DataFrame, columns: tuple[str, ...] = (DECISIONS,)) -> int:
+    """The independent trainings behind the rows of one arm: its repeats that differ in what they
+    decided (every record of every `columns` cell). Two repeats deciding every record alike are
+    one training counted twice (the same seed, a copied model, a cached result): a verdict about a
+    training procedure must not take them for two, and independent trainings on hundreds of records
+    never agree on every one."""
+    by_repeat = rows.groupby("repeat")[list(columns)] if "repeat" in rows.columns else None
+    if by_repeat is None:
+        return 1
+    return len({tuple(tuple(sorted(group[c].astype(str))) for c in columns) for _, group in by_repeat})

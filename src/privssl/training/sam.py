@@ -222,3 +222,78 @@ def robust_accuracy(model: nn.Module, x: Tensor, y: Tensor, noise_std: float, dr
             p.copy_(w)
         model.train(was_training)
     return float(np.mean(accuracies)), accuracies
+
+
+class SharedTrunkRobustness:
+    """`robust_accuracy` of many networks that share one frozen trunk, at the cost of one.
+
+    DPAdapter fine-tunes each pre-trained network many times (every ε and repeat) with its
+    convolutions frozen, and measures each fine-tuning's robust accuracy with the same seeded noise
+    stream. The trunk's parameters come first in every such network's `parameters()`, so each draw
+    perturbs the trunk alike in all of them: the noisy trunk's outputs of every draw are computed
+    once (at the first network), with the generator's state after them, and each network then
+    draws only its top's noise from that state. The accuracies equal `robust_accuracy`'s of the
+    network top(trunk(·)) bit for bit (the same operations on the same batches, the same noise); a
+    network whose trunk differs from the first one's, or whose top has other shapes, is refused."""
+
+    def __init__(self, x: Tensor, noise_std: float, draws: int, seed: int, batch_size: int = 1024):
+        if not (_is_real(noise_std) and noise_std >= 0):
+            raise ValueError(f"noise_std = {noise_std!r} is not allowed; allowed: a finite number >= 0")
+        if not (_is_int(draws) and draws >= 1):
+            raise ValueError(f"draws = {draws!r} is not allowed; allowed: an integer >= 1")
+        self.x, self.noise_std, self.draws, self.seed, self.batch_size = x, noise_std, draws, seed, batch_size
+        self.trunk_state: list[Tensor] | None = None
+        self.top_shapes: list[tuple] = []
+        self.outputs, self.states = [], []  # per draw: the noisy trunk's output batches, the generator
+
+    def _noisy_trunk(self, trunk: nn.Module, top: nn.Module) -> None:
+        """Every draw's noisy trunk outputs, the generator moved past the top's noise of each draw
+        as robust_accuracy's single stream is."""
+        generator = torch.Generator().manual_seed(self.seed)
+        self.trunk_state = [p.detach().clone() for p in trunk.parameters()]
+        self.top_shapes = [(p.shape, p.dtype) for p in top.parameters()]
+        was_training = trunk.training
+        trunk.eval()
+        try:
+            for _ in range(self.draws):
+                for p, w in zip(trunk.parameters(), self.trunk_state):
+                    p.copy_(w + self.noise_std * torch.randn(p.shape, generator=generator, dtype=p.dtype).to(p.device))
+                self.states.append(generator.get_state())
+                self.outputs.append([trunk(self.x[i:i + self.batch_size])
+                                     for i in range(0, len(self.x), self.batch_size)])
+                for shape, dtype in self.top_shapes:
+                    torch.randn(shape, generator=generator, dtype=dtype)
+        finally:
+            for p, w in zip(trunk.parameters(), self.trunk_state):
+                p.copy_(w)
+            trunk.train(was_training)
+
+    @torch.no_grad()
+    def accuracy(self, trunk: nn.Module, top: nn.Module, y: Tensor) -> tuple[float, list[float]]:
+        """(mean, per-draw accuracies) of top(trunk(x)) under the noise: `robust_accuracy` of the
+        network whose parameters are trunk's, then top's."""
+        if self.trunk_state is None:
+            self._noisy_trunk(trunk, top)
+        if [(p.shape, p.dtype) for p in top.parameters()] != self.top_shapes or not all(
+                torch.equal(p, w) for p, w in zip(trunk.parameters(), self.trunk_state)):
+            raise ValueError("the network's trunk or top differs from the first network's: its robust accuracy needs "
+                             "its own noisy trunk (robust_accuracy)")
+        params = list(top.parameters())
+        saved = [p.detach().clone() for p in params]
+        was_training = top.training
+        top.eval()
+        generator, accuracies = torch.Generator(), []
+        try:
+            for state, outputs in zip(self.states, self.outputs):
+                generator.set_state(state)
+                for p, w in zip(params, saved):
+                    p.copy_(w + self.noise_std * torch.randn(p.shape, generator=generator, dtype=p.dtype).to(p.device))
+                size = self.batch_size
+                correct = sum(int((top(out).argmax(dim=1) == y[i * size:(i + 1) * size]).sum())
+                              for i, out in enumerate(outputs))
+                accuracies.append(correct / len(self.x))
+        finally:
+            for p, w in zip(params, saved):
+                p.copy_(w)
+            top.train(was_training)
+        return float(np.mean(accuracies)), accuracies
