@@ -10,7 +10,8 @@ does on one-core jobs: whenever a core is free, the ready job of highest priorit
 the order the log started them). It first replays the measured priorities, so its error against
 the measured wall time is in the output, then the proposed ones.
 
-    python benchmarks/schedule_replay.py RUN/run.err --cores 2 --priority contrastive_train=11 ...
+    python benchmarks/schedule_replay.py RUN/run.err --cores 2 --priority contrastive_train=11 \
+        --scale dpadapter_train=0.6
 
 An estimate, not a measurement: durations change with what runs beside a job.
 """
@@ -49,8 +50,9 @@ def parse(log: str) -> list[dict]:
     return [job for job in jobs if "end" in job]
 
 
-def replay(jobs: list[dict], cores: int, priority: dict[str, int]) -> float:
-    """Greedy list scheduling of the jobs' measured durations: the wall time."""
+def replay(jobs: list[dict], cores: int, priority: dict[str, int], scale: dict[str, float] | None = None) -> float:
+    """Greedy list scheduling of the jobs' measured durations (times `scale` per rule): the wall time."""
+    scale = scale or {}
     writer = {out: i for i, job in enumerate(jobs) for out in job["outputs"]}
     needs = [{writer[f] for f in job["inputs"] if f in writer and writer[f] != i} for i, job in enumerate(jobs)]
     done_at: dict[int, float] = {}
@@ -61,7 +63,8 @@ def replay(jobs: list[dict], cores: int, priority: dict[str, int]) -> float:
         ready.sort(key=lambda i: (-priority.get(jobs[i]["rule"], jobs[i]["priority"]), jobs[i]["start"]))
         for i in ready[:cores - len(running)]:
             waiting.discard(i)
-            heapq.heappush(running, (clock + jobs[i]["end"] - jobs[i]["start"], i))
+            duration = (jobs[i]["end"] - jobs[i]["start"]) * scale.get(jobs[i]["rule"], 1.0)
+            heapq.heappush(running, (clock + duration, i))
         end, i = heapq.heappop(running)
         clock, done_at[i] = end, end
     return clock
@@ -72,16 +75,20 @@ def main() -> None:
     parser.add_argument("log", help="the run's Snakemake log (stderr)")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--priority", nargs="*", default=[], help="rule=priority pairs to replay with")
+    parser.add_argument("--scale", nargs="*", default=[], help="rule=factor pairs: a rule's jobs made that much "
+                        "shorter or longer (a speed-up measured on its own)")
     args = parser.parse_args()
     jobs = parse(open(args.log).read())
     measured = max(j["end"] for j in jobs) - min(j["start"] for j in jobs)
     busy = sum(j["end"] - j["start"] for j in jobs)
     proposed = {rule: int(value) for rule, value in (pair.split("=") for pair in args.priority)}
+    scale = {rule: float(value) for rule, value in (pair.split("=") for pair in args.scale)}
     print(f"{len(jobs)} jobs, {busy / 60:.1f} job-minutes; on {args.cores} cores at least {busy / args.cores / 60:.1f} min")
     print(f"measured wall: {measured / 60:.1f} min; replayed with the run's priorities: "
           f"{replay(jobs, args.cores, {}) / 60:.1f} min")
-    if proposed:
-        print(f"replayed with {proposed}: {replay(jobs, args.cores, proposed) / 60:.1f} min")
+    if proposed or scale:
+        print(f"replayed with priorities {proposed} and durations scaled {scale}: "
+              f"{replay(jobs, args.cores, proposed, scale) / 60:.1f} min")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ rule contrastive_attack:
         f"{RESULTS}/{{dataset}}/logs/contrastive_attack.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/contrastive_attack.tsv"
+    priority: LONGEST_CHAIN_PRIORITY
     threads: torch_threads("contrastive_attack")
     resources:
         mem_mb=job_memory("contrastive_attack"),

@@ -25,6 +25,7 @@ rule contrastive_train:
         f"{RESULTS}/{{dataset}}/logs/contrastive_train_{{role}}.log",
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/contrastive_train_{{role}}.tsv"
+    priority: LONGEST_CHAIN_PRIORITY
     threads: torch_threads("contrastive_train")
     resources:
         mem_mb=job_memory("contrastive_train"),
