@@ -83,7 +83,8 @@ def main() -> None:
     busy = sum(j["end"] - j["start"] for j in jobs)
     proposed = {rule: int(value) for rule, value in (pair.split("=") for pair in args.priority)}
     scale = {rule: float(value) for rule, value in (pair.split("=") for pair in args.scale)}
-    print(f"{len(jobs)} jobs, {busy / 60:.1f} job-minutes; on {args.cores} cores at least {busy / args.cores / 60:.1f} min")
+    print(f"{len(jobs)} jobs, {busy / 60:.1f} job-minutes; on {args.cores} cores at least "
+          f"{busy / args.cores / 60:.1f} min")
     print(f"measured wall: {measured / 60:.1f} min; replayed with the run's priorities: "
           f"{replay(jobs, args.cores, {}) / 60:.1f} min")
     if proposed or scale:

@@ -62,8 +62,8 @@ METRIC_COLUMNS = ["dataset", "target", "lambda", "repeat", "inference", "attack"
                   "accuracy", "n", "auc", "baseline", "decisions", "task_decisions", "baseline_decisions"]
 MODEL = ["dataset", "target", "lambda"]
 KEY = MODEL + ["inference", "attack"]
-POOLED_COLUMNS = KEY + ["repeats", "trainings", "accuracy", "accuracy_lo", "accuracy_hi", "n", "accuracy_std", "auc_mean",
-                        "baseline", "baseline_lo", "baseline_hi", "task_accuracy", "task_accuracy_lo",
+POOLED_COLUMNS = KEY + ["repeats", "trainings", "accuracy", "accuracy_lo", "accuracy_hi", "n", "accuracy_std",
+                        "auc_mean", "baseline", "baseline_lo", "baseline_hi", "task_accuracy", "task_accuracy_lo",
                         "task_accuracy_hi", "n_test"]
 CLAIM_COLUMNS = ["dataset", "claim", "quantity", "compared", "claimed", "lambda",
                  "attack_a", "value_a", "value_a_lo", "value_a_hi", "n_a", "draws_a",

@@ -57,7 +57,7 @@ def distinct_trainings(rows: pd.DataFrame, columns: tuple[str, ...] = (DECISIONS
     one training counted twice (the same seed, a copied model, a cached result): a verdict about a
     training procedure must not take them for two, and independent trainings on hundreds of records
     never agree on every one."""
-    by_repeat = rows.groupby("repeat")[list(columns)] if "repeat" in rows.columns else None
-    if by_repeat is None:
+    if "repeat" not in rows.columns:
         return 1
-    return len({tuple(tuple(sorted(group[c].astype(str))) for c in columns) for _, group in by_repeat})
+    return len({tuple(tuple(sorted(group[c].astype(str))) for c in columns)
+                for _, group in rows.groupby("repeat")})
