@@ -35,7 +35,7 @@ CORE_PRIORITY = 10
 # of the image track once its trainings are repeated: on the Fashion-MNIST preset 20 min of
 # training and 24 of attacks after SimCLR. Started after the core's jobs, its attacks ran alone on
 # one core for the last 24 minutes (98 min in all); started first, the replay of that run's jobs
-# gives 83 min (benchmarks/schedule_replay.py, docs/benchmarks.md). On the default its jobs take
+# gives 87 min (benchmarks/schedule_replay.py, docs/benchmarks.md). On the default its jobs take
 # seconds, so the paper's chain is delayed by seconds.
 LONGEST_CHAIN_PRIORITY = CORE_PRIORITY + 1
 # Job groups (Snakemake's `group:`; `--group-components` is not needed): on a cluster, each of a
