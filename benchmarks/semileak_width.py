@@ -65,6 +65,7 @@ def width_config(config: dict, dataset: str, width: int, algorithms: list[str]) 
     section["datasets"] = {dataset: section["datasets"][dataset]}
     section["algorithms"] = list(algorithms)
     section["network"]["width"] = width
+    section["repeats"] = 1  # one training per width: a sizing, not a verdict
     section["defences"] = {"early_stopping": section["defences"]["early_stopping"], "top1": False}
     return cfg
 
@@ -74,7 +75,7 @@ def run_width(scratch: Path, config: dict, dataset: str, width: int, algorithms:
     scratch_workflow(root)
     cfg_path = root / "width.yaml"
     cfg_path.write_text(yaml.safe_dump(width_config(config, dataset, width, algorithms), sort_keys=False))
-    metrics = f"results/{dataset}/semileak/metrics.csv"
+    metrics = f"results/{dataset}/semileak/repeat0/metrics.csv"
     start = time.perf_counter()
     # --rerun-triggers mtime: a finished width is not retrained because the workflow copy is newer
     subprocess.run([sys.executable, "-m", "snakemake", metrics, "--cores", str(cores), "--rerun-triggers", "mtime",

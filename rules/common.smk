@@ -73,6 +73,21 @@ SEMILEAK_TARGETS = (
     if SEMILEAK
     else []
 )
+# the branch's independent trainings: each repeat its own targets, shadows and attack (semileak.repeats)
+SEMILEAK_REPEATS = list(range(config["semileak"]["repeats"])) if SEMILEAK else []
+
+
+def semileak_seed(stage, repeat):
+    """A Semi-Leak stage's seed in one repeat: repeat 0 keeps the stage's own seed, every other
+    repeat a seed of its own name (privssl.stage_seeds), so that no two repeats share randomness."""
+    return stage_seed(stage if int(repeat) == 0 else f"{stage}_repeat{int(repeat)}")
+
+
+def semileak_grid(table, name):
+    """The config's grid of rows of each Semi-Leak dataset's and repeat's file `name` (under
+    results/<dataset>/semileak/repeat<r>/)."""
+    make = getattr(grids, table)
+    return {f"{RESULTS}/{d}/semileak/repeat{r}/{name}": make(config, d, r) for d in SEMILEAK for r in SEMILEAK_REPEATS}
 
 
 def semileak_scale(wildcards, key):

@@ -86,8 +86,14 @@ rule claims:
         contrastive_thesis=resource("thesis_contrastive.csv"),
         contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
-        semileak=expand(f"{RESULTS}/{{dataset}}/semileak/metrics.csv", dataset=SEMILEAK),
-        semileak_scores=expand(f"{RESULTS}/{{dataset}}/semileak/scores.parquet", dataset=SEMILEAK),
+        semileak=expand(
+            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/metrics.csv", dataset=SEMILEAK, repeat=SEMILEAK_REPEATS
+        ),
+        semileak_scores=expand(
+            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
+            dataset=SEMILEAK,
+            repeat=SEMILEAK_REPEATS,
+        ),
         dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
     output:
         csv=report(f"{RESULTS}/tables/claims.csv", caption="../report/claims.rst", category="Tables"),
@@ -101,7 +107,7 @@ rule claims:
             grid("audit", "audit.csv", DATASETS),
             grid("lira", "lira.csv", DATASETS),
             grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE),
-            grid("semileak", "semileak/metrics.csv", SEMILEAK),
+            semileak_grid("semileak", "metrics.csv"),
             grid("dpadapter", "dpadapter/results.csv", DATASETS if DPADAPTER_METHODS else []),
         ),
     log:
@@ -176,8 +182,14 @@ rule digest:
         contrastive_thesis=resource("thesis_contrastive.csv"),
         contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
-        semileak=expand(f"{RESULTS}/{{dataset}}/semileak/metrics.csv", dataset=SEMILEAK),
-        semileak_scores=expand(f"{RESULTS}/{{dataset}}/semileak/scores.parquet", dataset=SEMILEAK),
+        semileak=expand(
+            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/metrics.csv", dataset=SEMILEAK, repeat=SEMILEAK_REPEATS
+        ),
+        semileak_scores=expand(
+            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
+            dataset=SEMILEAK,
+            repeat=SEMILEAK_REPEATS,
+        ),
         dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
         accounting=expand(f"{RESULTS}/{{dataset}}/dpcl/accounting.csv", dataset=DATASETS if DPCL_METHODS else []),
     output:
@@ -195,7 +207,7 @@ rule digest:
             grid("link_attacks", "link/attacks.csv", GRAPHS),
             {f"{RESULTS}/{t}/link/transfer_{s}.csv": grids.link_transfer(config, t, s) for t, s in transfer_pairs()},
             grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE),
-            grid("semileak", "semileak/metrics.csv", SEMILEAK),
+            semileak_grid("semileak", "metrics.csv"),
             grid("dpadapter", "dpadapter/results.csv", DATASETS if DPADAPTER_METHODS else []),
             grid("dpcl_accounting", "dpcl/accounting.csv", DATASETS if DPCL_METHODS else []),
         ),

@@ -36,18 +36,20 @@ rule semileak_data:
 rule semileak_train:
     """One target kind (FixMatch, FlexMatch, UDA, the supervised reference, FixMatch by DP-SGD at
     every ε) of one role (the victim's target or the attacker's shadow), the EMA model kept at
-    every checkpoint step. The training state is saved there too: a restarted job resumes."""
+    every checkpoint step. The training state is saved there too: a restarted job resumes. Each
+    repeat is an independent training (its own seed), for the verdicts about a training procedure."""
     wildcard_constraints:
         dataset=one_of(SEMILEAK),
         target=one_of(SEMILEAK_TARGETS),
         role="target|shadow",
+        repeat=r"\d+",
     input:
         script=script("semileak_train.py"),
         splits=f"{RESULTS}/{{dataset}}/semileak/splits.json",
     output:
-        models=f"{RESULTS}/{{dataset}}/semileak/{{role}}/{{target}}.pt",
+        models=f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/{{role}}/{{target}}.pt",
         # means over the training batches (DP-SGD's before the noise): covered by no claim
-        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/{{role}}/{{target}}_history.csv",
+        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/repeat{{repeat}}/{{role}}/{{target}}_history.csv",
     params:
         library=library("semileak_train.py"),
         semileak=lambda w: semileak_section(
@@ -55,15 +57,15 @@ rule semileak_train:
         ),
         delta=config["protect"]["delta"],
         accountant=config["dpsgd"]["accountant"],
-        seed=lambda w: stage_seed(f"semileak_{w.role}"),
+        seed=lambda w: semileak_seed(f"semileak_{w.role}", w.repeat),
         root=config["data_root"],
         device=config["device"],
-        checkpoints=f"{RESULTS}/{{dataset}}/semileak/checkpoint/{{role}}/{{target}}",
+        checkpoints=f"{RESULTS}/{{dataset}}/semileak/checkpoint/repeat{{repeat}}/{{role}}/{{target}}",
         threads_option=threads_option("semileak_train"),
     log:
-        f"{RESULTS}/{{dataset}}/logs/semileak_train_{{role}}_{{target}}.log",
+        f"{RESULTS}/{{dataset}}/logs/semileak_train_repeat{{repeat}}_{{role}}_{{target}}.log",
     benchmark:
-        f"{RESULTS}/{{dataset}}/benchmarks/semileak_train_{{role}}_{{target}}.tsv"
+        f"{RESULTS}/{{dataset}}/benchmarks/semileak_train_repeat{{repeat}}_{{role}}_{{target}}.tsv"
     threads: torch_threads("semileak_train")
     resources:
         mem_mb=job_memory("semileak_train", semileak_scale),
@@ -82,31 +84,37 @@ rule semileak_train:
 rule semileak_attack:
     """A_NN, the metric attacks and A_DA against every target at every checkpoint, each fitted on
     the shadow trained its way; A_DA's views and similarity ablations and the top-1 defence at the
-    last step; the models' accuracy, over-fitting and JS distance (entropy)."""
+    last step; the models' accuracy, over-fitting and JS distance (entropy). One job per repeat:
+    that repeat's targets, each attacked with that repeat's shadow."""
     wildcard_constraints:
         dataset=one_of(SEMILEAK),
+        repeat=r"\d+",
     input:
         script=script("semileak_attack.py"),
         splits=f"{RESULTS}/{{dataset}}/semileak/splits.json",
-        targets=expand(f"{RESULTS}/{{{{dataset}}}}/semileak/target/{{target}}.pt", target=SEMILEAK_TARGETS),
-        shadows=expand(f"{RESULTS}/{{{{dataset}}}}/semileak/shadow/{{target}}.pt", target=SEMILEAK_TARGETS),
+        targets=expand(
+            f"{RESULTS}/{{{{dataset}}}}/semileak/repeat{{{{repeat}}}}/target/{{target}}.pt", target=SEMILEAK_TARGETS
+        ),
+        shadows=expand(
+            f"{RESULTS}/{{{{dataset}}}}/semileak/repeat{{{{repeat}}}}/shadow/{{target}}.pt", target=SEMILEAK_TARGETS
+        ),
         histories=expand(
-            f"{RESULTS}/{{{{dataset}}}}/diagnostics/not_private/semileak/{{role}}/{{target}}_history.csv",
+            f"{RESULTS}/{{{{dataset}}}}/diagnostics/not_private/semileak/repeat{{{{repeat}}}}/{{role}}/{{target}}_history.csv",
             role=["target", "shadow"],
             target=SEMILEAK_TARGETS,
         ),
     output:
-        metrics=f"{RESULTS}/{{dataset}}/semileak/metrics.csv",
+        metrics=f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/metrics.csv",
         # every metrics row's per-record scores (record = the image's index in the pool)
-        scores=f"{RESULTS}/{{dataset}}/semileak/scores.parquet",
+        scores=f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
         # the training histories merged: not private, as they are
-        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/history.csv",
+        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/repeat{{repeat}}/history.csv",
     params:
         library=library("semileak_attack.py"),
         semileak=semileak_section("augmentation", "attack", "defences"),
         expect=lambda w: expect(
             {
-                f"{RESULTS}/{w.dataset}/diagnostics/not_private/semileak/{role}/{target}_history.csv": grids.semileak_history(
+                f"{RESULTS}/{w.dataset}/diagnostics/not_private/semileak/repeat{w.repeat}/{role}/{target}_history.csv": grids.semileak_history(
                     config, role, target
                 )
                 for role in ("target", "shadow")
@@ -115,14 +123,14 @@ rule semileak_attack:
         ),
         fpr=" ".join(map(str, LIRA["fpr"])),
         bootstrap=LIRA["bootstrap"],
-        seed=stage_seed("semileak_attack"),
+        seed=lambda w: semileak_seed("semileak_attack", w.repeat),
         root=config["data_root"],
         device=config["device"],
         threads_option=threads_option("semileak_attack"),
     log:
-        f"{RESULTS}/{{dataset}}/logs/semileak_attack.log",
+        f"{RESULTS}/{{dataset}}/logs/semileak_attack_repeat{{repeat}}.log",
     benchmark:
-        f"{RESULTS}/{{dataset}}/benchmarks/semileak_attack.tsv"
+        f"{RESULTS}/{{dataset}}/benchmarks/semileak_attack_repeat{{repeat}}.tsv"
     threads: torch_threads("semileak_attack")
     resources:
         mem_mb=job_memory("semileak_attack", semileak_scale),
@@ -133,7 +141,8 @@ rule semileak_attack:
     shell:
         "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --targets {input.targets:q}"
         " --shadows {input.shadows:q} --histories {input.histories:q} --semileak {params.semileak}"
-        " --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed} --out {output.metrics:q}"
+        " --fpr {params.fpr} --bootstrap {params.bootstrap} --seed {params.seed} --repeat {wildcards.repeat}"
+        " --out {output.metrics:q}"
         " --scores {output.scores:q} --history {output.history:q} --device {params.device} {params.threads_option} {params.expect} 2> {log:q}"
 
 
@@ -144,8 +153,14 @@ rule semileak_report:
     input:
         script=script("semileak_report.py"),
         thesis=resource("thesis_semileak.csv"),
-        metrics=expand(f"{RESULTS}/{{dataset}}/semileak/metrics.csv", dataset=SEMILEAK),
-        scores=expand(f"{RESULTS}/{{dataset}}/semileak/scores.parquet", dataset=SEMILEAK),
+        metrics=expand(
+            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/metrics.csv", dataset=SEMILEAK, repeat=SEMILEAK_REPEATS
+        ),
+        scores=expand(
+            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
+            dataset=SEMILEAK,
+            repeat=SEMILEAK_REPEATS,
+        ),
     output:
         attacks_png=report(
             f"{RESULTS}/figures/fig_semileak_attacks.png",
@@ -176,7 +191,7 @@ rule semileak_report:
         early=config.get("semileak", {}).get("defences", {}).get("early_stopping"),
         views=config.get("semileak", {}).get("attack", {}).get("views"),
         similarity=config.get("semileak", {}).get("attack", {}).get("similarity"),
-        expect=expect(grid("semileak", "semileak/metrics.csv", SEMILEAK)),
+        expect=expect(semileak_grid("semileak", "metrics.csv")),
     log:
         f"{RESULTS}/logs/semileak_report.log",
     localrule: True

@@ -26,7 +26,7 @@ from privssl.artefacts import (
 from privssl.attacks.mia import AttackSpec
 from privssl.attacks.semi_leak import Case, Observed, Records, entropy_js_distance, run_attacks
 from privssl.attacks.statistics import accuracy_interval
-from privssl.cli import device_argument, expect_argument, json_object, thread_count
+from privssl.cli import device_argument, expect_argument, json_object, nonnegative_int, thread_count
 from privssl.data.images import load_pool
 from privssl.io import (
     InputError,
@@ -104,6 +104,8 @@ def main() -> None:
     parser.add_argument("--fpr", type=float, nargs="+", required=True)
     parser.add_argument("--bootstrap", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--repeat", type=nonnegative_int, required=True,
+                        help="the repeat (independent training) of the targets and shadows, written in every row")
     parser.add_argument("--out", required=True, help="output: metrics.csv")
     parser.add_argument("--scores", required=True,
                         help="output: scores.parquet, every metrics row's per-record scores (artefacts.SCORE_COLUMNS)")
@@ -195,7 +197,8 @@ def main() -> None:
         defences = ["none", "top1"] if last and cfg["defences"]["top1"] and kind in ALGORITHMS else ["none"]
         kinds = ("all",) if kind == SUPERVISED else MEMBER_KINDS
         for defence in defences:
-            row_key = {"dataset": dataset, "target": kind, "eps": np.nan if eps is None else float(eps), "step": step,
+            row_key = {"dataset": dataset, "repeat": args.repeat, "target": kind,
+                       "eps": np.nan if eps is None else float(eps), "step": step,
                        "defence": defence}
             cases.append(Case(row_key, observed["target", key].defended(defence),
                               observed["shadow", key].defended(defence),
@@ -208,7 +211,7 @@ def main() -> None:
     frame = pd.DataFrame([row for row, _ in scored])
     atomic_write_csv(frame, args.out)
     atomic_write_parquet(score_table(scored, target_index.numpy(), target_member.numpy()), args.scores)
-    atomic_write_csv(history.assign(dataset=dataset), args.history)
+    atomic_write_csv(history.assign(dataset=dataset, repeat=args.repeat), args.history)
     log.info("%d rows", len(frame))
 
 

@@ -594,6 +594,7 @@ def test_semileak_rows_map_onto_their_claims(ledger):
     base = dict(dataset="cifar", quantity="A_DA AUC", compared="a vs b", value_a=0.7, value_a_lo=0.65,
                 value_a_hi=0.75, n_a=500, value_b=0.6, value_b_lo=0.55, value_b_hi=0.65, n_b=500, difference=0.1,
                 difference_lo=0.04, difference_hi=0.16, design="paired by record (DeLong)", test="a − b > 0",
+                trainings=1,
                 note=np.nan)
     table = pd.DataFrame([
         base | dict(claim="dpsgd", target="fixmatch_dpsgd", eps=8.0, verdict="reproduced", n_for_80pct_power=np.nan),
@@ -769,6 +770,7 @@ def test_branch_rows_keep_their_tables_words(ledger):
     base = dict(dataset="cifar", quantity="A_DA AUC", compared="a vs b", value_a=0.7, value_a_lo=0.65,
                 value_a_hi=0.75, n_a=500, value_b=0.6, value_b_lo=0.55, value_b_hi=0.65, n_b=500, difference=0.1,
                 difference_lo=0.04, difference_hi=0.16, design="paired by record (DeLong)", test="a − b > 0",
+                trainings=1,
                 claim="dpsgd", target="fixmatch_dpsgd", eps=8.0, verdict="reproduced", n_for_80pct_power=np.nan)
     semileak_claims(ledger, pd.DataFrame([base | dict(note="members only"), base | dict(note=np.nan)],
                                          columns=semileak_report.CLAIM_COLUMNS))
@@ -1030,7 +1032,7 @@ def test_semileak_claims_rest_on_their_targets_a_da_auc(ledger):
     base = dict(dataset="cifar", quantity="A_DA AUC", compared="a vs b", n_a=500, value_b=0.5, value_b_lo=0.45,
                 value_b_hi=0.55, n_b=500, difference=0.01, difference_lo=-0.02, difference_hi=0.02,
                 design="paired by record (DeLong)", test="a − b > 0", note=np.nan, eps=np.nan,
-                n_for_80pct_power=np.nan)
+                n_for_80pct_power=np.nan, trainings=1)
     fix = dict(value_a=0.51, value_a_lo=0.48, value_a_hi=0.54)
     flex = dict(value_a=0.60, value_a_lo=0.55, value_a_hi=0.65)
     table = pd.DataFrame([
@@ -1198,3 +1200,24 @@ def test_a_claim_against_a_fixed_value_counts_the_trainings_of_its_one_arm(catal
                   side(0.5, 0.5, 0.5, np.nan, np.nan), Estimate(0.2, 0.15, 0.25, 300, draws, 1e-4, 0.0, 299.0),
                   "against a fixed value", "a − 0.5 > 0", "reproduced")
     assert list(table.frame().verdict) == ["unresolved", "reproduced"]
+
+
+def test_a_semileak_row_is_judged_only_with_three_trainings_behind_it(catalogue):
+    """The report's `trainings` (its fewer-trained arm's independent trainings) decides, not the
+    report's own verdict: 2 leave a reproduced row unresolved, 3 keep it; a row without its count
+    is refused."""
+    base = dict(dataset="cifar", quantity="A_DA AUC", compared="a vs b", value_a=0.7, value_a_lo=0.65,
+                value_a_hi=0.75, n_a=500, value_b=0.6, value_b_lo=0.55, value_b_hi=0.65, n_b=500, difference=0.1,
+                difference_lo=0.04, difference_hi=0.16, design="paired by record (DeLong)", test="a − b > 0",
+                note=np.nan, claim="views", target="fixmatch", eps=np.nan, verdict="reproduced",
+                n_for_80pct_power=np.nan)
+    ledger = Ledger(catalogue)
+    semileak_claims(ledger, pd.DataFrame([base | dict(trainings=2), base | dict(trainings=3)],
+                                         columns=semileak_report.CLAIM_COLUMNS))
+    out = ledger.frame()
+    assert list(out.verdict) == ["unresolved", "reproduced"]
+    assert out.note.iloc[0].startswith("2 trainings per arm (the records alone read reproduced)")
+    assert list(out.draws) == [2, 3]
+    with pytest.raises(ValueError, match="trainings per arm are missing"):
+        semileak_claims(Ledger(catalogue), pd.DataFrame([base | dict(trainings=np.nan)],
+                                                        columns=semileak_report.CLAIM_COLUMNS))

@@ -231,7 +231,8 @@ def _semileak_metrics() -> pd.DataFrame:
     rows = []
 
     def add(dataset, target, eps, step, defence):
-        model = {"dataset": dataset, "target": target, "eps": eps, "step": step, "steps": SEMILEAK_STEPS[-1],
+        model = {"dataset": dataset, "repeat": 0, "target": target, "eps": eps, "step": step,
+                 "steps": SEMILEAK_STEPS[-1],
                  "defence": defence, "test_accuracy": 0.7, "test_accuracy_lo": 0.65, "test_accuracy_hi": 0.75,
                  "n_test": 400, "train_accuracy": 0.72, "train_accuracy_lo": 0.67, "train_accuracy_hi": 0.77,
                  "n_train": 400, "js_entropy": 0.1, "js_entropy_lo": 0.05, "js_entropy_hi": 0.15,

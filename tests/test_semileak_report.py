@@ -102,14 +102,16 @@ def _interval(value: float) -> tuple[float, float, float]:
     return value, max(value - W, 0.0), min(value + W, 1.0)
 
 
-def key_of(target, eps, step, defence, attack, similarity="", views=np.nan) -> tuple:
-    return (target, eps, step, defence, attack, similarity, views)
+def key_of(target, eps, step, defence, attack, similarity="", views=np.nan, repeat=0) -> tuple:
+    return (target, eps, step, defence, attack, similarity, views, *((repeat,) if repeat else ()))
 
 
-def _rows(target, eps, step, defence, values, extra=None) -> list[dict]:
-    """The rows of one model: its model columns, and per (attack, similarity, views) one row per member kind."""
+def _rows(target, eps, step, defence, values, extra=None, repeat=0) -> list[dict]:
+    """The rows of one model: its model columns, and per (attack, similarity, views) one row per
+    member kind. Another repeat (training) draws every row's own noise anew."""
     test, train, n = values["test"][step], values["train"][step], values["n_model"]
-    model = {"dataset": "digits", "target": target, "eps": eps, "step": step, "steps": STEPS, "defence": defence,
+    model = {"dataset": "digits", "repeat": repeat, "target": target, "eps": eps, "step": step, "steps": STEPS,
+             "defence": defence,
              **dict(zip(("test_accuracy", "test_accuracy_lo", "test_accuracy_hi"), _interval(test))),
              **dict(zip(("train_accuracy", "train_accuracy_lo", "train_accuracy_hi"), _interval(train))),
              "n_test": n, "n_train": n, "overfitting": train - test, "test_decisions": decisions(test, n),
@@ -127,7 +129,7 @@ def _rows(target, eps, step, defence, values, extra=None) -> list[dict]:
             own = value
             if attack == "data_augmentation" and default and step == STEPS and defence == "none" and kind != "all":
                 own = values[f"ada_{kind}"]
-            row_scores = scores(key_of(target, eps, step, defence, attack, similarity, views), own, kind)
+            row_scores = scores(key_of(target, eps, step, defence, attack, similarity, views, repeat), own, kind)
             members = len(row_scores) - N
             rows.append({**model, "attack": attack, "similarity": similarity, "views": views, "is_default": default,
                          "member_kind": kind, "n_members": members, "n_nonmembers": N, "accuracy": 0.6,
@@ -145,31 +147,33 @@ def dp_values(values: dict, test: float, dp_auc: float) -> dict:
             "ada_unlabelled": dp_auc}
 
 
-def frame(algorithms=("fixmatch",), steps=(200, 400, 1000), **changes) -> pd.DataFrame:
+def frame(algorithms=("fixmatch",), steps=(200, 400, 1000), repeat=0, **changes) -> pd.DataFrame:
     """The metrics of the algorithms (each with the base values and `changes`), the top-1 defence at
-    the last step, and FixMatch by DP-SGD at each ε of values['dp']."""
+    the last step, and FixMatch by DP-SGD at each ε of values['dp'], as training `repeat` gives them."""
     values = {**BASE, **changes}
     rows = []
     for algorithm in algorithms:
         for step in steps:
-            rows += _rows(algorithm, np.nan, step, "none", values)
-        rows += _rows(algorithm, np.nan, STEPS, "top1", values)
+            rows += _rows(algorithm, np.nan, step, "none", values, repeat=repeat)
+        rows += _rows(algorithm, np.nan, STEPS, "top1", values, repeat=repeat)
     for eps, (test, dp_auc) in values["dp"].items():
         rows += _rows("fixmatch_dpsgd", eps, STEPS, "none", dp_values(values, test, dp_auc),
-                      {"noise_multiplier": 1.234, "eps_spent": eps * 0.999, "delta": 1e-5, "accountant": "pld"})
+                      {"noise_multiplier": 1.234, "eps_spent": eps * 0.999, "delta": 1e-5, "accountant": "pld"},
+                      repeat=repeat)
     return pd.DataFrame(rows)
 
 
-def ada_scores(values: dict, step=STEPS, defence="none", kind="all", target="fixmatch", eps=np.nan) -> np.ndarray:
+def ada_scores(values: dict, step=STEPS, defence="none", kind="all", target="fixmatch", eps=np.nan,
+               repeat=0) -> np.ndarray:
     """The scores of A_DA's default row as `frame` builds it."""
     own = values["ada"][step] if defence == "none" else values["top1"]
     if step == STEPS and defence == "none" and kind != "all":
         own = values[f"ada_{kind}"]
-    return scores(key_of(target, eps, step, defence, "data_augmentation", "js", VIEWS), own, kind)
+    return scores(key_of(target, eps, step, defence, "data_augmentation", "js", VIEWS, repeat), own, kind)
 
 
-def baseline_scores(values: dict, attack: str, kind="all") -> np.ndarray:
-    return scores(key_of("fixmatch", np.nan, STEPS, "none", attack), values["baselines"][attack], kind)
+def baseline_scores(values: dict, attack: str, kind="all", repeat=0) -> np.ndarray:
+    return scores(key_of("fixmatch", np.nan, STEPS, "none", attack, repeat=repeat), values["baselines"][attack], kind)
 
 
 @pytest.fixture(scope="module")
@@ -524,3 +528,56 @@ def test_a_flat_trend_implies_no_number_of_steps_and_a_reached_one_needs_none():
     assert reached.auc_last >= 0.78
     assert (reached.steps_to_thesis, reached.steps_to_thesis_lo, reached.steps_to_thesis_hi) == (1000, 1000, 1000)
     assert trend_markdown(steps_trend(frame(steps=(1000,)))) == ""
+
+
+# --------------------------------------------------------------------------------- several trainings
+
+def test_two_trainings_pool_to_the_mean_difference_with_the_records_and_the_trainings_spread(thesis):
+    """Each training's A_DA − best baseline by DeLong (recomputed here from the kernel), then their
+    mean; the variance the mean of the trainings' DeLong variances plus the trainings' spread / 2,
+    a t interval on Satterthwaite's df (the records' part known: ∞ df, the spread's on 1)."""
+    result = claims_table(pd.concat([frame(), frame(repeat=1)], ignore_index=True), thesis, EARLY, VIEWS, "js")
+    got = row(result, "ada_above_baselines")
+    per = [delong(ada_scores(BASE, repeat=r), baseline_scores(BASE, "entropy", repeat=r), N) for r in (0, 1)]
+    values, variances = [d for d, _ in per], [v for _, v in per]
+    assert values[0] != values[1]  # two trainings, each its own noise
+    spread = np.var(values, ddof=1) / 2
+    total = np.mean(variances) + spread
+    half = stats.t.ppf(0.975, total ** 2 / spread ** 2) * math.sqrt(total)
+    assert got.difference == pytest.approx(np.mean(values), abs=1e-12)
+    assert (got.difference_lo, got.difference_hi) == pytest.approx((np.mean(values) - half, np.mean(values) + half))
+    assert got.trainings == 2 and (result.trainings == 2).all()
+    assert got.note.startswith("the mean over 2 trainings")
+    # side a: the mean of the two trainings' A_DA AUCs
+    aucs = [auc(ada_scores(BASE, repeat=r), N) for r in (0, 1)]
+    assert got.value_a == pytest.approx(np.mean(aucs))
+
+
+def test_a_copied_training_counts_once_in_every_arm_it_is_in(thesis):
+    """Repeat 1's FixMatch models copied from repeat 0 (the same seed, a cached file): every FixMatch
+    row and the DP-SGD rows that compare with FixMatch rest on 1 training, whatever repeat 1's
+    DP-SGD model is; the copy adds no spread, so the intervals are the one training's."""
+    one = frame()
+    two = frame(repeat=1)
+    two = pd.concat([one[one.target == "fixmatch"].assign(repeat=1), two[two.target != "fixmatch"]])
+    result = claims_table(pd.concat([one, two], ignore_index=True), thesis, EARLY, VIEWS, "js")
+    assert (result.trainings == 1).all(), result[["claim", "target", "trainings"]]
+    single = table(thesis)
+    got, alone = row(result, "ada_above_baselines"), row(single, "ada_above_baselines")
+    assert got.difference == pytest.approx(alone.difference, abs=1e-12)
+    assert got.difference_hi - got.difference_lo == pytest.approx(alone.difference_hi - alone.difference_lo)
+    # only DP-SGD trained twice: its own arm counts 2, the claim the fewer
+    assert claims_table(pd.concat([one, frame(repeat=1)], ignore_index=True), thesis, EARLY, VIEWS,
+                        "js").query("claim == 'dpsgd'").trainings.tolist() == [2]
+
+
+def test_the_steps_trend_of_two_trainings_is_the_mean_of_their_slopes():
+    def slope(repeat):
+        aucs = [auc(ada_scores(BASE, step=s, repeat=repeat), N) for s in (200, 400, 1000)]
+        return np.polyfit(np.log2([200, 400, 1000]), aucs, 1)[0]
+
+    trend = steps_trend(pd.concat([frame(), frame(repeat=1)], ignore_index=True))
+    (got,) = trend.itertuples(index=False)
+    assert got.trainings == 2
+    assert got.slope_per_doubling == pytest.approx((slope(0) + slope(1)) / 2, abs=1e-12)
+    assert slope(0) != pytest.approx(slope(1), abs=1e-6)

@@ -15,10 +15,14 @@ def stage_names_in_rules() -> set[str]:
     """The literal names the rules pass to stage_seed (the f-string ones with their roles)."""
     text = "\n".join(p.read_text() for p in (ROOT / "rules").glob("*.smk"))
     names = set(re.findall(r'stage_seed\("([a-z0-9_]+)"\)', text))
-    for prefix, roles in (("contrastive_", ("target", "shadow")), ("semileak_", ("target", "shadow"))):
-        assert f'stage_seed(f"{prefix}{{w.role}}")' in text, prefix
-        names |= {prefix + role for role in roles}
-    return names
+    assert 'stage_seed(f"contrastive_{w.role}")' in text
+    names |= {"contrastive_target", "contrastive_shadow"}
+    # Semi-Leak's stages, once per repeat (rules/common.smk semileak_seed): 5 repeats of each
+    assert 'semileak_seed(f"semileak_{w.role}", w.repeat)' in text
+    semileak = set(re.findall(r'semileak_seed\("([a-z0-9_]+)", w.repeat\)', text)) | {"semileak_target",
+                                                                                     "semileak_shadow"}
+    assert "semileak_attack" in semileak
+    return names | {name + (f"_repeat{r}" if r else "") for name in semileak for r in range(5)}
 
 
 def test_the_seed_is_sha256_of_the_config_seed_and_the_name():

@@ -49,6 +49,7 @@ FIGURES = ["fig1_utility_loss", "fig2_mia", "fig3_frontier", "fig4_roc", "fig5_a
            "graph_protection", "fig_contrastive_privacy", "fig_talos_lambda", "fig_training_time_dp",
            "fig_semileak_attacks", "fig_semileak_steps", "fig_semileak_ablations"]
 SEMILEAK_TARGETS = ["fixmatch", "flexmatch", "uda", "supervised", "fixmatch_dpsgd"]
+SEMILEAK_REPEATS = range(tiny_config()["semileak"]["repeats"])  # each its own targets, shadows and attack
 TINY_GRAPHS = ["sbm", "sbm_shadow"]
 PROTECTED_GRAPHS = ["sbm"]  # sbm_shadow: `protect: false`, link stealing's second domain only
 FINAL_OUTPUTS = (
@@ -60,9 +61,12 @@ FINAL_OUTPUTS = (
     + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
                                                            "metrics.csv")]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
-    + [f"{RESULTS}/digits/semileak/{name}" for name in ("splits.json", "metrics.csv", "scores.parquet")]
-    + [f"{RESULTS}/digits/semileak/{role}/{target}.pt" for role in ("target", "shadow") for target in SEMILEAK_TARGETS]
-    + [f"{RESULTS}/digits/diagnostics/not_private/semileak/{name}"
+    + [f"{RESULTS}/digits/semileak/splits.json"]
+    + [f"{RESULTS}/digits/semileak/repeat{r}/{name}" for r in SEMILEAK_REPEATS
+       for name in ("metrics.csv", "scores.parquet")]
+    + [f"{RESULTS}/digits/semileak/repeat{r}/{role}/{target}.pt" for r in SEMILEAK_REPEATS
+       for role in ("target", "shadow") for target in SEMILEAK_TARGETS]
+    + [f"{RESULTS}/digits/diagnostics/not_private/semileak/repeat{r}/{name}" for r in SEMILEAK_REPEATS
        for name in ["history.csv", *(f"{role}/{target}_history.csv" for role in ("target", "shadow")
                                      for target in SEMILEAK_TARGETS)]]
     + [f"{RESULTS}/digits/{name}" for name in ("diagnostics/not_private/dpcl_history.csv", "dpcl/accounting.csv",
@@ -441,7 +445,7 @@ def test_lira_roc_and_audit_tables(tiny_run):
 # the issue's cases: `head -N file` keeps a well-formed table of fewer rows, which the file's own
 # grid cannot tell from a whole one when the rows lost are whole values of a key
 CUT_AT_A_LINE_END = [("digits/contrastive/metrics.csv", "CONTRASTIVE", "contrastive"),
-                     ("digits/semileak/metrics.csv", "SEMILEAK", "semileak"),
+                     ("digits/semileak/repeat0/metrics.csv", "SEMILEAK", "semileak"),
                      ("digits/lira.csv", "LIRA", "lira"), ("digits/dpcl/accounting.csv", "DPCL_ACCOUNTING",
                                                            "dpcl_accounting"),
                      ("digits/dpadapter/results.csv", "DPADAPTER_RESULTS", "dpadapter"),
@@ -455,7 +459,7 @@ def test_a_table_cut_at_a_line_end_is_refused_naming_the_first_missing_row(tiny_
     from privssl import artefacts, grids
 
     path, dataset = tiny_run.path(f"{RESULTS}/{table}"), table.split("/")[0]
-    expected = getattr(grids, grid)(tiny_run.expected, dataset)
+    expected = getattr(grids, grid)(tiny_run.expected, dataset, *((0,) if grid == "semileak" else ()))
     whole = artefacts.load_csv_file(path, getattr(artefacts, schema), expected)  # the run's file is the grid
     lines = path.read_text().splitlines(keepends=True)
     kept = (len(lines) + 1) // 2  # the header and the first half of the rows, as `head -N` leaves them
@@ -559,7 +563,7 @@ def test_semileak_branch_outputs(tiny_run):
     train = cfg["train"]
     checkpoints = list(range(train["checkpoint_every"], train["steps"] + 1, train["checkpoint_every"]))
     for target in SEMILEAK_TARGETS:
-        bundle = artefacts.load_semileak_models(tiny_run.path(f"{RESULTS}/digits/semileak/target/{target}.pt"),
+        bundle = artefacts.load_semileak_models(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/target/{target}.pt"),
                                                 "target", target, "digits")
         if target == "fixmatch_dpsgd":
             assert [m["eps"] for m in bundle["models"]] == cfg["defences"]["dpsgd"]["eps"]
@@ -567,19 +571,41 @@ def test_semileak_branch_outputs(tiny_run):
             assert bundle["steps"] == cfg["defences"]["dpsgd"]["steps"]
         else:
             assert sorted(bundle["models"][0]["states"]) == checkpoints
-    metrics = artefacts.load_csv_file(tiny_run.path(f"{RESULTS}/digits/semileak/metrics.csv"), artefacts.SEMILEAK,
-                                      grids.semileak(tiny_run.expected, "digits"))
+    metrics = artefacts.load_csv_file(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/metrics.csv"),
+                                      artefacts.SEMILEAK, grids.semileak(tiny_run.expected, "digits", 0))
     members = metrics[metrics.target != "supervised"]
     # the unlabelled and labelled members of the SSL targets split the part; every row scores every non-member
     assert set(members.groupby("member_kind").n_members.unique().map(tuple)) == {(part,), (labels,),
                                                                                  (part - labels,)}
     assert (metrics.n_nonmembers == part).all()
-    history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/diagnostics/not_private/semileak/history.csv"))
+    history = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/diagnostics/not_private/semileak/repeat0/history.csv"))
     assert history.privacy.str.startswith("not private").all()
     assert len(history[(history.role == "target") & (history.target == "fixmatch")]) == len(checkpoints)
     table = tiny_run.path(f"{RESULTS}/tables/semileak.md").read_text()
     for claim in ("ada_above_baselines", "ada_unlabelled", "no_overfitting", "views", "early_stopping", "dpsgd"):
         assert f"| {claim} |" in table, claim
+
+
+def test_semileak_repeats_are_independent_trainings_and_the_table_pools_them(tiny_run):
+    """Every repeat trains its own models from its own seed (no two repeats' weights alike), writes
+    its own metrics under its repeat, and the claims table counts them as independent trainings."""
+    from privssl import artefacts
+
+    assert len(SEMILEAK_REPEATS) >= 2, "the tiny config must exercise the pooling"
+    for target in ("fixmatch", "fixmatch_dpsgd"):
+        weights = []
+        for r in SEMILEAK_REPEATS:
+            bundle = artefacts.load_semileak_models(
+                tiny_run.path(f"{RESULTS}/digits/semileak/repeat{r}/target/{target}.pt"), "target", target, "digits")
+            states = bundle["models"][-1]["states"]
+            weights.append(torch.cat([v.flatten().double() for v in states[max(states)].values()]))
+        assert all(not torch.equal(weights[0], w) for w in weights[1:]), target
+    for r in SEMILEAK_REPEATS:
+        metrics = read_table(tiny_run.path(f"{RESULTS}/digits/semileak/repeat{r}/metrics.csv"))
+        assert set(metrics.repeat) == {r}
+    table = read_table(tiny_run.path(f"{RESULTS}/tables/semileak.csv"))
+    assert (table.trainings == len(SEMILEAK_REPEATS)).all(), table[["claim", "target", "trainings"]]
+    assert table.note.str.startswith(f"the mean over {len(SEMILEAK_REPEATS)} trainings").all()
 
 
 def test_semileak_scores_recompute_every_rows_auc_with_pandas_and_join_the_splits(tiny_run):
@@ -588,8 +614,8 @@ def test_semileak_scores_recompute_every_rows_auc_with_pandas_and_join_the_split
     target's training part and non-members from its test part."""
     from sklearn.metrics import roc_auc_score
 
-    metrics = read_table(tiny_run.path(f"{RESULTS}/digits/semileak/metrics.csv"))
-    scores = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/semileak/scores.parquet"))
+    metrics = read_table(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/metrics.csv"))
+    scores = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/scores.parquet"))
     splits = json.loads(tiny_run.path(f"{RESULTS}/digits/semileak/splits.json").read_text())["splits"]
     key = ["target", "eps", "step", "defence", "attack", "similarity", "views", "member_kind"]
     groups = dict(list(scores.fillna({"eps": -1.0, "views": -1.0}).groupby(key)))
@@ -607,7 +633,8 @@ def test_editing_the_semileak_attack_settings_does_not_retrain_the_targets(tiny_
     config["semileak"]["attack"]["epochs"] += 1
     edited = write_config(config, tmp_path / "edited.yaml")
     proc = run_snakemake(tiny_run.workdir, edited, "-n", snakefile=tiny_run.snakefile)
-    assert planned_jobs(proc) == {"semileak_attack": 1, "semileak_report": 1, "claims": 1, "digest": 1, "all": 1}
+    assert planned_jobs(proc) == {"semileak_attack": len(SEMILEAK_REPEATS), "semileak_report": 1, "claims": 1,
+                                  "digest": 1, "all": 1}
 
 
 def test_editing_the_certified_grid_retunes_only_the_certified_head(tiny_run, tmp_path):
@@ -920,11 +947,11 @@ def test_the_digest_reads_no_table_of_another_rule_and_refuses_a_cut_source(tiny
     digest = f"{RESULTS}/digest.md"
     words = rule_command(tiny_run, "digest", digest)
     assert not [w for w in words if "/tables/" in w], words
-    metrics = tiny_run.path(f"{RESULTS}/digits/semileak/metrics.csv").read_text().splitlines(keepends=True)
+    metrics = tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/metrics.csv").read_text().splitlines(keepends=True)
     (tmp_path / "metrics.csv").write_text("".join(metrics[:-1]))
-    words = replaced(replaced(words, f"{RESULTS}/digits/semileak/metrics.csv", tmp_path / "metrics.csv"),
+    words = replaced(replaced(words, f"{RESULTS}/digits/semileak/repeat0/metrics.csv", tmp_path / "metrics.csv"),
                      digest, tmp_path / "digest.md")
-    words = [w.replace(f'"{RESULTS}/digits/semileak/metrics.csv"', json.dumps(str(tmp_path / "metrics.csv")))
+    words = [w.replace(f'"{RESULTS}/digits/semileak/repeat0/metrics.csv"', json.dumps(str(tmp_path / "metrics.csv")))
              for w in words]  # its grid in --expect, under the new path
     proc = run_words(tiny_run, words)
     assert proc.returncode != 0 and not (tmp_path / "digest.md").exists()
@@ -933,21 +960,23 @@ def test_the_digest_reads_no_table_of_another_rule_and_refuses_a_cut_source(tiny
 
 
 def test_semileak_attack_checks_every_input_before_it_attacks(tiny_run, tmp_path):
-    words = rule_command(tiny_run, "semileak_attack", f"{RESULTS}/digits/semileak/metrics.csv")
-    words = replaced(replaced(words, f"{RESULTS}/digits/semileak/metrics.csv", tmp_path / "metrics.csv"),
-                     f"{RESULTS}/digits/diagnostics/not_private/semileak/history.csv", tmp_path / "history.csv")
+    words = rule_command(tiny_run, "semileak_attack", f"{RESULTS}/digits/semileak/repeat0/metrics.csv")
+    words = replaced(replaced(words, f"{RESULTS}/digits/semileak/repeat0/metrics.csv", tmp_path / "metrics.csv"),
+                     f"{RESULTS}/digits/diagnostics/not_private/semileak/repeat0/history.csv", tmp_path / "history.csv")
     # FlexMatch's files copied over FixMatch's, both roles: each records the kind its path does not name
     copied = words
     for role in ("target", "shadow"):
         (tmp_path / role).mkdir()
-        shutil.copy(tiny_run.path(f"{RESULTS}/digits/semileak/{role}/flexmatch.pt"), tmp_path / role / "fixmatch.pt")
-        copied = replaced(copied, f"{RESULTS}/digits/semileak/{role}/fixmatch.pt", tmp_path / role / "fixmatch.pt")
+        shutil.copy(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/{role}/flexmatch.pt"),
+                    tmp_path / role / "fixmatch.pt")
+        copied = replaced(copied, f"{RESULTS}/digits/semileak/repeat0/{role}/fixmatch.pt",
+                          tmp_path / role / "fixmatch.pt")
     proc = run_words(tiny_run, copied)
     assert proc.returncode != 0
     assert f"{tmp_path / 'target' / 'fixmatch.pt'}: field 'target': 'flexmatch'" in proc.stderr, proc.stderr[-2000:]
     # a history cut at a line end, in place (the rule's grid names its path): refused before any
     # model is queried; the run's file is put back as it was, times included
-    history = tiny_run.path(f"{RESULTS}/digits/diagnostics/not_private/semileak/target/uda_history.csv")
+    history = tiny_run.path(f"{RESULTS}/digits/diagnostics/not_private/semileak/repeat0/target/uda_history.csv")
     text, stat = history.read_text(), history.stat()
     history.write_text("".join(text.splitlines(keepends=True)[:-1]))
     try:

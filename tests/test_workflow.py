@@ -205,11 +205,13 @@ def test_dry_run_of_default_config_lists_every_stage(session_folder):
     # the contrastive branch: one job for the targets and one for the shadows, every λ and repeat in each
     n_contrastive = len(default["contrastive"]["datasets"])
     assert jobs["contrastive_train"] == 2 * n_contrastive and jobs["contrastive_attack"] == n_contrastive
-    # the semi-supervised branch: a job per (target kind, role); the kinds are the algorithms, the
-    # supervised reference and FixMatch by DP-SGD
+    # the semi-supervised branch: a job per (target kind, role, repeat); the kinds are the
+    # algorithms, the supervised reference and FixMatch by DP-SGD; an attack job per repeat
     semileak = default["semileak"]
-    n_semileak, n_kinds = len(semileak["datasets"]), len(semileak["algorithms"]) + 2
-    assert jobs["semileak_train"] == 2 * n_kinds * n_semileak and jobs["semileak_attack"] == n_semileak
+    n_semileak, n_kinds, repeats = len(semileak["datasets"]), len(semileak["algorithms"]) + 2, semileak["repeats"]
+    assert repeats >= 3, "a verdict about a training procedure needs 3 trainings per arm (the ledger's rule)"
+    assert jobs["semileak_train"] == 2 * n_kinds * n_semileak * repeats
+    assert jobs["semileak_attack"] == n_semileak * repeats
     workdir = Path(proc.args[proc.args.index("--directory") + 1])
     assert not (workdir / RESULTS).exists(), "a dry run wrote results"
 

@@ -831,7 +831,8 @@ CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "
                "baseline_decisions": Decisions(("n",), absent_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK))),
                "grid": (("dataset", "target", "inference", "attack"), ("lambda", "repeat"))}
 # semileak_attack rule (thesis Ch. 3): eps only for the DP-SGD target; views and similarity only for A_DA
-SEMILEAK = {"dataset": Text(), "target": Text(TARGETS), "eps": Num(0, low_open=True, nan=True),
+SEMILEAK = {"dataset": Text(), "repeat": Num(0, integer=True), "target": Text(TARGETS),
+            "eps": Num(0, low_open=True, nan=True),
             "step": Num(1, integer=True),
             "steps": Num(1, integer=True), "defence": Text(DEFENCES), "attack": Text(ATTACKS),
             "similarity": Text(("", *SIMILARITIES), empty=True), "views": Num(1, integer=True, nan=True),
@@ -842,7 +843,7 @@ SEMILEAK = {"dataset": Text(), "target": Text(TARGETS), "eps": Num(0, low_open=T
             "js_entropy": Num(0, 1), "js_entropy_lo": Num(0, 1), "js_entropy_hi": Num(0, 1),
             "noise_multiplier": Num(0, nan=True), "eps_spent": Num(0, nan=True),
             "delta": Num(0, 1, nan=True), "accountant": Text(("", "pld", "rdp", "prv"), empty=True),
-            "grid": (("dataset", "target", "eps", "step", "defence", "attack", "similarity", "views"),
+            "grid": (("dataset", "repeat", "target", "eps", "step", "defence", "attack", "similarity", "views"),
                      ("member_kind",))}
 # semileak_attack's per-record scores (scores.parquet): a line per (metrics row, record), the row by
 # its key; `record` the image's index in the data set's pool

@@ -55,6 +55,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return value
+
+
 def expect_argument(parser: argparse.ArgumentParser) -> None:
     """--expect: the config's grid of rows of each input table, by path (privssl.grids; the rule
     passes it), so that a table cut short or from another config is refused by its first reader."""

@@ -217,10 +217,10 @@ def contrastive(config: dict, dataset: str) -> list[dict]:
     return blocks
 
 
-def semileak(config: dict, dataset: str) -> list[dict]:
-    """semileak/metrics.csv: the baselines and A_DA (default K, similarity) against every algorithm
-    at every checkpoint; at the last step A_DA's views and similarity grids and the top-1 defence;
-    the supervised reference (members: all) and DP-SGD at every ε at their last step."""
+def semileak(config: dict, dataset: str, repeat: int) -> list[dict]:
+    """semileak/repeat<r>/metrics.csv: the baselines and A_DA (default K, similarity) against every
+    algorithm at every checkpoint; at the last step A_DA's views and similarity grids and the top-1
+    defence; the supervised reference (members: all) and DP-SGD at every ε at their last step."""
     section = config["semileak"]
     train, attack, defences = section["train"], section["attack"], section["defences"]
     views, similarity = attack["views"], attack["similarity"]
@@ -231,7 +231,8 @@ def semileak(config: dict, dataset: str) -> list[dict]:
                  {"attack": [DA_ATTACK], "similarity": attack["similarities"], "views": [views]}]
 
     def block(target, eps, step, defence, attacks, kinds=MEMBER_KINDS):
-        return {"dataset": [dataset], "target": [target], "eps": eps, "step": step, "defence": [defence],
+        return {"dataset": [dataset], "repeat": [repeat], "target": [target], "eps": eps, "step": step,
+                "defence": [defence],
                 **attacks, "member_kind": list(kinds)}
 
     checkpoints = list(range(train["checkpoint_every"], steps + 1, train["checkpoint_every"]))

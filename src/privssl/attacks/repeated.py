@@ -230,3 +230,31 @@ def n_for_power(difference: Estimate, power: float = POWER, confidence: float = 
     if room <= 0:
         return np.inf
     return float(math.ceil(difference.n * difference.var_records / room))
+
+
+def over_trainings(estimates: list[Estimate], confidence: float = 0.95) -> Estimate:
+    """The mean of one quantity (an AUC, a difference of two) measured on the same records after
+    each of R independent trainings, with its t interval.
+
+    Two parts of its variance: the records' and the trainings'. The records are the same in every
+    training, so their parts are correlated across trainings: the mean of the per-training record
+    variances bounds the record variance of the mean from above (Var(Σ X_r / R) ≤ Σ Var(X_r) / R,
+    equal when the trainings rank the records alike), on the per-training df. The trainings' part
+    is the spread of the R values about their mean, s² / R on R − 1 df: on fixed records it is the
+    training's luck alone (its seed, its batches, its float sums). The df of the sum is
+    Satterthwaite's. One training is returned as it is (its own interval, e.g. a bootstrap's)."""
+    confidence = check_confidence(confidence)
+    if not estimates:
+        raise ValueError("over_trainings needs the estimate of at least one training, got none")
+    if len(estimates) == 1:
+        return estimates[0]
+    trainings = len(estimates)
+    values = np.array([e.value for e in estimates], dtype=float)
+    var_records = float(np.mean([e.var_records + e.var_draws for e in estimates]))
+    var_trainings = float(values.var(ddof=1) / trainings)
+    records_df = min(e.df for e in estimates)
+    df = _satterthwaite(var_records + var_trainings,
+                        [var_records ** 2 / records_df, var_trainings ** 2 / (trainings - 1)], records_df)
+    value = float(values.mean())
+    lo, hi = _t_interval(value, var_records, var_trainings, df, confidence)
+    return Estimate(value, lo, hi, min(e.n for e in estimates), trainings, var_records, var_trainings, df)

@@ -136,6 +136,9 @@ class Ledger:
         verdict, regime_note = judged(verdict, leak)
         if trainings is None:
             trainings = trainings_per_arm(claim, a, b)
+        if np.isnan(trainings):  # a table that lost its count must not pass as enough trainings
+            raise ValueError(f"ledger row {claim!r} ({setting}): its trainings per arm are missing (NaN); allowed: "
+                             "a count >= 1")
         few = trainings < self.min_trainings
         if few:  # the records' interval leaves out the training's own luck: no verdict, and no n of records
             regime_note = "; ".join(part for part in (regime_note, (
@@ -387,16 +390,19 @@ def _semileak_leaks(table: pd.DataFrame) -> dict[tuple[str, str], Leak]:
 
 
 def semileak_claims(ledger: Ledger, table: pd.DataFrame) -> None:
-    """Thesis Ch. 3: the semi-supervised report's rows, with its own need (members per side). A
+    """Thesis Ch. 3: the semi-supervised report's rows, with its own need (members per side) and its
+    independent trainings per arm (the fewer-trained model's, semileak_report.trainings_of). A
     defence by DP-SGD rests on the leak of the target it defends (FixMatch)."""
     leaks = _semileak_leaks(table)
     for row in table.to_dict("records"):
         a, b, d = _table_sides(row)
+        a["draws"] = b["draws"] = row["trainings"]  # each record is measured once per training
         setting = row["target"] + ("" if pd.isna(row["eps"]) else f", target ε = {row['eps']:g}")
         undefended = DPSGD_BASE if row["target"] == DPSGD_TARGET else row["target"]
         ledger.add(row["dataset"], f"semileak_{row['claim']}", setting, row["quantity"], row["compared"], a, b, d,
                    row["design"], row["test"], row["verdict"], row["n_for_80pct_power"],
-                   row["note"] if isinstance(row["note"], str) else "", leak=leaks.get((row["dataset"], undefended)))
+                   row["note"] if isinstance(row["note"], str) else "", leak=leaks.get((row["dataset"], undefended)),
+                   trainings=float(row["trainings"]))
 
 
 def distinct_pretrainings(rows: pd.DataFrame) -> int:

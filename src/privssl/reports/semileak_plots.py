@@ -38,6 +38,17 @@ ATTACK_ORDER = (*BASELINES, DA_ATTACK)
 DEFENCE_MARKERS = {"none (last step)": "o", "early stopping": "s", "top-1 answer": "^", "DP-SGD (FixMatch)": "D"}
 
 
+def first_training(metrics: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The rows of the first training (the lowest repeat) and, where there are several, the line a
+    figure's title says so with: a figure of one training's points keeps each its own interval;
+    the claims table pools the trainings."""
+    check_metrics(metrics)
+    first = metrics[metrics.repeat == metrics.repeat.min()]
+    trainings = metrics.repeat.nunique()
+    return first, ("" if trainings == 1 else
+                   f"\ntraining {int(first.repeat.iloc[0])} of {trainings} (the claims table pools them)")
+
+
 def _datasets(metrics: pd.DataFrame) -> list[str]:
     check_metrics(metrics)
     datasets = list(dict.fromkeys(metrics.dataset))
@@ -89,6 +100,7 @@ def attacks_figure(metrics: pd.DataFrame) -> plt.Figure:
     """Fig. 3.3: per dataset, rows = member kinds (all, labelled, unlabelled), columns = algorithms;
     the AUC of A_NN, the four metric attacks and A_DA (default views and similarity) at the last
     step without defence, each a bar from 0.5 (chance) to its AUC with its 95 % interval."""
+    metrics, which = first_training(metrics)
     datasets = _datasets(metrics)
     width = max(len(algorithms(metrics[metrics.dataset == d])) for d in datasets)
     fig, axes = _grid(len(MEMBER_KINDS) * len(datasets), width)
@@ -119,7 +131,7 @@ def attacks_figure(metrics: pd.DataFrame) -> plt.Figure:
             for r in range(len(MEMBER_KINDS)):
                 axes[len(MEMBER_KINDS) * d + r, col].axis("off")
     fig.suptitle("Membership AUC per attack at the last step, no defence\n(bars from 0.5; error bars: 95 % bootstrap "
-                 "intervals;\nred: A_DA at its default views and similarity)", fontsize=9)
+                 "intervals;\nred: A_DA at its default views and similarity)" + which, fontsize=9)
     fit_width(fig)
     return fig
 
@@ -129,6 +141,7 @@ def steps_figure(metrics: pd.DataFrame, early_stopping: int | None) -> plt.Figur
     train and test accuracy and the over-fitting (train − test, Newcombe interval; grey band: the
     report's ±0.05 tolerance), the JS distance of the members' and non-members' prediction
     entropies, and A_DA's AUC for all, labelled and unlabelled members. Dotted: early stopping."""
+    metrics, which = first_training(metrics)
     datasets = _datasets(metrics)
     width = max(len(algorithms(metrics[metrics.dataset == d])) for d in datasets)
     fig, axes = _grid(3 * len(datasets), width)
@@ -166,7 +179,7 @@ def steps_figure(metrics: pd.DataFrame, early_stopping: int | None) -> plt.Figur
                 ax.axis("off")
     _legend(fig, columns=min(4, 2 * width))  # two columns of entries per column of panels
     fig.suptitle("Along training, no defence\n(error bars and bands: 95 % intervals; Clopper–Pearson accuracies,\n"
-                 "Newcombe over-fitting, bootstrap JS distance and AUC)", fontsize=9)
+                 "Newcombe over-fitting, bootstrap JS distance and AUC)" + which, fontsize=9)
     fit_width(fig)
     return fig
 
@@ -193,6 +206,7 @@ def ablations_figure(metrics: pd.DataFrame, early_stopping: int | None = None) -
     similarity) and per similarity (default views), one colour per algorithm; and the defences:
     test accuracy against A_DA's AUC for no defence, early stopping (at `early_stopping`), the
     top-1 answer and FixMatch by DP-SGD at each ε, both with 95 % intervals."""
+    metrics, which = first_training(metrics)
     datasets = _datasets(metrics)
     fig, axes = _grid(len(datasets), 3, width=5.0, height=4.0)
     for d, dataset in enumerate(datasets):
@@ -250,6 +264,6 @@ def ablations_figure(metrics: pd.DataFrame, early_stopping: int | None = None) -
                 Line2D([], [], color="dimgrey", ls=":", label="default number of views")]
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=7)
     fig.suptitle("A_DA ablations and defences at the last step; error bars: 95 % intervals (bootstrap AUC, "
-                 "Clopper–Pearson test accuracy)", fontsize=9)
+                 "Clopper–Pearson test accuracy)" + which, fontsize=9)
     fit_width(fig)
     return fig

@@ -31,6 +31,14 @@ Each claim is tested as the thesis words it (privssl.reports.verdicts):
   without defence, with early stopping and with the top-1 answer (each measured), and its test
   accuracy below FixMatch's ("large" has no number: a drop beyond the interval).
 
+Each claim is measured in every training (`repeat`: its own targets, shadows and attack) on the
+same records, and the table's row is the mean over the trainings with an interval over records
+and trainings (privssl.attacks.repeated.over_trainings: the mean of the trainings' record
+variances, an upper bound as the records repeat, plus the trainings' spread on R − 1 df); one
+training is its own row unchanged. `trainings` counts the independent ones behind the row's
+fewer-trained model (repeats that score and decide every record alike are one training), which
+the claims ledger's rule for claims about a training procedure reads.
+
 A claim of several parts is contradicted when one part is, reproduced when all are, otherwise
 unresolved with `n_for_80pct_power`: the members (= non-members) per side at which a replication
 would settle its least settled part with 80 % power if the measured differences held. A claim
@@ -39,18 +47,22 @@ whose inputs were not measured (no DP-SGD, one checkpoint, a grid of one K) has 
 
 from __future__ import annotations
 
+import hashlib
 import warnings
+from functools import partial
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from privssl.attacks.paired_auc import log_step_slope, paired_auc_difference
-from privssl.attacks.repeated import Estimate, unpaired_difference, versus_bound
+from privssl.attacks.repeated import Estimate, over_trainings, unpaired_difference, versus_bound
 from privssl.attacks.semi_leak_spec import DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.attacks.statistics import newcombe_difference
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
-from privssl.reports.decisions import paired
+from privssl.reports.decisions import distinct_trainings, paired
+from privssl.reports.claims_spec import MIN_TRAININGS
 from privssl.reports.regime import PAPER_LEAKS
 from privssl.reports.release_table import check_frame
 from privssl.reports.verdicts import (
@@ -71,7 +83,7 @@ ATTACK_LABELS = {"nn": "A_NN", "correctness": "Corr", "confidence": "Conf", "ent
                  "modified_entropy": "Ment", DA_ATTACK: "A_DA"}  # the thesis's names (Fig. 3.3); others by their own
 JS = "js"  # the similarity the thesis finds best (§3.4.5)
 OVERFITTING_TOLERANCE = 0.05  # "nearly 0 overfitting": the thesis gives no number
-MODEL = ["dataset", "target", "eps", "step", "defence"]
+MODEL = ["dataset", "repeat", "target", "eps", "step", "defence"]  # a model of one training
 MODEL_COLUMNS = ["steps", "test_accuracy", "test_accuracy_lo", "test_accuracy_hi", "n_test", "train_accuracy",
                  "train_accuracy_lo", "train_accuracy_hi", "n_train", "js_entropy", "js_entropy_lo", "js_entropy_hi",
                  "noise_multiplier", "eps_spent", "delta", "accountant", "test_decisions"]
@@ -79,7 +91,8 @@ METRIC_COLUMNS = MODEL + ["attack", "similarity", "views", "is_default", "member
                           "auc", "auc_lo", "auc_hi", "ranks"] + MODEL_COLUMNS
 CLAIM_COLUMNS = ["dataset", "claim", "target", "eps", "quantity", "compared", "value_a", "value_a_lo", "value_a_hi",
                  "n_a", "value_b", "value_b_lo", "value_b_hi", "n_b", "difference", "difference_lo", "difference_hi",
-                 "design", "test", "verdict", "n_for_80pct_power", "note", "thesis_statement", "thesis_values",
+                 "design", "test", "trainings", "verdict", "n_for_80pct_power", "note", "thesis_statement",
+                 "thesis_values",
                  "thesis_source"]
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
 
@@ -155,8 +168,10 @@ def _accuracy_difference(a, b) -> Estimate:
     return paired(pd.DataFrame([a]), pd.DataFrame([b]), "n_test", "test_decisions")
 
 
-def _part(name: str, d: Estimate, verdict: tuple[str, float]) -> dict:
-    return {"name": name, "d": d, "verdict": verdict[0], "need": verdict[1]}
+def _part(name: str, d: Estimate, test: Callable[[Estimate], tuple[str, float]]) -> dict:
+    """One comparison of a claim: its difference in one training, and the test (verdicts.directional,
+    within, ...) its difference pooled over the trainings is judged by."""
+    return {"name": name, "d": d, "test": test}
 
 
 def _parts_note(parts: list[dict]) -> str:
@@ -164,43 +179,75 @@ def _parts_note(parts: list[dict]) -> str:
                      for p in parts)
 
 
-def _side(row, column: str = "auc", n_column: str = "n_members") -> dict:
-    return {"value": float(row[column]), "lo": float(row[f"{column}_lo"]), "hi": float(row[f"{column}_hi"]),
-            "n": int(row[n_column])}
+def _side(row, column: str = "auc", n_column: str = "n_members") -> Estimate:
+    return _from_interval(row[column], row[f"{column}_lo"], row[f"{column}_hi"], row[n_column])
 
 
 def _one(rows: pd.DataFrame):
     return None if rows.empty else rows.iloc[0]
 
 
-def _text(side: dict, with_n: bool = False) -> str:
-    return interval_text(side["value"], side["lo"], side["hi"], side["n"] if with_n else None)
+def _text(side: Estimate, with_n: bool = False) -> str:
+    return interval_text(side.value, side.lo, side.hi, side.n if with_n else None)
 
 
-def _row(dataset, claim, target, eps, quantity, compared, a, b, parts: list[dict], test: str, note, quotes,
-         quote=None, design: str = "paired by record (DeLong)") -> dict:
-    """A claims-table row: sides a and b, the first part's difference, the verdict of all parts
-    (privssl.reports.verdicts.combined) and, while unresolved, the largest need of the parts not
-    reproduced."""
+def _row(dataset, claim, target, eps, quantity, compared, a: Estimate, b: Estimate, parts: list[dict], test: str,
+         note, quote=None, design: str = "paired by record (DeLong)", arms=None) -> dict:
+    """A claim's row as one training measured it: its sides a and b, its parts and the models
+    (target, ε) whose trainings it compares (`arms`: the row's target alone unless given); the
+    trainings' rows are pooled into the table's row by `_pooled`."""
+    return {"key": (dataset, claim, target, np.nan if eps is None else float(eps)), "quantity": quantity,
+            "compared": compared, "a": a, "b": b, "parts": parts, "test": test, "note": note,
+            "quote": quote or claim, "design": design, "arms": arms or [(target, eps)]}
+
+
+def _same(texts: list[str]) -> str:
+    """One text where every training gives it, else the first with each training's in order."""
+    distinct = list(dict.fromkeys(texts))
+    return distinct[0] if len(distinct) == 1 else f"{texts[0]} (by training: {' | '.join(texts)})"
+
+
+def _pooled(drafts: list[dict], trainings: int, quotes) -> dict:
+    """The table's row of one claim from its rows of R trainings (one each): every side and part
+    the mean over the trainings with over_trainings' interval (records and trainings), each part
+    judged on its pooled difference; the claim's verdict from its parts (verdicts.combined) and,
+    while unresolved, the largest need of the parts not reproduced. `trainings`: the independent
+    trainings behind the fewer-trained arm (decisions.distinct_trainings), for the ledger's rule."""
+    first = drafts[0]
+    names = [p["name"] for p in first["parts"]]
+    by_name = [{p["name"]: p for p in d["parts"]} for d in drafts]
+    if any(sorted(parts) != sorted(names) for parts in by_name):
+        raise ValueError(f"metrics.csv: the trainings of {first['key']} compare different parts "
+                         f"({[sorted(parts) for parts in by_name]})")
+    parts = []
+    for name in names:
+        d = over_trainings([parts_of[name]["d"] for parts_of in by_name])
+        verdict, need = first["parts"][names.index(name)]["test"](d)
+        parts.append({"name": name, "d": d, "verdict": verdict, "need": need})
     verdict = combined([p["verdict"] for p in parts])
     need = largest_need([p["need"] for p in parts if p["verdict"] != REPRODUCED]) if verdict not in (
         REPRODUCED, CONTRADICTED) else np.nan
-    thesis, main = quotes[quote or claim], parts[0]["d"]
+    a, b = (over_trainings([d[side] for d in drafts]) for side in ("a", "b"))
+    note = first["note"] if len(drafts) == 1 else (
+        f"the mean over {len(drafts)} trainings (interval: records and trainings, attacks.repeated.over_trainings)"
+        + (f"; training 0: {first['note']}" if first["note"] else ""))
     if len(parts) > 1:
         note = (note + "; " if note else "") + "parts: " + _parts_note(parts)
-    return {"dataset": dataset, "claim": claim, "target": target, "eps": np.nan if eps is None else float(eps),
-            "quantity": quantity, "compared": compared,
-            **{f"value_{k}{s}": side[key] for k, side in (("a", a), ("b", b)) for s, key in
-               (("", "value"), ("_lo", "lo"), ("_hi", "hi"))}, "n_a": a["n"], "n_b": b["n"],
-            "difference": main.value, "difference_lo": main.lo, "difference_hi": main.hi, "design": design,
-            "test": test, "verdict": verdict, "n_for_80pct_power": need, "note": note,
-            "thesis_statement": thesis["statement"], "thesis_values": thesis["quoted_values"],
+    dataset, claim, target, eps = first["key"]
+    thesis, main = quotes[first["quote"]], parts[0]["d"]
+    return {"dataset": dataset, "claim": claim, "target": target, "eps": eps,
+            "quantity": _same([d["quantity"] for d in drafts]), "compared": _same([d["compared"] for d in drafts]),
+            **{f"value_{k}{s}": getattr(side, key) for k, side in (("a", a), ("b", b)) for s, key in
+               (("", "value"), ("_lo", "lo"), ("_hi", "hi"))}, "n_a": a.n, "n_b": b.n,
+            "difference": main.value, "difference_lo": main.lo, "difference_hi": main.hi, "design": first["design"],
+            "test": first["test"], "trainings": trainings, "verdict": verdict, "n_for_80pct_power": need,
+            "note": note, "thesis_statement": thesis["statement"], "thesis_values": thesis["quoted_values"],
             "thesis_source": thesis["source"]}
 
 
 # --------------------------------------------------------------------------------- claims
 
-def _ada_claims(dataset, rows, quotes, algorithm) -> list[dict]:
+def _ada_claims(dataset, rows, algorithm) -> list[dict]:
     out = []
     final = last_step(of(rows, algorithm, defence="none"))
     for claim, kind in (("ada_above_baselines", "all"), ("ada_unlabelled", "unlabelled")):
@@ -213,13 +260,13 @@ def _ada_claims(dataset, rows, quotes, algorithm) -> list[dict]:
         d = _auc_difference(attack, best)
         out.append(_row(dataset, claim, algorithm, None, f"membership AUC, {kind} members, step {int(attack.step)}",
                         f"A_DA vs best baseline ({ATTACK_LABELS.get(best.attack, best.attack)})", _side(attack), _side(best),
-                        [_part("A_DA − best baseline", d, directional(d))], "a − b > 0",
+                        [_part("A_DA − best baseline", d, directional)], "a − b > 0",
                         "the best of A_NN and the four metric attacks by AUC; the comparison is not adjusted for "
-                        "choosing the best", quotes))
+                        "choosing the best"))
     return out
 
 
-def _no_overfitting(dataset, rows, model_rows, quotes, algorithm) -> list[dict]:
+def _no_overfitting(dataset, rows, model_rows, algorithm) -> list[dict]:
     model = _one(last_step(of(model_rows, algorithm, defence="none")))
     attack = _one(ada(last_step(of(rows, algorithm, defence="none", member_kind="all"))))
     if model is None or attack is None:
@@ -227,8 +274,8 @@ def _no_overfitting(dataset, rows, model_rows, quotes, algorithm) -> list[dict]:
     tol = OVERFITTING_TOLERANCE
     over = _from_interval(model.overfitting, model.overfitting_lo, model.overfitting_hi, model.n_train)
     auc = _from_interval(attack.auc, attack.auc_lo, attack.auc_hi, attack.n_members)
-    parts = [_part(f"over-fitting within ±{tol:g}", over, within(over, tol)),
-             _part("A_DA AUC − 0.5", versus_bound(auc, 0.5), directional(versus_bound(auc, 0.5)))]
+    parts = [_part(f"over-fitting within ±{tol:g}", over, partial(within, margin=tol)),
+             _part("A_DA AUC − 0.5", versus_bound(auc, 0.5), directional)]
     train = _side(model, "train_accuracy", "n_train")
     note = (f"tolerance ±{tol:g} on train − test accuracy (the thesis: 'nearly 0 overfitting', no number); "
             f"train {_text(train, True)}, test {_text(_accuracy(model), True)}; over-fitting interval: Newcombe "
@@ -236,7 +283,7 @@ def _no_overfitting(dataset, rows, model_rows, quotes, algorithm) -> list[dict]:
     return [_row(dataset, "no_overfitting", algorithm, None,
                  f"over-fitting | A_DA AUC (all members), step {int(model.step)}",
                  f"over-fitting within ±{tol:g} | A_DA AUC above 0.5", _side(model, "overfitting", "n_train"),
-                 _side(attack), parts, f"|over-fitting| < {tol:g} and AUC − 0.5 > 0", note, quotes,
+                 _side(attack), parts, f"|over-fitting| < {tol:g} and AUC − 0.5 > 0", note,
                  design="over-fitting: train vs test records (independent); AUC: bootstrap over records")]
 
 
@@ -249,23 +296,23 @@ def _spearman(x, y) -> str:
     return f"Spearman's ρ(JS, A_DA AUC) over {len(x)} checkpoints = {rho:.2f}"
 
 
-def _js_rises(dataset, rows, quotes, algorithm) -> list[dict]:
+def _js_rises(dataset, rows, algorithm) -> list[dict]:
     series = ada(of(rows, algorithm, defence="none", member_kind="all")).sort_values("step")  # one row a step
     if series.step.nunique() < 2 or not (series.step == series.steps).any():
         return []
     first, last = series.iloc[0], series[series.step == series.steps].iloc[0]
     js = [_from_interval(r.js_entropy, r.js_entropy_lo, r.js_entropy_hi, r.n_members) for r in (last, first)]
     d_js, d_auc = unpaired_difference(*js), _auc_difference(last, first)
-    parts = [_part("JS distance, last − first", d_js, directional(d_js)),
-             _part("A_DA AUC, last − first", d_auc, directional(d_auc))]
+    parts = [_part("JS distance, last − first", d_js, directional),
+             _part("A_DA AUC, last − first", d_auc, directional)]
     note = f"{_spearman(series.js_entropy, series.auc)}"
     return [_row(dataset, "js_rises_with_auc", algorithm, None, "JS distance (entropy) | A_DA AUC (all members)",
                  f"last (step {int(last.step)}) vs first checkpoint (step {int(first.step)})",
-                 _side(last, "js_entropy"), _side(first, "js_entropy"), parts, "both differences > 0", note, quotes,
+                 _side(last, "js_entropy"), _side(first, "js_entropy"), parts, "both differences > 0", note,
                  design="JS: bootstrap intervals combined as independent; AUC: paired by record (DeLong)")]
 
 
-def _views(dataset, rows, quotes, algorithm, views: int, similarity: str) -> list[dict]:
+def _views(dataset, rows, algorithm, views: int, similarity: str) -> list[dict]:
     grid = last_step(of(rows, algorithm, defence="none", member_kind="all", attack=DA_ATTACK, similarity=similarity))
     by_k = {int(r.views): r for _, r in grid.sort_values("views").iterrows()}
     if len(by_k) < 2:
@@ -275,11 +322,11 @@ def _views(dataset, rows, quotes, algorithm, views: int, similarity: str) -> lis
     note = "; ".join(f"K = {k}: {_text(_side(r))}" for k, r in by_k.items()) + f"; similarity {similarity}"
     return [_row(dataset, "views", algorithm, None, "A_DA AUC (all members), last step",
                  f"K = {large} vs K = {small} (the grid's largest and smallest)", _side(by_k[large]),
-                 _side(by_k[small]), [_part(f"AUC at K = {large} − at K = {small}", d, directional(d))],
-                 "a − b > 0", note, quotes)]
+                 _side(by_k[small]), [_part(f"AUC at K = {large} − at K = {small}", d, directional)],
+                 "a − b > 0", note)]
 
 
-def _similarity(dataset, rows, quotes, algorithm, views: int) -> list[dict]:
+def _similarity(dataset, rows, algorithm, views: int) -> list[dict]:
     grid = last_step(of(rows, algorithm, defence="none", member_kind="all", attack=DA_ATTACK, views=views))
     js, others = _one(grid[grid.similarity == JS]), grid[grid.similarity != JS].sort_values("auc", ascending=False)
     if js is None or others.empty:
@@ -287,44 +334,44 @@ def _similarity(dataset, rows, quotes, algorithm, views: int) -> list[dict]:
     parts = []
     for _, other in others.iterrows():  # strongest first: the first part is the row's difference
         d = _auc_difference(js, other)
-        parts.append(_part(f"JS − {other.similarity}", d, directional(d)))
+        parts.append(_part(f"JS − {other.similarity}", d, directional))
     return [_row(dataset, "similarity", algorithm, None, f"A_DA AUC (all members), K = {views}, last step",
                  f"JS vs {others.iloc[0].similarity} (the strongest other)", _side(js), _side(others.iloc[0]), parts,
-                 "JS − each other similarity > 0", "", quotes)]
+                 "JS − each other similarity > 0", "")]
 
 
 def _accuracy(model) -> dict:
     return _side(model, "test_accuracy", "n_test")
 
 
-def _early_stopping(dataset, rows, quotes, algorithm, early: int) -> list[dict]:
+def _early_stopping(dataset, rows, algorithm, early: int) -> list[dict]:
     out = []
     none = of(rows, algorithm, defence="none", member_kind="all")
     last, stopped = _one(ada(last_step(none))), _one(ada(none[none.step == early]))
     if last is not None and stopped is not None and early != last.step:
         d_auc, d_acc = _auc_difference(last, stopped), _accuracy_difference(last, stopped)
-        parts = [_part("A_DA AUC, last − early", d_auc, directional(d_auc)),
-                 _part("test accuracy, last − early", d_acc, directional(d_acc))]
+        parts = [_part("A_DA AUC, last − early", d_auc, directional),
+                 _part("test accuracy, last − early", d_acc, directional)]
         note = (f"test accuracy {_text(_accuracy(last), True)} at step {int(last.step)} vs "
                 f"{_text(_accuracy(stopped), True)} at step {early}")
         out.append(_row(dataset, "early_stopping", algorithm, None, "A_DA AUC (all members) | test accuracy",
                         f"last step ({int(last.step)}) vs early stopping (step {early})", _side(last), _side(stopped),
-                        parts, "both differences > 0", note, quotes,
+                        parts, "both differences > 0", note,
                         design="AUC: paired by record (DeLong); accuracy: paired by test record"))
     top1 = _one(ada(last_step(of(rows, algorithm, defence="top1", member_kind="all"))))
     if last is not None and top1 is not None:
         d = _auc_difference(last, top1)
         out.append(_row(dataset, "top1", algorithm, None, f"A_DA AUC (all members), step {int(last.step)}",
                         "no defence vs top-1 answer", _side(last), _side(top1),
-                        [_part(f"AUC drop within ±{BARELY_MARGIN:g}", d, within(d, BARELY_MARGIN))],
+                        [_part(f"AUC drop within ±{BARELY_MARGIN:g}", d, partial(within, margin=BARELY_MARGIN))],
                         f"|a − b| < {BARELY_MARGIN:g}",
                         f"'barely lowers': the AUC the top-1 answer removes must lie within ±{BARELY_MARGIN:g}, the "
                         "ledger's margin (the thesis: 0.918 → 0.906); test accuracy unchanged by construction (the "
-                        "top-1 answer keeps the predicted label)", quotes, quote="early_stopping"))
+                        "top-1 answer keeps the predicted label)", quote="early_stopping"))
     return out
 
 
-def _dpsgd(dataset, rows, quotes, early: int) -> list[dict]:
+def _dpsgd(dataset, rows, early: int) -> list[dict]:
     out = []
     fixmatch = of(rows, DPSGD_BASE, member_kind="all")
     reference = _one(ada(last_step(fixmatch[fixmatch.defence == "none"])))
@@ -338,12 +385,12 @@ def _dpsgd(dataset, rows, quotes, early: int) -> list[dict]:
         if dp is None:
             continue
         d_auc, d_acc = _auc_difference(reference, dp), _accuracy_difference(reference, dp)
-        parts = [_part("AUC, FixMatch − DP-SGD", d_auc, directional(d_auc))]
+        parts = [_part("AUC, FixMatch − DP-SGD", d_auc, directional)]
         for name, other in others.items():
             if other is not None and not (name == "early stopping" and int(other.step) == int(reference.step)):
                 d = _auc_difference(other, dp)
-                parts.append(_part(f"AUC, FixMatch with {name} − DP-SGD", d, directional(d)))
-        parts.append(_part("test accuracy, FixMatch − DP-SGD", d_acc, directional(d_acc)))
+                parts.append(_part(f"AUC, FixMatch with {name} − DP-SGD", d, directional))
+        parts.append(_part("test accuracy, FixMatch − DP-SGD", d_acc, directional))
         note = (f"test accuracy {_text(_accuracy(reference), True)} vs {_text(_accuracy(dp), True)}; guarantee "
                 f"(ε = {dp.eps_spent:.3g}, δ = {dp.delta:g}) by the {str(dp.accountant).upper()} accountant for "
                 f"add/remove of one training record (labelled or unlabelled; |d| public), Poisson sampling, "
@@ -351,13 +398,14 @@ def _dpsgd(dataset, rows, quotes, early: int) -> list[dict]:
         out.append(_row(dataset, "dpsgd", DPSGD_TARGET, eps, "A_DA AUC (all members) | test accuracy, last step",
                         f"FixMatch (step {int(reference.step)}) vs FixMatch by DP-SGD, target ε = {eps:g} "
                         f"(step {int(dp.step)})", _side(reference), _side(dp), parts,
-                        "every difference > 0 (the lowest AUC of the defences measured)", note, quotes,
-                        design="AUC: paired by record (DeLong); accuracy: paired by test record"))
+                        "every difference > 0 (the lowest AUC of the defences measured)", note,
+                        design="AUC: paired by record (DeLong); accuracy: paired by test record",
+                        arms=[(DPSGD_BASE, None), (DPSGD_TARGET, eps)]))
     return out
 
 
-TREND_COLUMNS = ["dataset", "target", "steps", "aucs", "auc_last", "auc_last_lo", "auc_last_hi", "n_members",
-                 "slope_per_doubling", "slope_lo", "slope_hi", "thesis_auc", "steps_to_thesis", "steps_to_thesis_lo",
+TREND_COLUMNS = ["dataset", "target", "trainings", "steps", "aucs", "auc_last", "auc_last_lo", "auc_last_hi",
+                 "n_members", "slope_per_doubling", "slope_lo", "slope_hi", "thesis_auc", "steps_to_thesis", "steps_to_thesis_lo",
                  "steps_to_thesis_hi"]
 
 
@@ -368,26 +416,35 @@ def steps_trend(metrics: pd.DataFrame) -> pd.DataFrame:
     steps at which that line would reach the thesis's AUC from the last checkpoint. The steps are an
     extrapolation on a log scale, with the slope's interval (the last AUC's own is left out); inf
     where the slope's edge is not above 0 (no rise measured, no number of steps implied); the last
-    step where the last AUC already reaches the thesis's."""
+    step where the last AUC already reaches the thesis's. Several trainings: the slope, the AUCs
+    and the last AUC are their means, with over_trainings' intervals."""
     out = []
     for dataset in dict.fromkeys(metrics.dataset):
         own = metrics[metrics.dataset == dataset]
         for algorithm in algorithms(own):
-            curve = ada(of(own, algorithm, defence="none", member_kind="all")).sort_values("step")
-            if curve.step.nunique() != len(curve) or len(curve) < 2:
+            curves = [ada(of(training, algorithm, defence="none", member_kind="all")).sort_values("step")
+                      for _, training in own.groupby("repeat", sort=True)]
+            curves = [c for c in curves if not c.empty]
+            curve = curves[0]
+            if (curve.step.nunique() != len(curve) or len(curve) < 2
+                    or any(list(c.step) != list(curve.step) for c in curves)):
                 continue
             members = int(curve.n_members.iloc[0])
-            slope = log_step_slope(list(curve.ranks), curve.step, members)
-            last = curve.iloc[-1]
+            slope = over_trainings([log_step_slope(list(c.ranks), c.step, members) for c in curves])
+            last = over_trainings([_side(c.iloc[-1]) for c in curves])
+            aucs = np.mean([c.auc.to_numpy() for c in curves], axis=0)
+            last_step_ = int(curve.step.iloc[-1])
 
             def reach(per_doubling: float) -> float:
-                if last.auc >= THESIS_AUC:  # reached: nothing to extrapolate
-                    return float(last.step)
-                return float(last.step * 2 ** ((THESIS_AUC - last.auc) / per_doubling)) if per_doubling > 0 else np.inf
+                if last.value >= THESIS_AUC:  # reached: nothing to extrapolate
+                    return float(last_step_)
+                if per_doubling <= 0:
+                    return np.inf
+                return float(last_step_ * 2 ** ((THESIS_AUC - last.value) / per_doubling))
 
-            out.append({"dataset": dataset, "target": algorithm, "steps": " ".join(f"{s:d}" for s in curve.step),
-                        "aucs": " ".join(f"{a:.3f}" for a in curve.auc), "auc_last": float(last.auc),
-                        "auc_last_lo": float(last.auc_lo), "auc_last_hi": float(last.auc_hi), "n_members": members,
+            out.append({"dataset": dataset, "target": algorithm, "trainings": len(curves),
+                        "steps": " ".join(f"{s:d}" for s in curve.step), "aucs": " ".join(f"{a:.3f}" for a in aucs),
+                        "auc_last": last.value, "auc_last_lo": last.lo, "auc_last_hi": last.hi, "n_members": members,
                         "slope_per_doubling": slope.value, "slope_lo": slope.lo, "slope_hi": slope.hi,
                         "thesis_auc": THESIS_AUC, "steps_to_thesis": reach(slope.value),
                         "steps_to_thesis_lo": reach(slope.hi), "steps_to_thesis_hi": reach(slope.lo)})
@@ -407,10 +464,11 @@ def trend_markdown(trend: pd.DataFrame) -> str:
              f"steps at which that line would reach the thesis's {THESIS_AUC:.3f} (FixMatch, WRN-28-2, CIFAR-10, "
              "2^20 steps) from the last checkpoint, an extrapolation whose range is the slope's interval's (∞: no "
              "rise measured).", "",
-             "| dataset | target | steps | A_DA AUC at each | last [95 % CI] (members) | AUC per doubling [95 % CI] "
-             "| steps to the thesis's AUC [range] |", "|---|---|---|---|---:|---:|---:|"]
+             "| dataset | target | trainings | steps | A_DA AUC at each | last [95 % CI] (members) "
+             "| AUC per doubling [95 % CI] | steps to the thesis's AUC [range] |",
+             "|---|---|---:|---|---|---:|---:|---:|"]
     for r in trend.itertuples(index=False):
-        lines.append(f"| {r.dataset} | {r.target} | {r.steps} | {r.aucs} "
+        lines.append(f"| {r.dataset} | {r.target} | {r.trainings} | {r.steps} | {r.aucs} "
                      f"| {interval_text(r.auc_last, r.auc_last_lo, r.auc_last_hi, r.n_members)} "
                      f"| {difference_text(r.slope_per_doubling, r.slope_lo, r.slope_hi)} "
                      f"| {_steps_text(r.steps_to_thesis)} [{_steps_text(r.steps_to_thesis_lo)}, "
@@ -428,25 +486,50 @@ def thesis_claims(thesis: pd.DataFrame) -> dict[str, dict]:
     return {r["claim"]: r for r in thesis.to_dict("records")}
 
 
+def trainings_of(metrics: pd.DataFrame) -> dict[tuple, int]:
+    """(dataset, target, ε) -> its independent trainings: the repeats whose models differ in some
+    score of some record or some test decision (decisions.distinct_trainings; a repeat that copies
+    another's models is one training counted twice). ε is None for the undefended targets."""
+    digests = metrics.assign(ranks_digest=[hashlib.sha256(np.asarray(r, dtype=np.float64).tobytes()).hexdigest()
+                                           for r in metrics.ranks])
+    eps = digests.eps.fillna(-1.0)  # NaN keys do not group
+    return {(dataset, target, None if e == -1.0 else float(e)): distinct_trainings(group, ("ranks_digest",
+                                                                                           "test_decisions"))
+            for (dataset, target, e), group in digests.assign(eps=eps).groupby(["dataset", "target", "eps"],
+                                                                                 sort=False)}
+
+
+def _training_rows(own: pd.DataFrame, early_stopping: int, views: int, similarity: str) -> list[dict]:
+    """Every claim's row as the models of one dataset and training measure it (module docstring)."""
+    dataset, model_rows, rows = own.dataset.iloc[0], models(own), []
+    for algorithm in algorithms(own):
+        rows += (_ada_claims(dataset, own, algorithm)
+                 + _no_overfitting(dataset, own, model_rows, algorithm)
+                 + _js_rises(dataset, own, algorithm)
+                 + _views(dataset, own, algorithm, views, similarity)
+                 + _similarity(dataset, own, algorithm, views)
+                 + _early_stopping(dataset, own, algorithm, early_stopping))
+    return rows + _dpsgd(dataset, own, early_stopping)
+
+
 def claims_table(metrics: pd.DataFrame, thesis: pd.DataFrame, early_stopping: int, views: int,
                  similarity: str) -> pd.DataFrame:
     """Every claim per dataset (in order of appearance) and algorithm, then DP-SGD per ε, with its
-    verdict (module docstring); `views` and `similarity` are A_DA's defaults, `early_stopping` the
-    checkpoint step the early-stopping defence releases."""
+    verdict (module docstring), each row pooled over the dataset's trainings (`repeat`); `views`
+    and `similarity` are A_DA's defaults, `early_stopping` the checkpoint step the early-stopping
+    defence releases."""
     quotes = thesis_claims(thesis)
     check_metrics(metrics)
+    trainings = trainings_of(metrics)
+    drafts: dict[tuple, list[dict]] = {}
+    for (_, _), own in metrics.groupby(["dataset", "repeat"], sort=False):
+        for draft in _training_rows(own, early_stopping, views, similarity):
+            drafts.setdefault(draft["key"], []).append(draft)
     rows = []
-    for dataset in dict.fromkeys(metrics.dataset):
-        own = metrics[metrics.dataset == dataset]
-        model_rows = models(own)
-        for algorithm in algorithms(own):
-            rows += (_ada_claims(dataset, own, quotes, algorithm)
-                     + _no_overfitting(dataset, own, model_rows, quotes, algorithm)
-                     + _js_rises(dataset, own, quotes, algorithm)
-                     + _views(dataset, own, quotes, algorithm, views, similarity)
-                     + _similarity(dataset, own, quotes, algorithm, views)
-                     + _early_stopping(dataset, own, quotes, algorithm, early_stopping))
-        rows += _dpsgd(dataset, own, quotes, early_stopping)
+    for key, group in drafts.items():
+        dataset = key[0]
+        arms = [trainings[dataset, target, None if eps is None else float(eps)] for target, eps in group[0]["arms"]]
+        rows.append(_pooled(group, min(arms), quotes))
     if not rows:
         raise ValueError("metrics.csv: no claim can be compared; it needs A_DA and baseline rows of FixMatch, "
                          "FlexMatch or UDA at their last step")
@@ -460,15 +543,16 @@ def markdown(table: pd.DataFrame) -> str:
     (contrastive_report.markdown reads that branch's columns: λ, attacks and baselines.)"""
     check_frame(table, CLAIM_COLUMNS, "the claims table")
     lines = ["| dataset | claim | target | quantity | compared (a vs b) | a: value [95 % CI] (n) "
-             "| b: value [95 % CI] (n) | a − b [95 % CI] | test | verdict | members for 80 % power | note |",
-             "|---|---|---|---|---|---:|---:|---:|---|---|---:|---|"]
+             "| b: value [95 % CI] (n) | a − b [95 % CI] | test | trainings | verdict | members for 80 % power "
+             "| note |",
+             "|---|---|---|---|---|---:|---:|---:|---|---:|---|---:|---|"]
     for r in table.itertuples(index=False):
         target = r.target + ("" if pd.isna(r.eps) else f" (ε = {r.eps:g})")
         lines.append(f"| {_cell(r.dataset)} | {r.claim} | {_cell(target)} | {_cell(r.quantity)} | {_cell(r.compared)} "
                      f"| {interval_text(r.value_a, r.value_a_lo, r.value_a_hi, r.n_a)} "
                      f"| {interval_text(r.value_b, r.value_b_lo, r.value_b_hi, r.n_b)} "
                      f"| {difference_text(r.difference, r.difference_lo, r.difference_hi)} | {_cell(r.test)} "
-                     f"| {_cell(r.verdict)} | {need_text(r.n_for_80pct_power)} | {_cell(r.note)} |")
+                     f"| {r.trainings} | {_cell(r.verdict)} | {need_text(r.n_for_80pct_power)} | {_cell(r.note)} |")
     quotes = table[table.claim.isin(CLAIMS)].drop_duplicates("claim")
     notes = [f"- **{r.claim}** ({_cell(r.thesis_source)}): “{_cell(r.thesis_statement)}” Values in the text: "
              f"{_cell(r.thesis_values)}." for r in quotes.itertuples(index=False)]
@@ -481,5 +565,9 @@ def markdown(table: pd.DataFrame) -> str:
             f"lies wholly on the other; over-fitting counts as near zero within ±{OVERFITTING_TOLERANCE:g} and "
             f"'barely' as within ±{BARELY_MARGIN:g} (margins of this report; the thesis gives none). 'members for 80 % "
             "power' is the members (= non-members) per side at which a replication would settle the claim with 80 % "
-            "power if the measured differences held.\n\nThe thesis (Ch. 3; its WRN-28-2, datasets and splits):"
+            "power if the measured differences held. Each row is the mean over the trainings (`trainings`: the "
+            "independent ones behind the fewer-trained arm), its interval over records and trainings; this table's "
+            f"verdict reads the data as if one training sufficed, the claims ledger leaves a row with fewer than "
+            f"{MIN_TRAININGS} trainings unresolved (a claim about a training procedure)."
+            "\n\nThe thesis (Ch. 3; its WRN-28-2, datasets and splits):"
             "\n\n" + "\n".join(notes) + "\n")
