@@ -557,7 +557,7 @@ def test_a_clean_decisions_cell_may_be_empty_but_not_malformed(tmp_path):
 def score_rows() -> tuple[pd.DataFrame, pd.DataFrame]:
     """Two metrics rows of a semileak_attack job (their key, counts and AUC) and their per-record
     scores as scores.parquet holds them: 4 members then 5 non-members each, records by pool index."""
-    key = {"dataset": "digits", "target": "fixmatch", "eps": np.nan, "step": 100, "defence": "none",
+    key = {"dataset": "digits", "repeat": 0, "target": "fixmatch", "eps": np.nan, "step": 100, "defence": "none",
            "similarity": "", "views": np.nan, "member_kind": "all"}
     rng = np.random.default_rng(0)
     rows, lines = [], []

@@ -177,9 +177,9 @@ def test_the_semileak_grid_of_the_default_config_has_the_rows_the_attack_rule_wr
     expected = algorithms * per_algorithm + supervised + dpsgd
     assert (algorithms, checkpoints, len(settings)) == (3, 4, 8)  # the config this count was written for
     assert expected == 3 * (4 * 6 + 7 + 6) * 3 + 6 + 4 * 6 * 3 == 411
-    keys = grid_keys(semileak(config, "digits"))
+    keys = grid_keys(semileak(config, "digits", 0))
     assert len(keys) == expected
-    columns = list(semileak(config, "digits")[0])
+    columns = list(semileak(config, "digits", 0)[0])
     rows = [dict(zip(columns, key)) for key in keys]
     assert {r["step"] for r in rows if r["target"] == "fixmatch"} == {200.0, 400.0, 600.0, 800.0}
     assert {r["member_kind"] for r in rows if r["target"] == "supervised"} == {"all"}
@@ -191,5 +191,5 @@ def test_the_semileak_grid_drops_top1_and_dpsgd_when_they_are_off():
     config = default_config()
     config["semileak"]["defences"]["top1"] = False
     del config["semileak"]["defences"]["dpsgd"]
-    rows = grid_keys(semileak(config, "digits"))
+    rows = grid_keys(semileak(config, "digits", 0))
     assert len(rows) == 3 * (4 * 6 + 7) * 3 + 6

@@ -926,7 +926,8 @@ def rule_command(tiny_run, rule: str, target: str) -> list[str]:
     """The words of `rule`'s command for `target`, as the dry run of a forced rerun prints it."""
     proc = tiny_run.snakemake("-n", "-p", "--forcerun", rule, "--until", rule, target)
     (command,) = [line.removeprefix("Shell command: ") for line in proc.stdout.splitlines()
-                  if line.startswith("Shell command: ") and f"{rule}.log" in line]
+                  if line.startswith("Shell command: ") and re.search(rf"/logs/{rule}(_repeat\d+)?\.log", line)
+                  and target in line]
     return shlex.split(command.rsplit(" 2> ", 1)[0])  # without the log redirection
 
 
