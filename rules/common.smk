@@ -80,7 +80,7 @@ SEMILEAK_REPEATS = list(range(config["semileak"]["repeats"])) if SEMILEAK else [
 def semileak_seed(stage, repeat):
     """A Semi-Leak stage's seed in one repeat: repeat 0 keeps the stage's own seed, every other
     repeat a seed of its own name (privssl.stage_seeds), so that no two repeats share randomness."""
-    return stage_seed(stage if int(repeat) == 0 else f"{stage}_repeat{int(repeat)}")
+    return stage_seeds.repeat_seed(config["seed"], stage, int(repeat))
 
 
 def semileak_grid(table, name):

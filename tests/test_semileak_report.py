@@ -551,6 +551,40 @@ def test_two_trainings_pool_to_the_mean_difference_with_the_records_and_the_trai
     # side a: the mean of the two trainings' A_DA AUCs
     aucs = [auc(ada_scores(BASE, repeat=r), N) for r in (0, 1)]
     assert got.value_a == pytest.approx(np.mean(aucs))
+    # side b: the mean of each training's best baseline (entropy in both)
+    best = [auc(baseline_scores(BASE, "entropy", repeat=r), N) for r in (0, 1)]
+    assert got.value_b == pytest.approx(np.mean(best))
+
+
+def test_the_verdict_is_the_pooled_differences_not_one_trainings(thesis):
+    """More views help in training 0 and hurt in training 1 (each decisive alone): pooled, the
+    difference is near 0 with the trainings' spread in its interval, so the claim is open."""
+    flipped = {1: 0.85, 50: 0.65}
+    alone = [claims_table(frame(), thesis, EARLY, VIEWS, "js"),
+             claims_table(frame(repeat=1, views=flipped), thesis, EARLY, VIEWS, "js")]
+    assert [row(t, "views").verdict for t in alone] == [REPRODUCED, CONTRADICTED]
+    both = claims_table(pd.concat([frame(), frame(repeat=1, views=flipped)], ignore_index=True), thesis, EARLY,
+                        VIEWS, "js")
+    got = row(both, "views")
+    assert got.verdict == UNRESOLVED and got.difference_lo < 0 < got.difference_hi
+    assert got.difference == pytest.approx((row(alone[0], "views").difference + row(alone[1], "views").difference) / 2)
+
+
+def test_similarity_parts_pool_by_name_when_the_trainings_order_them_differently(thesis):
+    """Euclidean is training 0's strongest other similarity, cosine training 1's: each part pools
+    the same named comparison, and the row's difference is the smallest pooled one."""
+    other = {"cosine": 0.70, "correlation": 0.67, "euclidean": 0.65}
+    both = claims_table(pd.concat([frame(), frame(repeat=1, similarity=other)], ignore_index=True), thesis, EARLY,
+                        VIEWS, "js")
+    got = row(both, "similarity")
+    values = [BASE["similarity"], other]
+    pooled = {name: np.mean([delong(ada_scores(BASE, repeat=r),
+                                    scores(key_of("fixmatch", np.nan, STEPS, "none", "data_augmentation", name, VIEWS,
+                                                  r), values[r][name]), N)[0] for r in (0, 1)])
+              for name in BASE["similarity"]}
+    assert got.difference == pytest.approx(min(pooled.values()), abs=1e-12)
+    for name, value in pooled.items():
+        assert f"JS − {name}: {value:+.3f}" in got.note, (name, got.note)
 
 
 def test_a_copied_training_counts_once_in_every_arm_it_is_in(thesis):
@@ -569,6 +603,16 @@ def test_a_copied_training_counts_once_in_every_arm_it_is_in(thesis):
     # only DP-SGD trained twice: its own arm counts 2, the claim the fewer
     assert claims_table(pd.concat([one, frame(repeat=1)], ignore_index=True), thesis, EARLY, VIEWS,
                         "js").query("claim == 'dpsgd'").trainings.tolist() == [2]
+
+
+def test_a_copied_model_attacked_again_is_still_one_training(thesis):
+    """Repeat 1 is repeat 0's models (the same posteriors, so the same metric attacks' scores and
+    test decisions) attacked with another seed (A_NN's and A_DA's scores differ): one training."""
+    one, two = frame(), frame(repeat=1)
+    metric = ["correctness", "confidence", "entropy", "modified_entropy"]
+    copied = pd.concat([one[one.attack.isin(metric)].assign(repeat=1), two[~two.attack.isin(metric)]])
+    result = claims_table(pd.concat([one, copied], ignore_index=True), thesis, EARLY, VIEWS, "js")
+    assert (result.trainings == 1).all(), result[["claim", "target", "trainings"]]
 
 
 def test_the_steps_trend_of_two_trainings_is_the_mean_of_their_slopes():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from privssl.stage_seeds import SEED_BITS, stage_seed
+from privssl.stage_seeds import SEED_BITS, repeat_seed, stage_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,6 +19,7 @@ def stage_names_in_rules() -> set[str]:
     names |= {"contrastive_target", "contrastive_shadow"}
     # Semi-Leak's stages, once per repeat (rules/common.smk semileak_seed): 5 repeats of each
     assert 'semileak_seed(f"semileak_{w.role}", w.repeat)' in text
+    assert 'stage_seeds.repeat_seed(config["seed"], stage, int(repeat))' in text  # the tested scheme
     semileak = set(re.findall(r'semileak_seed\("([a-z0-9_]+)", w.repeat\)', text)) | {"semileak_target",
                                                                                      "semileak_shadow"}
     assert "semileak_attack" in semileak
@@ -46,3 +47,14 @@ def test_every_stage_of_the_rules_has_its_own_seed_within_torchs_range():
 def test_a_bad_seed_or_name_is_refused_naming_it(config_seed, stage):
     with pytest.raises(ValueError, match=re.escape(repr(config_seed if stage == "pretrain" else stage))):
         stage_seed(config_seed, stage)
+
+
+def test_every_repeat_of_a_stage_has_its_own_seed_and_repeat_0_the_stages():
+    """Semi-Leak's repeats (rules/common.smk semileak_seed) are independent trainings: a seed shared
+    between two repeats would make them one training counted twice."""
+    for stage in ("semileak_target", "semileak_shadow", "semileak_attack"):
+        seeds = [repeat_seed(3, stage, r) for r in range(100)]
+        assert seeds[0] == stage_seed(3, stage) and len(set(seeds)) == 100
+    assert repeat_seed(3, "semileak_target", 1) != repeat_seed(3, "semileak_shadow", 1)
+    with pytest.raises(ValueError, match="repeat -1"):
+        repeat_seed(3, "semileak_target", -1)

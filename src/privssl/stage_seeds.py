@@ -30,3 +30,11 @@ def stage_seed(config_seed: int, stage: str) -> int:
         raise ValueError(f"stage name {stage!r}: allowed lower-case letters, digits and _, starting with a letter")
     digest = hashlib.sha256(f"privssl/{config_seed}/{stage}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> (64 - SEED_BITS)
+
+
+def repeat_seed(config_seed: int, stage: str, repeat: int) -> int:
+    """The seed of one repeat (independent training) of `stage`: repeat 0 keeps the stage's own
+    seed, repeat r > 0 is the seed of the name `<stage>_repeat<r>`, so no two repeats share one."""
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
+        raise ValueError(f"repeat {repeat!r}: allowed a non-negative integer")
+    return stage_seed(config_seed, stage if repeat == 0 else f"{stage}_repeat{repeat}")

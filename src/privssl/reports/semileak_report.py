@@ -192,13 +192,14 @@ def _text(side: Estimate, with_n: bool = False) -> str:
 
 
 def _row(dataset, claim, target, eps, quantity, compared, a: Estimate, b: Estimate, parts: list[dict], test: str,
-         note, quote=None, design: str = "paired by record (DeLong)", arms=None) -> dict:
+         note, quote=None, design: str = "paired by record (DeLong)", arms=None, strongest_first=False) -> dict:
     """A claim's row as one training measured it: its sides a and b, its parts and the models
     (target, ε) whose trainings it compares (`arms`: the row's target alone unless given); the
     trainings' rows are pooled into the table's row by `_pooled`."""
     return {"key": (dataset, claim, target, np.nan if eps is None else float(eps)), "quantity": quantity,
             "compared": compared, "a": a, "b": b, "parts": parts, "test": test, "note": note,
-            "quote": quote or claim, "design": design, "arms": arms or [(target, eps)]}
+            "quote": quote or claim, "design": design, "arms": arms or [(target, eps)],
+            "strongest_first": strongest_first}
 
 
 def _same(texts: list[str]) -> str:
@@ -224,6 +225,8 @@ def _pooled(drafts: list[dict], trainings: int, quotes) -> dict:
         d = over_trainings([parts_of[name]["d"] for parts_of in by_name])
         verdict, need = first["parts"][names.index(name)]["test"](d)
         parts.append({"name": name, "d": d, "verdict": verdict, "need": need})
+    if first["strongest_first"]:  # parts each training ordered by its own AUCs: the pooled order decides
+        parts.sort(key=lambda p: p["d"].value)
     verdict = combined([p["verdict"] for p in parts])
     need = largest_need([p["need"] for p in parts if p["verdict"] != REPRODUCED]) if verdict not in (
         REPRODUCED, CONTRADICTED) else np.nan
@@ -337,7 +340,7 @@ def _similarity(dataset, rows, algorithm, views: int) -> list[dict]:
         parts.append(_part(f"JS − {other.similarity}", d, directional))
     return [_row(dataset, "similarity", algorithm, None, f"A_DA AUC (all members), K = {views}, last step",
                  f"JS vs {others.iloc[0].similarity} (the strongest other)", _side(js), _side(others.iloc[0]), parts,
-                 "JS − each other similarity > 0", "")]
+                 "JS − each other similarity > 0", "", strongest_first=True)]
 
 
 def _accuracy(model) -> dict:
@@ -488,15 +491,17 @@ def thesis_claims(thesis: pd.DataFrame) -> dict[str, dict]:
 
 def trainings_of(metrics: pd.DataFrame) -> dict[tuple, int]:
     """(dataset, target, ε) -> its independent trainings: the repeats whose models differ in some
-    score of some record or some test decision (decisions.distinct_trainings; a repeat that copies
-    another's models is one training counted twice). ε is None for the undefended targets."""
-    digests = metrics.assign(ranks_digest=[hashlib.sha256(np.asarray(r, dtype=np.float64).tobytes()).hexdigest()
-                                           for r in metrics.ranks])
-    eps = digests.eps.fillna(-1.0)  # NaN keys do not group
+    metric attack's score of some record or some test decision (decisions.distinct_trainings; a
+    repeat that copies another's models is one training counted twice). Only the metric attacks'
+    scores count: they are functions of the model's posteriors alone, where A_NN's and A_DA's also
+    move with the attack's seed (a copied model attacked again would pass for a new training).
+    ε is None for the undefended targets."""
+    own = metrics[metrics.attack.isin(METRIC_ATTACKS)]
+    digests = own.assign(ranks_digest=[hashlib.sha256(np.asarray(r, dtype=np.float64).tobytes()).hexdigest()
+                                       for r in own.ranks], eps=own.eps.fillna(-1.0))  # NaN keys do not group
     return {(dataset, target, None if e == -1.0 else float(e)): distinct_trainings(group, ("ranks_digest",
                                                                                            "test_decisions"))
-            for (dataset, target, e), group in digests.assign(eps=eps).groupby(["dataset", "target", "eps"],
-                                                                                 sort=False)}
+            for (dataset, target, e), group in digests.groupby(["dataset", "target", "eps"], sort=False)}
 
 
 def _training_rows(own: pd.DataFrame, early_stopping: int, views: int, similarity: str) -> list[dict]:
