@@ -80,11 +80,16 @@ def auc(values: np.ndarray, m: int) -> float:
     return float(kernel(values, m).mean())
 
 
+def delong_terms(a: np.ndarray, b: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The per-record placement differences of AUC_a − AUC_b from the kernel: members', non-members'."""
+    ka, kb = kernel(a, m), kernel(b, m)
+    return ka.mean(1) - kb.mean(1), ka.mean(0) - kb.mean(0)
+
+
 def delong(a: np.ndarray, b: np.ndarray, m: int) -> tuple[float, float]:
     """(AUC_a − AUC_b, DeLong's paired variance) from the placement values of the kernel."""
-    ka, kb = kernel(a, m), kernel(b, m)
-    d10, d01 = ka.mean(1) - kb.mean(1), ka.mean(0) - kb.mean(0)
-    return float(ka.mean() - kb.mean()), d10.var(ddof=1) / d10.size + d01.var(ddof=1) / d01.size
+    d10, d01 = delong_terms(a, b, m)
+    return float(d10.mean()), d10.var(ddof=1) / d10.size + d01.var(ddof=1) / d01.size
 
 
 def need(d: float, var: float, n: int, bound: float = 0.0) -> int:
@@ -534,23 +539,31 @@ def test_a_flat_trend_implies_no_number_of_steps_and_a_reached_one_needs_none():
 
 def test_two_trainings_pool_to_the_mean_difference_with_the_records_and_the_trainings_spread(thesis):
     """Each training's A_DA − best baseline by DeLong (recomputed here from the kernel), then their
-    mean; the variance the mean of the trainings' DeLong variances plus the trainings' spread / 2,
-    a t interval on Satterthwaite's df (the records' part known: ∞ df, the spread's on 1)."""
+    mean; the variance Obuchowski–Rockette's: the trainings' spread / 2 plus the covariance of the
+    two trainings' per-record placement differences (members' over m plus non-members' over n), a t
+    interval on Hillis's df (s² + 2 Cov)² / s⁴."""
     result = claims_table(pd.concat([frame(), frame(repeat=1)], ignore_index=True), thesis, EARLY, VIEWS, "js")
     got = row(result, "ada_above_baselines")
-    per = [delong(ada_scores(BASE, repeat=r), baseline_scores(BASE, "entropy", repeat=r), N) for r in (0, 1)]
-    values, variances = [d for d, _ in per], [v for _, v in per]
+    terms = [delong_terms(ada_scores(BASE, repeat=r), baseline_scores(BASE, "entropy", repeat=r), N) for r in (0, 1)]
+    values = [members.mean() for members, _ in terms]
     assert values[0] != values[1]  # two trainings, each its own noise
+    covariance = sum(np.cov(terms[0][k], terms[1][k])[0, 1] / terms[0][k].size for k in (0, 1))
     spread = np.var(values, ddof=1) / 2
-    total = np.mean(variances) + spread
+    total = max(covariance, 0) + spread
     half = stats.t.ppf(0.975, total ** 2 / spread ** 2) * math.sqrt(total)
     assert got.difference == pytest.approx(np.mean(values), abs=1e-12)
     assert (got.difference_lo, got.difference_hi) == pytest.approx((np.mean(values) - half, np.mean(values) + half))
     assert got.trainings == 2 and (result.trainings == 2).all()
     assert got.note.startswith("the mean over 2 trainings")
-    # side a: the mean of the two trainings' A_DA AUCs
+    # side a: the mean of the two trainings' A_DA AUCs, pooled alike from their placements
     aucs = [auc(ada_scores(BASE, repeat=r), N) for r in (0, 1)]
     assert got.value_a == pytest.approx(np.mean(aucs))
+    placements = [(k.mean(1), k.mean(0)) for k in (kernel(ada_scores(BASE, repeat=r), N) for r in (0, 1))]
+    covariance = sum(np.cov(placements[0][k], placements[1][k])[0, 1] / placements[0][k].size for k in (0, 1))
+    spread = np.var(aucs, ddof=1) / 2
+    total = max(covariance, 0) + spread
+    half = stats.t.ppf(0.975, total ** 2 / spread ** 2) * math.sqrt(total)
+    assert (got.value_a_lo, got.value_a_hi) == pytest.approx((np.mean(aucs) - half, np.mean(aucs) + half))
     # side b: the mean of each training's best baseline (entropy in both)
     best = [auc(baseline_scores(BASE, "entropy", repeat=r), N) for r in (0, 1)]
     assert got.value_b == pytest.approx(np.mean(best))
@@ -585,6 +598,13 @@ def test_similarity_parts_pool_by_name_when_the_trainings_order_them_differently
     assert got.difference == pytest.approx(min(pooled.values()), abs=1e-12)
     for name, value in pooled.items():
         assert f"JS − {name}: {value:+.3f}" in got.note, (name, got.note)
+    # side b: the pooled strongest other's own AUC in both trainings, not each training's strongest
+    lead = min(pooled, key=pooled.get)
+    lead_auc = np.mean([auc(scores(key_of("fixmatch", np.nan, STEPS, "none", "data_augmentation", lead, VIEWS, r),
+                                   values[r][lead]), N) for r in (0, 1)])
+    assert got.value_b == pytest.approx(lead_auc, abs=1e-12)
+    assert got.compared == f"JS vs {lead} (the strongest other)"
+    assert got.value_a - got.value_b == pytest.approx(got.difference, abs=1e-12)
 
 
 def test_a_copied_training_counts_once_in_every_arm_it_is_in(thesis):
@@ -623,5 +643,7 @@ def test_the_steps_trend_of_two_trainings_is_the_mean_of_their_slopes():
     trend = steps_trend(pd.concat([frame(), frame(repeat=1)], ignore_index=True))
     (got,) = trend.itertuples(index=False)
     assert got.trainings == 2
+    copied = steps_trend(pd.concat([frame(), frame().assign(repeat=1)], ignore_index=True))
+    assert copied.trainings.tolist() == [1]  # a copy of training 0 is no second training
     assert got.slope_per_doubling == pytest.approx((slope(0) + slope(1)) / 2, abs=1e-12)
     assert slope(0) != pytest.approx(slope(1), abs=1e-6)

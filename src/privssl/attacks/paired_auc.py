@@ -63,7 +63,8 @@ def auc_contrast(ranks: list, weights, n_members: int, confidence: float = 0.95)
     variance = c10.var(ddof=1) / c10.size + c01.var(ddof=1) / c01.size
     value = float(c10.mean())
     half = stats.norm.ppf(0.5 + confidence / 2) * math.sqrt(variance)
-    return Estimate(value, value - half, value + half, int(n_members), 1, float(variance), 0.0, math.inf)
+    return Estimate(value, value - half, value + half, int(n_members), 1, float(variance), 0.0, math.inf,
+                    record_terms=(c10, c01))
 
 
 def paired_auc_difference(ranks_a, ranks_b, n_members: int, confidence: float = 0.95) -> Estimate:

@@ -34,7 +34,7 @@ the record effect, which cancels in part), unpaired otherwise (the variances add
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
@@ -49,7 +49,11 @@ class Estimate:
     """A proportion (or a difference of two) with its interval. `n` counts the independent units
     (records; per side for an unpaired difference), `draws` the repeated measurements of each;
     the variance splits into the part that shrinks as 1/n (`var_records`) and the part only more
-    draws shrink (`var_draws`); `df` is the degrees of freedom of their sum."""
+    draws shrink (`var_draws`); `df` is the degrees of freedom of their sum. `record_terms`, where
+    known: the estimate's per-record terms, one array per independent sample of records (members
+    and non-members; the test records), whose variances over their sizes sum to `var_records`;
+    what correlates it with an estimate on the same records after another training
+    (`over_trainings`)."""
 
     value: float
     lo: float
@@ -59,6 +63,7 @@ class Estimate:
     var_records: float
     var_draws: float
     df: float
+    record_terms: tuple[np.ndarray, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def se(self) -> float:
@@ -179,7 +184,8 @@ def paired_difference(a, b, confidence: float = 0.95, weight: float = 1.0) -> Es
                         records - 1)
     value = float(a.mean() - weight * b.mean())
     lo, hi = _t_interval(value, var_records, var_draws, df, confidence)
-    return Estimate(value, lo, hi, records, max(a.shape[0], b.shape[0]), var_records, var_draws, df)
+    return Estimate(value, lo, hi, records, max(a.shape[0], b.shape[0]), var_records, var_draws, df,
+                    record_terms=(per_record,))
 
 
 def paired_ratio(a, b, confidence: float = 0.95) -> Estimate:
@@ -210,7 +216,8 @@ def unpaired_difference(a: Estimate, b: Estimate, confidence: float = 0.95) -> E
 
 def versus_bound(a: Estimate, bound: float) -> Estimate:
     """a − a fixed reference (chance, a stated tolerance): a's interval shifted, its variance kept."""
-    return Estimate(a.value - bound, a.lo - bound, a.hi - bound, a.n, a.draws, a.var_records, a.var_draws, a.df)
+    return Estimate(a.value - bound, a.lo - bound, a.hi - bound, a.n, a.draws, a.var_records, a.var_draws, a.df,
+                    record_terms=a.record_terms)
 
 
 def n_for_power(difference: Estimate, power: float = POWER, confidence: float = 0.95) -> float:
@@ -234,15 +241,24 @@ def n_for_power(difference: Estimate, power: float = POWER, confidence: float = 
 
 def over_trainings(estimates: list[Estimate], confidence: float = 0.95) -> Estimate:
     """The mean of one quantity (an AUC, a difference of two) measured on the same records after
-    each of R independent trainings, with its t interval.
+    each of R independent trainings, with its t interval: the records are the cases and the
+    trainings the readers of Obuchowski & Rockette's model (1995, *Commun. Stat. Simul.* 24:285),
 
-    Two parts of its variance: the records' and the trainings'. The records are the same in every
-    training, so their parts are correlated across trainings: the mean of the per-training record
-    variances bounds the record variance of the mean from above (Var(Σ X_r / R) ≤ Σ Var(X_r) / R,
-    equal when the trainings rank the records alike), on the per-training df. The trainings' part
-    is the spread of the R values about their mean, s² / R on R − 1 df: on fixed records it is the
-    training's luck alone (its seed, its batches, its float sums). The df of the sum is
-    Satterthwaite's. One training is returned as it is (its own interval, e.g. a bootstrap's)."""
+        θ̂_r = θ + τ_r + ε_r,   Var(ε_r) = σ²,  Cov(ε_r, ε_r') = Cov₂ (the same records, r ≠ r'),
+
+    so that Var(θ̄) = (σ²_τ + σ² − Cov₂) / R + Cov₂ and E[s²] = σ²_τ + σ² − Cov₂ for the spread s²
+    of the R values: Var̂(θ̄) = s² / R + max(Ĉov₂, 0) on Hillis's df (s² + R·max(Ĉov₂, 0))² /
+    (s⁴ / (R − 1)) (Hillis, Obuchowski, Schartz & Berbaum 2005, *Stat. Med.* 24:1579; Hillis 2007,
+    *Stat. Med.* 26:596), capped at the trainings' record df. Ĉov₂ is the mean over pairs of
+    trainings of the covariance of their per-record terms (`Estimate.record_terms`: DeLong's
+    placement values, per-record differences), the trainings' analogue of DeLong's variance. The
+    trainings' part s² / R is the training's luck alone (its seed, its batches, its float sums);
+    the Cov₂ part shrinks only with more records.
+
+    Estimates without record terms (known by an interval only: a bootstrap's, Newcombe's) fall back
+    to a bound: the mean of the per-training variances (Var(Σ X_r / R) ≤ Σ Var(X_r) / R, equal when
+    the trainings rank the records alike) plus s² / R, Satterthwaite's df; it covers, and errs
+    wide. One training is returned as it is (its own interval, e.g. a bootstrap's)."""
     confidence = check_confidence(confidence)
     if not estimates:
         raise ValueError("over_trainings needs the estimate of at least one training, got none")
@@ -250,11 +266,49 @@ def over_trainings(estimates: list[Estimate], confidence: float = 0.95) -> Estim
         return estimates[0]
     trainings = len(estimates)
     values = np.array([e.value for e in estimates], dtype=float)
-    var_records = float(np.mean([e.var_records + e.var_draws for e in estimates]))
+    value = float(values.mean())
     var_trainings = float(values.var(ddof=1) / trainings)
     records_df = min(e.df for e in estimates)
-    df = _satterthwaite(var_records + var_trainings,
-                        [var_records ** 2 / records_df, var_trainings ** 2 / (trainings - 1)], records_df)
-    value = float(values.mean())
+    terms = _aligned_record_terms(estimates)
+    if terms is None:
+        var_records = float(np.mean([e.var_records + e.var_draws for e in estimates]))
+        df = _satterthwaite(var_records + var_trainings,
+                            [var_records ** 2 / records_df, var_trainings ** 2 / (trainings - 1)], records_df)
+        pooled_terms = None
+    else:
+        var_records = max(_between_trainings_covariance(terms), 0.0)
+        # Hillis's df, from the trainings' spread alone; no spread (copies of one training): the records'
+        hillis = (_satterthwaite(var_records + var_trainings, [var_trainings ** 2 / (trainings - 1)], records_df)
+                  if var_trainings > 0 else records_df)
+        df = min(hillis, records_df)
+        pooled_terms = tuple(stratum.mean(0) for stratum in terms)
     lo, hi = _t_interval(value, var_records, var_trainings, df, confidence)
-    return Estimate(value, lo, hi, min(e.n for e in estimates), trainings, var_records, var_trainings, df)
+    return Estimate(value, lo, hi, min(e.n for e in estimates), trainings, var_records, var_trainings, df,
+                    record_terms=pooled_terms)
+
+
+def _aligned_record_terms(estimates: list[Estimate]) -> list[np.ndarray] | None:
+    """Each sample of records' terms stacked over the trainings, (R, n_s) per sample; None unless
+    every training has record terms of the same samples and sizes (then the records line up)."""
+    if any(e.record_terms is None for e in estimates):
+        return None
+    shapes = {tuple(np.shape(t) for t in e.record_terms) for e in estimates}
+    if len(shapes) != 1:
+        raise ValueError(f"the trainings' record terms have different shapes {sorted(shapes)}: "
+                         "they were not measured on the same records")
+    return [np.stack([np.asarray(e.record_terms[s], dtype=float) for e in estimates])
+            for s in range(len(estimates[0].record_terms))]
+
+
+def _between_trainings_covariance(terms: list[np.ndarray]) -> float:
+    """Ĉov₂: the covariance of two trainings' estimates through their shared records, averaged over
+    the R (R − 1) ordered pairs: Σ_samples cov(terms_r, terms_r') / n_s, as DeLong's variance is
+    Σ_samples var(terms_r) / n_s."""
+    trainings = terms[0].shape[0]
+    covariance = 0.0
+    for stratum in terms:
+        records = stratum.shape[1]
+        centred = stratum - stratum.mean(1, keepdims=True)
+        gram = centred @ centred.T / (records - 1)
+        covariance += (gram.sum() - np.trace(gram)) / (trainings * (trainings - 1)) / records
+    return float(covariance)

@@ -33,9 +33,11 @@ Each claim is tested as the thesis words it (privssl.reports.verdicts):
 
 Each claim is measured in every training (`repeat`: its own targets, shadows and attack) on the
 same records, and the table's row is the mean over the trainings with an interval over records
-and trainings (privssl.attacks.repeated.over_trainings: the mean of the trainings' record
-variances, an upper bound as the records repeat, plus the trainings' spread on R − 1 df); one
-training is its own row unchanged. `trainings` counts the independent ones behind the row's
+and trainings (privssl.attacks.repeated.over_trainings: Obuchowski–Rockette with the trainings as
+readers, the trainings' spread / R plus the records' covariance between trainings from the
+per-record placements or decisions, on Hillis's df; the sides known by an interval only, the
+over-fitting and the JS distance, by the bound of the mean record variance); one training is its
+own row unchanged. `trainings` counts the independent ones behind the row's
 fewer-trained model (repeats that score and decide every record alike are one training), which
 the claims ledger's rule for claims about a training procedure reads.
 
@@ -47,6 +49,7 @@ whose inputs were not measured (no DP-SGD, one checkpoint, a grid of one K) has 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import warnings
 from functools import partial
@@ -56,7 +59,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from privssl.attacks.paired_auc import log_step_slope, paired_auc_difference
+from privssl.attacks.paired_auc import log_step_slope, paired_auc_difference, placements
 from privssl.attacks.repeated import Estimate, over_trainings, unpaired_difference, versus_bound
 from privssl.attacks.semi_leak_spec import DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.attacks.statistics import newcombe_difference
@@ -168,10 +171,13 @@ def _accuracy_difference(a, b) -> Estimate:
     return paired(pd.DataFrame([a]), pd.DataFrame([b]), "n_test", "test_decisions")
 
 
-def _part(name: str, d: Estimate, test: Callable[[Estimate], tuple[str, float]]) -> dict:
+def _part(name: str, d: Estimate, test: Callable[[Estimate], tuple[str, float]], b: Estimate | None = None,
+          compared: str | None = None) -> dict:
     """One comparison of a claim: its difference in one training, and the test (verdicts.directional,
-    within, ...) its difference pooled over the trainings is judged by."""
-    return {"name": name, "d": d, "test": test}
+    within, ...) its difference pooled over the trainings is judged by; `b` and `compared`: the side
+    it compares with and its words, for a claim whose pooled row shows its least settled part
+    (`strongest_first`)."""
+    return {"name": name, "d": d, "test": test, "b": b, "compared": compared}
 
 
 def _parts_note(parts: list[dict]) -> str:
@@ -180,7 +186,13 @@ def _parts_note(parts: list[dict]) -> str:
 
 
 def _side(row, column: str = "auc", n_column: str = "n_members") -> Estimate:
-    return _from_interval(row[column], row[f"{column}_lo"], row[f"{column}_hi"], row[n_column])
+    """One model's or attack's value with its interval; an AUC with its DeLong placements too, the
+    per-record terms over_trainings pools across trainings on the same records (the other sides,
+    an over-fitting or a JS distance, are known by their interval only)."""
+    side = _from_interval(row[column], row[f"{column}_lo"], row[f"{column}_hi"], row[n_column])
+    if column != "auc":
+        return side
+    return dataclasses.replace(side, record_terms=placements(row["ranks"], int(row["n_members"])))
 
 
 def _one(rows: pd.DataFrame):
@@ -231,6 +243,10 @@ def _pooled(drafts: list[dict], trainings: int, quotes) -> dict:
     need = largest_need([p["need"] for p in parts if p["verdict"] != REPRODUCED]) if verdict not in (
         REPRODUCED, CONTRADICTED) else np.nan
     a, b = (over_trainings([d[side] for d in drafts]) for side in ("a", "b"))
+    compared = _same([d["compared"] for d in drafts])
+    if first["strongest_first"]:  # side b: the least settled part's, pooled over the trainings alike
+        lead = parts[0]["name"]
+        b, compared = over_trainings([parts_of[lead]["b"] for parts_of in by_name]), by_name[0][lead]["compared"]
     note = first["note"] if len(drafts) == 1 else (
         f"the mean over {len(drafts)} trainings (interval: records and trainings, attacks.repeated.over_trainings)"
         + (f"; training 0: {first['note']}" if first["note"] else ""))
@@ -239,7 +255,7 @@ def _pooled(drafts: list[dict], trainings: int, quotes) -> dict:
     dataset, claim, target, eps = first["key"]
     thesis, main = quotes[first["quote"]], parts[0]["d"]
     return {"dataset": dataset, "claim": claim, "target": target, "eps": eps,
-            "quantity": _same([d["quantity"] for d in drafts]), "compared": _same([d["compared"] for d in drafts]),
+            "quantity": _same([d["quantity"] for d in drafts]), "compared": compared,
             **{f"value_{k}{s}": getattr(side, key) for k, side in (("a", a), ("b", b)) for s, key in
                (("", "value"), ("_lo", "lo"), ("_hi", "hi"))}, "n_a": a.n, "n_b": b.n,
             "difference": main.value, "difference_lo": main.lo, "difference_hi": main.hi, "design": first["design"],
@@ -276,9 +292,8 @@ def _no_overfitting(dataset, rows, model_rows, algorithm) -> list[dict]:
         return []
     tol = OVERFITTING_TOLERANCE
     over = _from_interval(model.overfitting, model.overfitting_lo, model.overfitting_hi, model.n_train)
-    auc = _from_interval(attack.auc, attack.auc_lo, attack.auc_hi, attack.n_members)
     parts = [_part(f"over-fitting within ±{tol:g}", over, partial(within, margin=tol)),
-             _part("A_DA AUC − 0.5", versus_bound(auc, 0.5), directional)]
+             _part("A_DA AUC − 0.5", versus_bound(_side(attack), 0.5), directional)]
     train = _side(model, "train_accuracy", "n_train")
     note = (f"tolerance ±{tol:g} on train − test accuracy (the thesis: 'nearly 0 overfitting', no number); "
             f"train {_text(train, True)}, test {_text(_accuracy(model), True)}; over-fitting interval: Newcombe "
@@ -334,10 +349,9 @@ def _similarity(dataset, rows, algorithm, views: int) -> list[dict]:
     js, others = _one(grid[grid.similarity == JS]), grid[grid.similarity != JS].sort_values("auc", ascending=False)
     if js is None or others.empty:
         return []
-    parts = []
-    for _, other in others.iterrows():  # strongest first: the first part is the row's difference
-        d = _auc_difference(js, other)
-        parts.append(_part(f"JS − {other.similarity}", d, directional))
+    parts = [_part(f"JS − {other.similarity}", _auc_difference(js, other), directional, b=_side(other),
+                   compared=f"JS vs {other.similarity} (the strongest other)")
+             for _, other in others.iterrows()]  # strongest first: the first part is the row's difference
     return [_row(dataset, "similarity", algorithm, None, f"A_DA AUC (all members), K = {views}, last step",
                  f"JS vs {others.iloc[0].similarity} (the strongest other)", _side(js), _side(others.iloc[0]), parts,
                  "JS − each other similarity > 0", "", strongest_first=True)]
@@ -420,8 +434,9 @@ def steps_trend(metrics: pd.DataFrame) -> pd.DataFrame:
     extrapolation on a log scale, with the slope's interval (the last AUC's own is left out); inf
     where the slope's edge is not above 0 (no rise measured, no number of steps implied); the last
     step where the last AUC already reaches the thesis's. Several trainings: the slope, the AUCs
-    and the last AUC are their means, with over_trainings' intervals."""
-    out = []
+    and the last AUC are their means, with over_trainings' intervals; `trainings` counts the
+    independent ones (trainings_of: a copied model is one)."""
+    out, trainings = [], trainings_of(metrics)
     for dataset in dict.fromkeys(metrics.dataset):
         own = metrics[metrics.dataset == dataset]
         for algorithm in algorithms(own):
@@ -445,7 +460,7 @@ def steps_trend(metrics: pd.DataFrame) -> pd.DataFrame:
                     return np.inf
                 return float(last_step_ * 2 ** ((THESIS_AUC - last.value) / per_doubling))
 
-            out.append({"dataset": dataset, "target": algorithm, "trainings": len(curves),
+            out.append({"dataset": dataset, "target": algorithm, "trainings": trainings[dataset, algorithm, None],
                         "steps": " ".join(f"{s:d}" for s in curve.step), "aucs": " ".join(f"{a:.3f}" for a in aucs),
                         "auc_last": last.value, "auc_last_lo": last.lo, "auc_last_hi": last.hi, "n_members": members,
                         "slope_per_doubling": slope.value, "slope_lo": slope.lo, "slope_hi": slope.hi,
