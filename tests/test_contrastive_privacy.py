@@ -437,3 +437,26 @@ def test_a_repeat_out_of_range_is_refused_naming_it(repeat):
 
     with pytest.raises(ValueError, match=re.escape(f"repeat {repeat!r} is not allowed")):
         repeat_seeds(0, repeat)
+
+
+def test_each_repeat_meets_attacks_of_its_own_seed(evaluated):
+    """The same models labelled repeat 0 and repeat 1: repeat 0's rows are those of the models
+    attacked alone (the stage's seed), repeat 1's NN, boundary and attribute attacks draw another
+    seed (their decisions or scores differ), and the metric attacks, which draw nothing, agree."""
+    import dataclasses
+
+    data, targets, shadows, alone = evaluated
+    relabel = lambda models: [dataclasses.replace(m, repeat=1) for m in models]  # noqa: E731
+    pairs = pair_models(targets + relabel(targets), shadows + relabel(shadows))
+    both = pd.DataFrame(evaluate("digits", pairs, data, 4, SETTINGS, seed=0, log=lambda _: None))
+    keys = ["target", "inference", "attack"]
+    first = both[both.repeat == 0].set_index(keys).sort_index()
+    second = both[both.repeat == 1].set_index(keys).sort_index()
+    assert np.allclose(first.accuracy, alone.set_index(keys).sort_index().accuracy)
+    seeded = first.index.get_level_values("attack").isin(["nn", "label_only_boundary", ATTRIBUTE_ATTACK])
+    for attack in ("nn", "label_only_boundary", ATTRIBUTE_ATTACK):
+        chosen = first.index.get_level_values("attack") == attack
+        differ = (first[chosen].decisions != second[chosen].decisions) | ~np.isclose(
+            first[chosen].auc.fillna(-1), second[chosen].auc.fillna(-1))
+        assert differ.any(), attack
+    assert (first[~seeded].decisions == second[~seeded].decisions).all()

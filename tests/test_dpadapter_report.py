@@ -199,14 +199,16 @@ def test_markdown_has_every_row_the_verdicts_and_the_papers_table1(table, verdic
     for r in table.itertuples(index=False):
         assert (f"| {r.dataset} | {r.eps:g} | {r.pretraining} | {r.rho:g} | {r.accuracy:.3f} "
                 f"[{r.accuracy_lo:.3f}, {r.accuracy_hi:.3f}] ({N_TEST} × 2) | {r.robust_accuracy:.3f} ") in text
+    assert set(verdicts.pretrainings) == {1}  # two fine-tunings of one pre-training (seed 0) per arm
     for r in verdicts.itertuples(index=False):
-        assert (f"| {r.dataset} | {r.eps:g} | {r.rho:g} | {r.dpadapter_vs_sam:+.3f} [{r.dpadapter_vs_sam_lo:+.3f}, "
+        assert (f"| {r.dataset} | {r.eps:g} | {r.rho:g} | 1 | {r.dpadapter_vs_sam:+.3f} [{r.dpadapter_vs_sam_lo:+.3f}, "
                 f"{r.dpadapter_vs_sam_hi:+.3f}] ({r.dpadapter_vs_sam_verdict}) | {r.sam_vs_standard:+.3f} "
                 f"[{r.sam_vs_standard_lo:+.3f}, {r.sam_vs_standard_hi:+.3f}] ({r.sam_vs_standard_verdict}) "
                 f"| {r.claim} |") in text
     for kind, (a, b) in PAPER_TABLE1.items():
         assert f"{kind} {a:.4f} / {b:.4f}" in text
     assert "std 0.05 on every weight" in text and "over 10 noise draws" in text
+    assert "fewer than 3 independent pre-trainings per arm unresolved" in text
     assert text.count("\n| digits |") == len(table) + len(verdicts)
 
 

@@ -114,13 +114,33 @@ def _fit(model: TargetModel, labels: Callable[[Split], torch.Tensor], train: Spl
     return fit
 
 
+def attack_seed(seed: int, repeat: int) -> int:
+    """The attacks' seed against the models of one repeat: repeat 0 keeps the stage's seed, every
+    other repeat draws its own (the NN attack's initialisation and batches, the boundary attack's
+    directions, the attribute attack's, the bootstrap's), so that each independent training meets
+    independently drawn attacks and the spread between repeats holds the attacks' luck too."""
+    return seed if repeat == 0 else int(np.random.SeedSequence([seed, repeat]).generate_state(1)[0])
+
+
+def _nn_attacks(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec, seeds: list[int]) -> list:
+    """One NN attack per model e on inputs[e] with seeds[e]: the models of one seed (one repeat)
+    trained in one stacked computation (privssl.attacks.mia.train_attack_mlps)."""
+    fitted = [None] * len(seeds)
+    for seed in dict.fromkeys(seeds):
+        chosen = [e for e, s in enumerate(seeds) if s == seed]
+        for e, model in zip(chosen, train_attack_mlps(inputs[chosen], is_member, spec, seed)):
+            fitted[e] = model
+    return fitted
+
+
 def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: dict[str, Split], n_attributes: int,
              settings: AttackSettings, seed: int, log: Callable[[str], None] = print,
              membership_task: bool = False) -> list[dict]:
     """One row per (target model, attack): membership attacks and attribute inference. `data`:
     the splits target_train (members), target_test, shadow_train, shadow_test and aux.
     `membership_task`: the models have membership models of a task of their own, whose attacks
-    are rows of their own (inference `membership_task`) beside the task models' (`membership`)."""
+    are rows of their own (inference `membership_task`) beside the task models' (`membership`).
+    `seed`: the stage's; each repeat's models are attacked with their repeat's (attack_seed)."""
     members, nonmembers = data["target_train"], data["target_test"]
     shadow_in, shadow_out = data["shadow_train"], data["shadow_test"]
     is_member = torch.cat([torch.ones(len(members.task)), torch.zeros(len(nonmembers.task))]).bool()
@@ -132,9 +152,11 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
     if membership_task:
         queries[MEMBERSHIP_TASK] = (lambda m: m.membership_model(), lambda split: split.membership)
 
-    def membership(inference: str, scores: torch.Tensor, threshold: float, attack: str) -> dict:
+    seeds = [attack_seed(seed, target.repeat) for target, _ in pairs]
+
+    def membership(inference: str, scores: torch.Tensor, threshold: float, attack: str, e: int) -> dict:
         metrics = membership_metrics(scores.double().numpy(), is_member.numpy(), threshold, settings.fpr,
-                                     settings.bootstrap, seed, with_decisions=True)
+                                     settings.bootstrap, seeds[e], with_decisions=True)
         return {"inference": inference, "attack": attack, "n": metrics["n_members"] + metrics["n_nonmembers"],
                 **metrics}
 
@@ -147,10 +169,10 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
         progress.advance()
 
     label_only = {
-        "label_only_augmentation": lambda model, images, labels: augmentation_scores(
+        "label_only_augmentation": lambda model, images, labels, _: augmentation_scores(
             model.predict_labels, images, labels, settings.translation),
-        "label_only_boundary": lambda model, images, labels: boundary_distance_scores(
-            model.predict_labels, images, labels, settings.directions, settings.steps, seed),
+        "label_only_boundary": lambda model, images, labels, e: boundary_distance_scores(
+            model.predict_labels, images, labels, settings.directions, settings.steps, seeds[e]),
     }
     bases = [_model_row(dataset, target, nonmembers) for target, _ in pairs]
     nn_accuracy = {}
@@ -159,29 +181,29 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
         shadow_labels = torch.cat([labels_of(shadow_in), labels_of(shadow_out)])
         target_probs = torch.stack([queried(t).posteriors(target_images) for t, _ in pairs])
         shadow_probs = torch.stack([queried(s).posteriors(shadow_images) for _, s in pairs])
-        # the NN attacks of every model in one stacked training (privssl.attacks.mia.train_attack_mlps)
-        nn_models = train_attack_mlps(nn_inputs(shadow_probs, shadow_labels), shadow_member, settings.nn, seed)
+        # the NN attacks of every repeat's models in one stacked training (privssl.attacks.mia.train_attack_mlps)
+        nn_models = _nn_attacks(nn_inputs(shadow_probs, shadow_labels), shadow_member, settings.nn, seeds)
         for e, (target, shadow) in enumerate(pairs):
             base = bases[e] | _fit(queried(target), labels_of, members, nonmembers)
             with torch.no_grad():
                 nn_scores = torch.sigmoid(nn_models[e](nn_inputs(target_probs[e], target_labels)).squeeze(-1))
-            nn_row = base | membership(inference, nn_scores, 0.5, NN_ATTACK)
+            nn_row = base | membership(inference, nn_scores, 0.5, NN_ATTACK, e)
             nn_accuracy[e, inference] = nn_row["accuracy"]
             add(nn_row)
             shadow_metrics = metric_scores(shadow_probs[e], shadow_labels)
             target_metrics = metric_scores(target_probs[e], target_labels)
             for attack in METRIC_ATTACKS:
                 threshold = best_threshold(shadow_metrics[attack].numpy(), shadow_members)
-                add(base | membership(inference, target_metrics[attack], threshold, attack))
+                add(base | membership(inference, target_metrics[attack], threshold, attack, e))
             for attack, scores in label_only.items():
-                threshold = best_threshold(scores(queried(shadow), shadow_images, shadow_labels).numpy(),
+                threshold = best_threshold(scores(queried(shadow), shadow_images, shadow_labels, e).numpy(),
                                            shadow_members)
-                add(base | membership(inference, scores(queried(target), target_images, target_labels), threshold,
-                                      attack))
+                add(base | membership(inference, scores(queried(target), target_images, target_labels, e),
+                                      threshold, attack, e))
     aux = data["aux"]
     for e, (target, _) in enumerate(pairs):
         attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, n_attributes, settings.attribute,
-                                          seed)
+                                          seeds[e])
         inferred = attribute_accuracy(attacker, target.embed(members.images), members.attribute)
         add(bases[e] | {"inference": ATTRIBUTE, "attack": ATTRIBUTE_ATTACK, **inferred,
                         **majority_baseline(aux.attribute, members.attribute)})

@@ -54,7 +54,7 @@ from privssl.reports.release_table import (BEST_BASELINE, TEST_RECORDS, mia_accu
                                            utility_loss)
 from privssl.reports.semileak_report import DPSGD_BASE
 from privssl.reports.strongest_attack import attack_rows, lira_accuracy, strongest_attack
-from privssl.reports.training_time_report import dpadapter_comparisons
+from privssl.reports.training_time_report import distinct_pretrainings, dpadapter_comparisons
 from privssl.reports.verdicts import CHANCE_MARGIN, at_most, combined, directional, largest_need, within
 from privssl.training.semi_supervised_spec import DPSGD_TARGET
 
@@ -403,14 +403,6 @@ def semileak_claims(ledger: Ledger, table: pd.DataFrame) -> None:
                    row["design"], row["test"], row["verdict"], row["n_for_80pct_power"],
                    row["note"] if isinstance(row["note"], str) else "", leak=leaks.get((row["dataset"], undefended)),
                    trainings=float(row["trainings"]))
-
-
-def distinct_pretrainings(rows: pd.DataFrame) -> int:
-    """An arm's independent pre-trainings: its distinct seeds, each counted once only if its
-    network's test accuracy, clean and under weight noise, differs from every other's (a seed
-    that was recorded but not used gives the same network again)."""
-    networks = rows[["pretrain_accuracy", "pretrain_robust_accuracy"]].drop_duplicates()
-    return min(rows.pretraining_seed.nunique(), len(networks))
 
 
 def dpadapter_claims(ledger: Ledger, results: pd.DataFrame) -> None:

@@ -49,10 +49,12 @@ from privssl.attacks.contrastive_spec import (
     MEMBERSHIP,
     MEMBERSHIP_ATTACKS,
     MEMBERSHIP_TASK,
+    METRIC_ATTACKS,
     NN_ATTACK,
     TARGET_KINDS,
 )
 from privssl.attacks.repeated import Estimate
+from privssl.reports.claims_spec import MIN_TRAININGS
 from privssl.reports.decisions import distinct_trainings, estimate, paired
 from privssl.reports.release_table import check_frame
 from privssl.reports.verdicts import NO_COST_MARGIN, at_most, directional
@@ -129,8 +131,11 @@ def pool(metrics: pd.DataFrame) -> pd.DataFrame:
         accuracy = estimate(group, "n")
         dataset, target, lam = key[:len(MODEL)]
         model = metrics[(metrics.dataset == dataset) & (metrics.target == target)
-                        & _lambda_is(metrics, None if pd.isna(lam) else lam)]
-        # the model kind's independent trainings: its repeats that differ in some decision of some row
+                        & _lambda_is(metrics, None if pd.isna(lam) else lam) & metrics.attack.isin(METRIC_ATTACKS)]
+        # the model kind's independent trainings: its repeats that differ in some decision of some metric
+        # attack (a function of the target's and shadow's posteriors alone: the NN, boundary and attribute
+        # attacks draw each repeat's own seed, so a copied model attacked again would differ in those) or
+        # some task decision
         row = {**dict(zip(KEY, key)), "repeats": group.repeat.nunique(),
                "trainings": distinct_trainings(model, ("decisions", "task_decisions")), "accuracy": accuracy.value,
                "accuracy_lo": accuracy.lo, "accuracy_hi": accuracy.hi, "n": accuracy.n,
@@ -348,9 +353,9 @@ def markdown(table: pd.DataFrame) -> str:
     """The claims table as one Markdown table; the thesis's statements, values and sources below it."""
     check_frame(table, CLAIM_COLUMNS, "the claims table")
     lines = [("| dataset | claim | quantity | compared (a vs b) | claimed | a: value [95 % CI] (records) "
-              "| b: value [95 % CI] (records) | a − b [95 % CI], paired | majority baseline a; b | verdict "
+              "| b: value [95 % CI] (records) | a − b [95 % CI], paired | majority baseline a; b | trainings | verdict "
               "| records for 80 % power | note |"),
-             "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|"]
+             "|---|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---|"]
     for r in table.itertuples(index=False):
         baseline = "" if pd.isna(r.baseline_a) else (
             f"{interval_text(r.baseline_a, r.baseline_a_lo, r.baseline_a_hi)}; "
@@ -359,7 +364,8 @@ def markdown(table: pd.DataFrame) -> str:
                      f"| {_cell(r.claimed)} | {interval_text(r.value_a, r.value_a_lo, r.value_a_hi, r.n_a)} "
                      f"| {interval_text(r.value_b, r.value_b_lo, r.value_b_hi, r.n_b)} "
                      f"| {difference_text(r.difference, r.difference_lo, r.difference_hi)} | {baseline} "
-                     f"| {_cell(r.verdict)} | {need_text(r.n_for_80pct_power)} | {_cell(r.note)} |")
+                     f"| {min(r.draws_a, r.draws_b)} | {_cell(r.verdict)} | {need_text(r.n_for_80pct_power)} "
+                     f"| {_cell(r.note)} |")
     quotes = table.drop_duplicates("claim")
     notes = [f"- **{r.claim}** ({_cell(r.thesis_source)}): “{_cell(r.thesis_statement)}” Values in the text: "
              f"{_cell(r.thesis_values)}." for r in quotes.itertuples(index=False)]
@@ -369,5 +375,8 @@ def markdown(table: pd.DataFrame) -> str:
             "is the difference paired by record. A directional claim is reproduced when the difference's interval "
             "lies above 0, contradicted when below; a no-cost claim is reproduced when the cost's interval lies "
             f"below the ledger's margin of {NO_COST_MARGIN:g}, contradicted when above it; otherwise unresolved, with "
-            "the records at which a replication would settle it with 80 % power if the difference held."
+            "the records at which a replication would settle it with 80 % power if the difference held. `trainings`: "
+            "the independent trainings behind the fewer-trained side. This table's verdict reads the data as if one "
+            f"training sufficed; the claims ledger leaves a row with fewer than {MIN_TRAININGS} trainings per arm "
+            "unresolved (a claim about a training procedure)."
             "\n\nThe thesis (He, Ch. 4; its own architectures and splits):\n\n" + "\n".join(notes) + "\n")
