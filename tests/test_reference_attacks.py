@@ -134,7 +134,7 @@ def test_the_grid_expects_every_reference_attack_at_every_count():
     assert grids.lira_references(config, "toy") == [{"dataset": ["toy"], "attack": ["lira_online", "rmia_offline"],
                                                      "references": [1, 2, 4, 5]}]
     assert set(REFERENCE_ATTACKS) == {"lira_online", "lira_offline", "lira_online_global", "lira_offline_global",
-                                      "rmia_online", "rmia_offline"}
+                                      "rmia_online", "rmia_offline", "calibrated_loss"}
 
 
 def test_an_rmia_row_without_its_a_is_refused(tmp_path):

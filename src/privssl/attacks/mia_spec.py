@@ -15,7 +15,8 @@ ATTACKS = ("shadow_mlp", *METRIC_ATTACKS)  # the shadow-model MLP, then the metr
 LIRA_ATTACKS = {"lira_online": ("online", "per_example"), "lira_offline": ("offline", "per_example"),
                 "lira_online_global": ("online", "global"), "lira_offline_global": ("offline", "global")}
 RMIA_ATTACKS = {"rmia_online": "online", "rmia_offline": "offline"}
-REFERENCE_ATTACKS = (*LIRA_ATTACKS, *RMIA_ATTACKS)
+CALIBRATED_LOSS_ATTACK = "calibrated_loss"  # Watson et al. 2022: the loss minus the OUT references' (attacks.difficulty)
+REFERENCE_ATTACKS = (*LIRA_ATTACKS, *RMIA_ATTACKS, CALIBRATED_LOSS_ATTACK)
 
 
 def reference_counts(shadows: int) -> list[int]:

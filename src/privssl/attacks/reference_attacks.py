@@ -1,7 +1,8 @@
 """The attacks that score target heads against reference (shadow) heads trained on halves of the
-candidate pool: LiRA's four variants (privssl.attacks.lira), each with the score at which it says
-"member" without fitting anything, and RMIA's two (privssl.attacks.rmia), whose a and decision
-thresholds the attacker fits on its own heads (`fit_rmia`)."""
+candidate pool: LiRA's four variants (privssl.attacks.lira) and the difficulty-calibrated loss
+(privssl.attacks.difficulty), each with the score at which it says "member" without fitting
+anything, and RMIA's two (privssl.attacks.rmia), whose a and decision thresholds the attacker fits
+on its own heads (`fit_rmia`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from privssl.attacks.difficulty import CALIBRATED_THRESHOLD, calibrated_loss_scores
 from privssl.attacks.lira import lira_scores, logit_confidence
-from privssl.attacks.mia_spec import LIRA_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
+from privssl.attacks.mia_spec import CALIBRATED_LOSS_ATTACK, LIRA_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
 from privssl.attacks.rmia import VARIANTS, choose_offline_a, choose_threshold, label_probability, rmia_scores
 # LiRA's score at a likelihood ratio of 1 (online), or φ above the OUT median (offline: log P[Z ≤ φ] = log ½)
 LIRA_THRESHOLD = {"online": 0.0, "offline": float(np.log(0.5))}
@@ -54,6 +56,9 @@ def reference_scores(attack: str, target_logits: torch.Tensor, target_population
         scores = lira_scores(logit_confidence(target_logits, labels), logit_confidence(references.logits, labels),
                              references.inside, variant, variance)
         return scores, LIRA_THRESHOLD[variant]
+    if attack == CALIBRATED_LOSS_ATTACK:
+        scores = calibrated_loss_scores(target_logits, references.logits, references.inside, labels)
+        return scores, CALIBRATED_THRESHOLD
     if attack in RMIA_ATTACKS:
         if (references.population is None or target_population is None or np.isnan(references.rmia_a)
                 or references.rmia_thresholds is None):

@@ -3,8 +3,9 @@ the paper's shadow-MLP attack, because a regime measured by the weakest attack r
 not leak" where a stronger one sees the leak (Fashion-MNIST: the paper's attack 0.500, LiRA's AUC
 0.565 on heads of the same recipe).
 
-The candidates are the reference-model attacks of lira.csv (LiRA, RMIA; their adaptive rows, which
-release the shadows like the victim), each on the same released head as the paper's attack. The
+The candidates are the reference-model attacks of lira.csv (LiRA, RMIA, the difficulty-calibrated
+loss; their adaptive rows, which release the shadows like the victim), each on the same released
+head as the paper's attack. The
 strongest is the one whose accuracy interval on the unprotected head lies highest (its lower end).
 It is chosen on the same records it is then reported on: the best of k attacks at chance clears
 its own 95 % interval far more often than one (simulated: 0.14 for six independent attacks against
@@ -18,10 +19,8 @@ from __future__ import annotations
 import pandas as pd
 from scipy import stats
 
+from privssl.attacks.mia_spec import REFERENCE_ATTACKS as REFERENCE_MODEL_ATTACKS
 from privssl.attacks.repeated import Estimate
-
-REFERENCE_MODEL_ATTACKS = ("lira_online", "lira_offline", "lira_online_global", "lira_offline_global", "rmia_online",
-                           "rmia_offline")
 
 
 def lira_accuracy(row: pd.Series, chosen_among: int = 1) -> Estimate:
