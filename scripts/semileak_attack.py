@@ -92,7 +92,7 @@ def score_table(scored: list, pool_index, member) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def main() -> None:
+def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--splits", required=True)
     parser.add_argument("--data-root", required=True)
@@ -115,40 +115,36 @@ def main() -> None:
     parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     expect_argument(parser)
-    args = parser.parse_args()
-    log = script_logger("semileak_attack")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = pick_device(args.device)
-    cfg, attack = args.semileak, args.semileak["attack"]
-    # every input checked before the attacks (minutes per job on the preset): the histories this job
-    # only copies, and each model file's recorded kind against its path (results/…/<kind>.pt)
-    history = load_csv_files(args.histories, SEMILEAK_HISTORY, args.expect)
-    splits = load_semileak_splits(args.splits)
-    dataset = splits["dataset"]
-    pool = load_pool(dataset, args.data_root, recorded=splits["pool"])
-    images = unit_float(pool.images)
+    return parser.parse_args()
+
+
+def membership_records(splits: dict, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Records]:
+    """(the target's records: members then non-members, as pool indices; the shadow's; what the
+    attacks know of them: labels, membership and the member kinds all, labelled, unlabelled)."""
     parts = {name: torch.tensor(index) for name, index in splits["splits"].items()}
     target_index = torch.cat([parts["target_train"], parts["target_test"]])
     shadow_index = torch.cat([parts["shadow_train"], parts["shadow_test"]])
-    n_in = len(parts["target_train"])
-    target_member = torch.arange(len(target_index)) < n_in
+    target_member = torch.arange(len(target_index)) < len(parts["target_train"])
     labelled = torch.isin(target_index, torch.tensor(splits["labelled"]["target_train"]))
-    records = Records(pool.labels[shadow_index], torch.arange(len(shadow_index)) < len(parts["shadow_train"]),
-                      pool.labels[target_index], target_member,
+    records = Records(labels[shadow_index], torch.arange(len(shadow_index)) < len(parts["shadow_train"]),
+                      labels[target_index], target_member,
                       {"all": target_member, "labelled": target_member & labelled,
                        "unlabelled": target_member & ~labelled})
-    augment = AugmentSpec.from_config(cfg["augmentation"])
+    return target_index, shadow_index, records
+
+
+def attack_plan(targets: list[str], shadows: list[str], dataset: str, attack: dict,
+                device: torch.device) -> tuple[list, dict]:
+    """Every released model (kind, ε, step) to attack, with its steps, its record and the A_DA
+    settings (views, similarity) it is attacked with; and the target's and shadow's networks of
+    each. A file's recorded kind must be the one its path names (…/target/<kind>.pt), and its
+    shadow's too, with the same ε in the same order."""
     grid_views, grid_similarities = attack["views_grid"], attack["similarities"]
     default = (attack["views"], attack["similarity"])
-    early = cfg["defences"]["early_stopping"]
-    # every released model (kind, ε, step) to attack, its shadow, and the A_DA settings it is attacked with
     plan, nets = [], {"target": {}, "shadow": {}}
-    pairs = list(zip(args.targets, args.shadows))
-    # the kind a file records must be the one its path names (…/target/<kind>.pt), and its shadow's too
-    bundles = [(load_semileak_models(target, "target", Path(target).stem, dataset),
-                load_semileak_models(shadow, "shadow", Path(target).stem, dataset)) for target, shadow in pairs]
-    for (target_path, shadow_path), (bundle, shadow_bundle) in zip(pairs, bundles):
+    for target_path, shadow_path in zip(targets, shadows):
+        bundle = load_semileak_models(target_path, "target", Path(target_path).stem, dataset)
+        shadow_bundle = load_semileak_models(shadow_path, "shadow", Path(target_path).stem, dataset)
         kind, steps = bundle["target"], bundle["steps"]
         if [m["eps"] for m in bundle["models"]] != [m["eps"] for m in shadow_bundle["models"]]:
             shadow_eps = [m["eps"] for m in shadow_bundle["models"]]
@@ -171,46 +167,87 @@ def main() -> None:
                     net.load_state_dict(states[step])
                     nets[role][key] = net.eval()
                 plan.append((key, steps, model, settings))
-    needed = {key: max(k for k, _ in settings) for key, _, _, settings in plan}
+    return plan, nets
+
+
+def observe(nets: dict, needed: dict, images: torch.Tensor, indices: dict, augment: AugmentSpec, seed: int,
+            device: torch.device, log: Callable[[str], None]) -> dict:
+    """(role, model key) -> what the attacks observe of the role's records: the clean posteriors
+    and those of up to needed[key] weak and strong views (the shadow's views from seed + 1)."""
     observed = {}
-    for role, index in (("target", target_index), ("shadow", shadow_index)):
-        views = view_posteriors(nets[role], needed, images[index], augment, args.seed + (role == "shadow"), device,
-                                log.info)
-        log.info("%s: %d models queried with up to %d weak and %d strong views of %d records", role, len(nets[role]),
-                 max(needed.values()), max(needed.values()), len(index))
+    for role, index in indices.items():
+        views = view_posteriors(nets[role], needed, images[index], augment, seed + (role == "shadow"), device, log)
+        log(f"{role}: {len(nets[role])} models queried with up to {max(needed.values())} weak and "
+            f"{max(needed.values())} strong views of {len(index)} records")
         for key, net in nets[role].items():
             observed[role, key] = Observed(posteriors(net, images[index], device), *views[key])
+    return observed
+
+
+def model_columns(model: dict, steps: int, clean: torch.Tensor, records: Records, seed: int) -> dict:
+    """The columns of every row of one model: its steps, test and train accuracy, over-fitting, the
+    JS distance of the entropy histograms and, for DP-SGD, its guarantee."""
+    member, labels = records.target_member, records.target_labels
+    columns = {"steps": steps, **accuracy_columns("test", clean[~member], labels[~member]),
+               **accuracy_columns("train", clean[member], labels[member])}
+    columns["overfitting"] = columns["train_accuracy"] - columns["test_accuracy"]
+    columns["js_entropy"], columns["js_entropy_lo"], columns["js_entropy_hi"] = entropy_js_distance(
+        clean[member], clean[~member], seed=seed)
+    for extra in ("noise_multiplier", "eps_spent", "delta"):
+        columns[extra] = model.get(extra, np.nan)
+    columns["accountant"] = model.get("accountant", "")
+    return columns
+
+
+def attack_cases(plan: list, observed: dict, records: Records, dataset: str, repeat: int, cfg: dict, seed: int,
+                 log: Callable[[str], None]) -> list[Case]:
+    """One Case per (model, defence): its row key, the defended observations of target and shadow,
+    its A_DA settings, member kinds and model columns."""
+    default = (cfg["attack"]["views"], cfg["attack"]["similarity"])
     cases = []
     for key, steps, model, settings in plan:
         kind, eps, step = key
         last = step == steps
-        clean = observed["target", key].clean
-        columns = {"steps": steps,
-                   **accuracy_columns("test", clean[~target_member], records.target_labels[~target_member]),
-                   **accuracy_columns("train", clean[target_member], records.target_labels[target_member])}
-        columns["overfitting"] = columns["train_accuracy"] - columns["test_accuracy"]
-        columns["js_entropy"], columns["js_entropy_lo"], columns["js_entropy_hi"] = entropy_js_distance(
-            clean[target_member], clean[~target_member], seed=args.seed)
-        for extra in ("noise_multiplier", "eps_spent", "delta"):
-            columns[extra] = model.get(extra, np.nan)
-        columns["accountant"] = model.get("accountant", "")
+        columns = model_columns(model, steps, observed["target", key].clean, records, seed)
         defences = ["none", "top1"] if last and cfg["defences"]["top1"] and kind in ALGORITHMS else ["none"]
         kinds = ("all",) if kind == SUPERVISED else MEMBER_KINDS
         for defence in defences:
-            row_key = {"dataset": dataset, "repeat": args.repeat, "target": kind,
+            row_key = {"dataset": dataset, "repeat": repeat, "target": kind,
                        "eps": np.nan if eps is None else float(eps), "step": step,
                        "defence": defence}
             cases.append(Case(row_key, observed["target", key].defended(defence),
                               observed["shadow", key].defended(defence),
                               settings if defence == "none" else [default], kinds, columns))
-        log.info("%s eps %s step %d: test accuracy %.3f, over-fitting %.3f, JS (entropy) %.3f%s", kind, eps, step,
-                 columns["test_accuracy"], columns["overfitting"], columns["js_entropy"],
-                 " (early stopping)" if step == early else "")
-    spec = AttackSpec.from_config(attack)
-    scored = run_attacks(cases, records, spec, tuple(args.fpr), args.bootstrap, args.seed, *default, log=log.info)
+        early = " (early stopping)" if step == cfg["defences"]["early_stopping"] else ""
+        log(f"{kind} eps {eps} step {step}: test accuracy {columns['test_accuracy']:.3f}, over-fitting "
+            f"{columns['overfitting']:.3f}, JS (entropy) {columns['js_entropy']:.3f}{early}")
+    return cases
+
+
+def main() -> None:
+    args = parse_arguments()
+    log = script_logger("semileak_attack")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    cfg, attack = args.semileak, args.semileak["attack"]
+    # every input checked before the attacks (minutes per job on the preset): the histories this job
+    # only copies, and each model file's recorded kind against its path (results/…/<kind>.pt)
+    history = load_csv_files(args.histories, SEMILEAK_HISTORY, args.expect)
+    splits = load_semileak_splits(args.splits)
+    dataset = splits["dataset"]
+    pool = load_pool(dataset, args.data_root, recorded=splits["pool"])
+    target_index, shadow_index, records = membership_records(splits, pool.labels)
+    plan, nets = attack_plan(args.targets, args.shadows, dataset, attack, device)
+    needed = {key: max(k for k, _ in settings) for key, _, _, settings in plan}
+    observed = observe(nets, needed, unit_float(pool.images), {"target": target_index, "shadow": shadow_index},
+                       AugmentSpec.from_config(cfg["augmentation"]), args.seed, device, log.info)
+    cases = attack_cases(plan, observed, records, dataset, args.repeat, cfg, args.seed, log.info)
+    scored = run_attacks(cases, records, AttackSpec.from_config(attack), tuple(args.fpr), args.bootstrap, args.seed,
+                         attack["views"], attack["similarity"], log=log.info)
     frame = pd.DataFrame([row for row, _ in scored])
     atomic_write_csv(frame, args.out)
-    atomic_write_parquet(score_table(scored, target_index.numpy(), target_member.numpy()), args.scores)
+    atomic_write_parquet(score_table(scored, target_index.numpy(), records.target_member.numpy()), args.scores)
     atomic_write_csv(history.assign(dataset=dataset, repeat=args.repeat), args.history)
     log.info("%d rows", len(frame))
 
