@@ -440,23 +440,38 @@ def test_a_repeat_out_of_range_is_refused_naming_it(repeat):
 
 
 def test_each_repeat_meets_attacks_of_its_own_seed(evaluated):
-    """The same models labelled repeat 0 and repeat 1: repeat 0's rows are those of the models
-    attacked alone (the stage's seed), repeat 1's NN, boundary and attribute attacks draw another
-    seed (their decisions or scores differ), and the metric attacks, which draw nothing, agree."""
+    """The same models labelled repeats 0, 1 and 2: repeat 0's rows are those of the models
+    attacked alone (the stage's seed); every two repeats' NN, boundary and attribute attacks
+    differ (their decisions or AUCs), and so do the metric attacks' bootstrap intervals, while the
+    metric attacks' decisions, which draw nothing, agree."""
     import dataclasses
 
     data, targets, shadows, alone = evaluated
-    relabel = lambda models: [dataclasses.replace(m, repeat=1) for m in models]  # noqa: E731
-    pairs = pair_models(targets + relabel(targets), shadows + relabel(shadows))
-    both = pd.DataFrame(evaluate("digits", pairs, data, 4, SETTINGS, seed=0, log=lambda _: None))
+    relabel = lambda models, r: [dataclasses.replace(m, repeat=r) for m in models]  # noqa: E731
+    pairs = pair_models(targets + relabel(targets, 1) + relabel(targets, 2),
+                        shadows + relabel(shadows, 1) + relabel(shadows, 2))
+    rows = pd.DataFrame(evaluate("digits", pairs, data, 4, SETTINGS, seed=0, log=lambda _: None))
     keys = ["target", "inference", "attack"]
-    first = both[both.repeat == 0].set_index(keys).sort_index()
-    second = both[both.repeat == 1].set_index(keys).sort_index()
-    assert np.allclose(first.accuracy, alone.set_index(keys).sort_index().accuracy)
-    seeded = first.index.get_level_values("attack").isin(["nn", "label_only_boundary", ATTRIBUTE_ATTACK])
-    for attack in ("nn", "label_only_boundary", ATTRIBUTE_ATTACK):
-        chosen = first.index.get_level_values("attack") == attack
-        differ = (first[chosen].decisions != second[chosen].decisions) | ~np.isclose(
-            first[chosen].auc.fillna(-1), second[chosen].auc.fillna(-1))
-        assert differ.any(), attack
-    assert (first[~seeded].decisions == second[~seeded].decisions).all()
+    by_repeat = [rows[rows.repeat == r].set_index(keys).sort_index() for r in range(3)]
+    assert np.allclose(by_repeat[0].accuracy, alone.set_index(keys).sort_index().accuracy)
+    attacks = by_repeat[0].index.get_level_values("attack")
+    seeded = attacks.isin(["nn", "label_only_boundary", ATTRIBUTE_ATTACK])
+    metric = attacks.isin(["correctness", "confidence", "entropy", "modified_entropy"])
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        first, second = by_repeat[a], by_repeat[b]
+        for attack in ("nn", "label_only_boundary", ATTRIBUTE_ATTACK):
+            chosen = attacks == attack
+            differ = (first[chosen].decisions != second[chosen].decisions) | ~np.isclose(
+                first[chosen].auc.fillna(-1), second[chosen].auc.fillna(-1))
+            assert differ.any(), (a, b, attack)
+        assert (first[metric].decisions == second[metric].decisions).all()
+        assert not np.allclose(first[metric].auc_lo, second[metric].auc_lo), (a, b)  # the bootstrap's own seed
+    assert not seeded[metric].any()
+
+
+def test_attack_seeds_are_distinct_across_repeats_and_stage_seeds():
+    from privssl.attacks.contrastive_privacy import attack_seed
+
+    seeds = {attack_seed(seed, repeat) for seed in range(5) for repeat in range(100)}
+    assert len(seeds) == 500
+    assert attack_seed(7, 0) == 7  # repeat 0 keeps the stage's seed

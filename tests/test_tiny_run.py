@@ -391,9 +391,11 @@ def test_lira_roc_and_audit_tables(tiny_run):
     rmia = lira.attack.str.startswith("rmia")
     assert rmia.any() and lira.rmia_a[~rmia].isna().all()
     assert np.isin(lira.rmia_a[rmia].round(6), np.round(np.linspace(0, 1, 11), 6)).all()
-    # the reference-heads comparison: every LiRA and RMIA attack at 1, 2, 4, … shadows, on the clean heads' decisions
+    # the reference-heads comparison: every reference attack (LiRA, RMIA, the calibrated loss) at 1, 2, 4, … shadows,
+    # on the clean heads' decisions
     references = read_table(tiny_run.path(f"{RESULTS}/digits/attack/lira/references.csv"))
-    reference_attacks = [a for a in lira_cfg["attacks"] if a.startswith(("lira", "rmia"))]
+    reference_attacks = [a for a in lira_cfg["attacks"] if a.startswith(("lira", "rmia")) or a == "calibrated_loss"]
+    assert "calibrated_loss" in reference_attacks
     counts = [2 ** i for i in range(lira_cfg["shadows"].bit_length()) if 2 ** i <= lira_cfg["shadows"]]
     assert sorted(zip(references.attack, references.references)) == sorted(
         (a, k) for a in reference_attacks for k in counts)
