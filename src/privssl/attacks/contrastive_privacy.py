@@ -44,6 +44,7 @@ from privssl.attacks.label_only import augmentation_scores, boundary_distance_sc
 from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
 from privssl.attacks.statistics import accuracy_interval, membership_metrics
 from privssl.io import Progress, pack_decisions
+from privssl.release.training_time import draw_seed
 from privssl.training.contrastive_targets import TargetModel
 
 
@@ -119,7 +120,7 @@ def attack_seed(seed: int, repeat: int) -> int:
     other repeat draws its own (the NN attack's initialisation and batches, the boundary attack's
     directions, the attribute attack's, the bootstrap's), so that each independent training meets
     independently drawn attacks and the spread between repeats holds the attacks' luck too."""
-    return seed if repeat == 0 else int(np.random.SeedSequence([seed, repeat]).generate_state(1)[0])
+    return seed if repeat == 0 else draw_seed(seed, repeat)
 
 
 def _nn_attacks(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec, seeds: list[int]) -> list:
