@@ -276,6 +276,8 @@ def test_over_trainings_covers_the_mean_over_records_and_trainings_as_calibratio
 def test_over_trainings_variance_is_the_spread_plus_the_covariance_between_trainings():
     """Var = s² / R + mean over pairs of trainings of Σ_samples cov(terms_r, terms_r') / n_s, on
     Hillis's df (s² + R·Cov)² / (s⁴ / (R − 1)); computed here by np.cov on each pair."""
+    import dataclasses
+
     from privssl.attacks.repeated import Estimate, over_trainings
 
     rng = np.random.default_rng(3)
@@ -296,7 +298,16 @@ def test_over_trainings_variance_is_the_spread_plus_the_covariance_between_train
     spread = values.var(ddof=1)
     assert cov > 0  # the shared records correlate the trainings
     assert pooled.value == pytest.approx(values.mean())
-    assert (pooled.var_records, pooled.var_draws) == pytest.approx((cov, spread / 4))
+    assert pooled.var_records + pooled.var_draws == pytest.approx(cov + spread / 4)
+    # the split for n_for_power: the trainings' own effect is s² / R less the records' error that
+    # differs between trainings, (mean record variance − Cov) / R, at least 0
+    own = np.mean([e.var_records for e in estimates]) - cov
+    assert pooled.var_draws == pytest.approx(min(max(spread / 4 - own / 4, 0.0), cov + spread / 4))
+    lucky = [dataclasses.replace(e, value=e.value + shift) for e, shift in zip(estimates, (0.0, 0.3, -0.3, 0.1))]
+    luck = over_trainings(lucky)  # a large training effect: most of s² / R is the trainings' own
+    spread_lucky = np.var([e.value for e in lucky], ddof=1) / 4
+    assert luck.var_draws == pytest.approx(spread_lucky - own / 4) and luck.var_draws > 0.5 * spread_lucky
+    assert luck.var_records == pytest.approx(cov + own / 4)
     assert pooled.df == pytest.approx((spread + 4 * cov) ** 2 / (spread ** 2 / 3))
     half = stats.t.ppf(0.975, pooled.df) * np.sqrt(cov + spread / 4)
     assert (pooled.lo, pooled.hi) == pytest.approx((values.mean() - half, values.mean() + half))

@@ -257,6 +257,10 @@ def over_trainings(estimates: list[Estimate], confidence: float = 0.95) -> Estim
     records); Cov₂ is the part they share. The records must be the same, in the same order, in
     every training (one splits file; checked here by the terms' shapes only).
 
+    Of that variance, `var_draws` is the trainings' own effect, s² / R less the records' error that
+    differs between trainings (σ̄² − Ĉov₂) / R with σ̄² the trainings' mean record variance, at
+    least 0; the rest is `var_records`, what a replication on more records shrinks (n_for_power).
+
     Calibration, simulated (tests/test_repeated_intervals.py; a referee's 600–2000 runs of 500 +
     500 records): 0.93–0.96 at 3 trainings where the records' error dominates or the trainings'
     effect is large, but 0.91–0.93 where the trainings' effect is about DeLong's standard error
@@ -285,11 +289,19 @@ def over_trainings(estimates: list[Estimate], confidence: float = 0.95) -> Estim
         df = _satterthwaite(var_records + var_trainings,
                             [var_records ** 2 / records_df, var_trainings ** 2 / (trainings - 1)], records_df)
     else:
-        var_records = max(_between_trainings_covariance(terms), 0.0)
+        covariance = max(_between_trainings_covariance(terms), 0.0)
         # Hillis's df, from the trainings' spread alone; no spread (copies of one training): the records'
-        hillis = (_satterthwaite(var_records + var_trainings, [var_trainings ** 2 / (trainings - 1)], records_df)
+        hillis = (_satterthwaite(covariance + var_trainings, [var_trainings ** 2 / (trainings - 1)], records_df)
                   if var_trainings > 0 else records_df)
         df = min(hillis, records_df)
+        lo, hi = _t_interval(value, covariance, var_trainings, df, confidence)
+        # what more records would shrink, for n_for_power: Cov₂ and the records' error that differs between
+        # trainings (σ² − Cov₂) / R, which s² / R holds; the rest of s² / R is the trainings' own effect
+        total = covariance + var_trainings
+        own_error = float(np.mean([e.var_records + e.var_draws for e in estimates])) - covariance
+        var_trainings = min(max(var_trainings - own_error / trainings, 0.0), total)
+        return Estimate(value, lo, hi, min(e.n for e in estimates), trainings, total - var_trainings, var_trainings,
+                        df)
     lo, hi = _t_interval(value, var_records, var_trainings, df, confidence)
     return Estimate(value, lo, hi, min(e.n for e in estimates), trainings, var_records, var_trainings, df)
 
