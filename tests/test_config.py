@@ -159,17 +159,27 @@ def place(root: Path, folder: str, files: list[str]) -> None:
         (root / folder / name).write_bytes(b"")
 
 
-def test_every_registered_image_dataset_is_checked_offline_or_reads_no_file():
-    # a dataset added to privssl.data.splits.DATASETS without its files listed here would pass the
-    # offline check unchecked and fail minutes into the run, in its data job
-    assert set(IMAGE_FILES) | set(FILELESS_DATASETS) == set(DATASETS)
-    assert not set(IMAGE_FILES) & set(FILELESS_DATASETS)
+def test_a_dataset_registered_as_reading_no_file_is_refused_by_the_file_loader(tmp_path, monkeypatch):
+    # an entry of privssl.data.splits.DATASETS without its files would pass the offline check
+    # unchecked and fail minutes into the run: the loader that reads files refuses it first
+    import dataclasses
+
+    from privssl.data import images
+
+    monkeypatch.setitem(DATASETS, "cifar10", dataclasses.replace(DATASETS["cifar10"], files=None))
+    with pytest.raises(ValueError, match="'cifar10' is registered as reading no file"):
+        images.load_pool("cifar10", tmp_path / "data", download=False)
+    assert not (tmp_path / "data").exists()  # refused before any folder is made
+
+
+def test_only_the_bundled_and_the_generated_dataset_read_no_file():
+    assert set(FILELESS_DATASETS) == {"digits", "synthetic_cifar"}  # the two loaders that build from no file
 
 
 def test_every_schema_enum_of_image_datasets_is_the_registry(tmp_path):
-    # the schema names the image datasets three times (datasets, contrastive.datasets,
-    # semileak.datasets); a dataset registered in DATASETS but missing from one could not be
-    # configured there, and one left in an enum after leaving DATASETS would pass the schema
+    # the schema uses the image datasets' enum three times (datasets, contrastive.datasets,
+    # semileak.datasets; one YAML anchor); a dataset registered in DATASETS but missing from it could
+    # not be configured, and one left in it after leaving DATASETS would pass the schema
     def enums(node):
         if isinstance(node, dict):
             if "propertyNames" in node and "digits" in node["propertyNames"].get("enum", []):
@@ -183,12 +193,6 @@ def test_every_schema_enum_of_image_datasets_is_the_registry(tmp_path):
     found = list(enums(yaml.safe_load(SCHEMA.read_text())))
     assert len(found) == 3
     assert all(sorted(enum) == sorted(DATASETS) for enum in found), found
-
-
-def test_a_dataset_without_its_file_list_is_refused_not_skipped(tmp_path, monkeypatch):
-    monkeypatch.delitem(IMAGE_FILES, "cifar10")
-    with pytest.raises(KeyError, match="cifar10"):
-        validate_config(image_config("cifar10", tmp_path), SCHEMA)
 
 
 @pytest.mark.parametrize("dataset", sorted(IMAGE_FILES))

@@ -137,6 +137,20 @@ def test_the_grid_expects_every_reference_attack_at_every_count():
                                       "rmia_online", "rmia_offline", "calibrated_loss"}
 
 
+def test_the_schemas_attack_enum_is_the_list_of_attacks():
+    # an attack named in privssl.attacks.mia_spec but missing from the schema could not be
+    # configured; one left in the schema after leaving mia_spec would fail in its job, not up front
+    from pathlib import Path
+
+    import yaml
+
+    from privssl.attacks.mia_spec import METRIC_ATTACKS
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml").read_text())
+    lira = schema["properties"]["attack"]["properties"]["lira"]["properties"]
+    assert lira["attacks"]["items"]["enum"] == [*REFERENCE_ATTACKS, *METRIC_ATTACKS]
+
+
 def test_an_rmia_row_without_its_a_is_refused(tmp_path):
     from privssl.artefacts import LIRA_REFERENCES, ArtefactError, load_csv_file
 

@@ -24,7 +24,15 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from privssl.artefacts import SCORE_KEY, SEMILEAK, THESIS_SEMILEAK, attach_score_ranks, load_csv_file  # noqa: E402
+from privssl.artefacts import (  # noqa: E402
+    SCORE_KEY,
+    SEMILEAK,
+    THESIS_SEMILEAK,
+    ArtefactError,
+    attach_score_ranks,
+    load_csv_file,
+    load_semileak_metrics,
+)
 from privssl.attacks.statistics import newcombe_difference  # noqa: E402
 from privssl.io import atomic_write_parquet, pack_decisions  # noqa: E402
 from privssl.reports.semileak_plots import ablations_figure, attacks_figure, steps_figure  # noqa: E402
@@ -502,6 +510,34 @@ def test_the_synthetic_metrics_pass_the_attack_rules_schema_and_their_scores_giv
     attached = attach_score_ranks(tmp_path / "scores.parquet", loaded)
     assert len(attached) == len(metrics)
     assert all(np.array_equal(a, b) for a, b in zip(attached.ranks, metrics.ranks))
+
+
+def _write_repeat(metrics: pd.DataFrame, folder: Path, repeat: int, first: int) -> tuple[Path, Path]:
+    """One repeat's metrics.csv and scores.parquet, every row's scores on the records (pool
+    indices) from `first` on."""
+    folder.mkdir()
+    metrics = metrics.assign(repeat=repeat)
+    metrics.drop(columns=["ranks", "scores"]).to_csv(folder / "metrics.csv", index=False)
+    lines = [pd.DataFrame({**{c: row[c] for c in SCORE_KEY}, "record": first + np.arange(len(row["scores"])),
+                           "member": np.arange(len(row["scores"])) < row["n_members"], "score": row["scores"]})
+             for _, row in metrics.iterrows()]
+    atomic_write_parquet(pd.concat(lines, ignore_index=True), folder / "scores.parquet")
+    return folder / "metrics.csv", folder / "scores.parquet"
+
+
+def test_the_repeats_pooled_record_by_record_must_have_queried_the_same_records(tmp_path):
+    """over_trainings pools the repeats' per-record terms position by position, so repeats that
+    queried other records of the same count would pool unrelated records: refused by name."""
+    metrics = frame(algorithms=("fixmatch",))
+    first = _write_repeat(metrics, tmp_path / "repeat0", 0, 0)
+    same = _write_repeat(metrics, tmp_path / "repeat1", 1, 0)
+    loaded = load_semileak_metrics([first[0], same[0]], [first[1], same[1]])
+    assert sorted(loaded.repeat.unique()) == [0, 1]
+    other = _write_repeat(metrics, tmp_path / "repeat2", 2, 1000)  # the same shape, other records
+    with pytest.raises(ArtefactError, match=f"^{other[1]}: field 'record': other records"):
+        load_semileak_metrics([first[0], other[0]], [first[1], other[1]])
+    # each file alone is consistent: only the pooling across repeats sees it
+    attach_score_ranks(other[1], load_csv_file(other[0], SEMILEAK))
 
 
 # --------------------------------------------------------------------------------- the steps trend

@@ -858,13 +858,14 @@ def _score_key(values) -> tuple:
                  else v for v in values)
 
 
-def attach_score_ranks(path, metrics: pd.DataFrame) -> pd.DataFrame:
+def attach_score_ranks(path, metrics: pd.DataFrame, queried: dict | None = None) -> pd.DataFrame:
     """`metrics` (one semileak_attack job's metrics.csv, loaded) with a `ranks` column: per row, the
     average ranks of its records' scores in scores.parquet `path`, members first, each group by
     record, which the report's paired AUC comparisons read. Checked against the rows: each row's
     records are its n_members members and n_nonmembers non-members, none twice, the same in every
-    row of its member kind, every score finite, the AUC of the scores the row's own, and no scores
-    of a row metrics.csv lacks."""
+    row of its dataset and member kind, every score finite, the AUC of the scores the row's own, and
+    no scores of a row metrics.csv lacks. `queried` ((dataset, member kind) -> records) carries the
+    record sets over the files of several repeats, whose trainings are pooled record by record."""
     from scipy.stats import rankdata
 
     try:
@@ -877,7 +878,7 @@ def attach_score_ranks(path, metrics: pd.DataFrame) -> pd.DataFrame:
     if not np.isfinite(scores.score.to_numpy(dtype=float)).all():
         fail(path, "score", "a score that is not finite", "finite scores")
     groups = {_score_key(key): rows for key, rows in scores.groupby(list(SCORE_KEY), dropna=False, sort=False)}
-    queried: dict[str, tuple] = {}  # member kind -> the records of its first row
+    queried = {} if queried is None else queried  # (dataset, member kind) -> the records of its first row
     ranks = []
     for i, row in enumerate(metrics.itertuples(index=False)):
         key = _score_key(getattr(row, c) for c in SCORE_KEY)
@@ -890,12 +891,12 @@ def attach_score_ranks(path, metrics: pd.DataFrame) -> pd.DataFrame:
             fail(path, "record", f"{len(members)} members and {len(others)} non-members (some twice: "
                  f"{bool(rows.record.duplicated().any())}) for {where}",
                  f"its {row.n_members} members and {row.n_nonmembers} non-members, each once")
-        # every target, checkpoint and attack is queried on the same records (the report pairs
-        # two rows of a member kind record by record): one record set per member kind
+        # every target, checkpoint, attack and repeat is queried on the same records (the report
+        # pairs two rows, and pools the repeats, record by record): one record set per member kind
         records = (tuple(members.record), tuple(others.record))
-        if queried.setdefault(row.member_kind, records) != records:
-            fail(path, "record", f"other records than the first {row.member_kind} row's for {where}",
-                 f"the same members and non-members in every row of member kind {row.member_kind}")
+        if queried.setdefault((row.dataset, row.member_kind), records) != records:
+            fail(path, "record", f"other records than the first {row.dataset} {row.member_kind} row's for {where}",
+                 f"the same members and non-members in every row (and repeat) of member kind {row.member_kind}")
         row_ranks = rankdata(np.concatenate([members.score.to_numpy(), others.score.to_numpy()]))
         auc = (row_ranks[:row.n_members].sum() - row.n_members * (row.n_members + 1) / 2) / (row.n_members *
                                                                                            row.n_nonmembers)
@@ -916,7 +917,9 @@ def load_semileak_metrics(paths, scores, expect: dict[str, list[dict]] | None = 
         raise InputError(f"{len(scores)} scores.parquet files for {len(paths)} metrics.csv files (allowed: one each, "
                          f"in the same order)")
     grids = [expected_of(expect, p) for p in paths]  # every path has its grid before any file is read
-    frames = [attach_score_ranks(s, load_csv_file(p, SEMILEAK, grid)) for p, s, grid in zip(paths, scores, grids)]
+    queried: dict = {}  # shared: the repeats of a dataset are pooled record by record (attacks.repeated)
+    frames = [attach_score_ranks(s, load_csv_file(p, SEMILEAK, grid), queried)
+              for p, s, grid in zip(paths, scores, grids)]
     return pd.concat(frames, ignore_index=True)
 
 

@@ -553,22 +553,14 @@ def check_graph_generator(name: str, entry: dict) -> None:
                           f"takes no generator (allowed: only for generated sbm* graphs)")
 
 
-# The files the loaders open without downloading (torchvision's dataset classes under data_root,
-# PyG's under graph_data_root/<family>/<Name>/raw; Fashion-MNIST's may instead be .gz files in
-# DEBIAN_FASHION_MNIST, which the loader lays out under data_root); tests/test_config.py checks these lists
-# against torchvision's and PyG's own, which are not imported here: the Snakefile runs this
-# module before any job, also where only Snakemake is installed (--use-conda).
-_CIFAR10 = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]
-IMAGE_FILES = {"cifar10": ("cifar-10-batches-py", _CIFAR10),
-               "cifar100": ("cifar-100-python", ["train", "test", "meta"]),
-               "stl10": ("stl10_binary", ["train_X.bin", "train_y.bin", "unlabeled_X.bin", "test_X.bin",
-                                          "test_y.bin"]),
-               "fashion_mnist": ("FashionMNIST/raw", [f"{part}-{kind}-ubyte" for part in ("train", "t10k")
-                                                      for kind in ("images-idx3", "labels-idx1")])}
-# the image datasets read from no file under data_root: scikit-learn's bundled digits and the
-# generated synthetic_cifar; every other one of privssl.data.splits.DATASETS has its IMAGE_FILES
-# entry (tests/test_config.py), so the offline check is never skipped for want of one
-FILELESS_DATASETS = ("digits", "synthetic_cifar")
+# The files the loaders open without downloading: the image data sets' from their registry entry
+# (privssl.data.splits.DATASETS; Fashion-MNIST's may instead be .gz files in DEBIAN_FASHION_MNIST,
+# which the loader lays out under data_root), PyG's under graph_data_root/<family>/<Name>/raw;
+# tests/test_config.py checks these lists against torchvision's and PyG's own, which are not imported
+# here: the Snakefile runs this module before any job, also where only Snakemake is installed
+# (--use-conda).
+IMAGE_FILES = {name: info.files for name, info in DATASETS.items() if info.files is not None}
+FILELESS_DATASETS = tuple(name for name, info in DATASETS.items() if info.files is None)
 _PLANETOID = ["x", "tx", "allx", "y", "ty", "ally", "graph", "test.index"]
 GRAPH_FILES = {name: (f"planetoid/{pyg}/raw", [f"ind.{name}.{part}" for part in _PLANETOID])
                for name, pyg in (("cora", "Cora"), ("citeseer", "CiteSeer"), ("pubmed", "PubMed"))}

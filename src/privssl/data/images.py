@@ -104,6 +104,10 @@ def _lay_out_fashion_mnist(root: Path, download: bool) -> None:
 def _torchvision_pool(dataset: str, root: Path, download: bool) -> ImagePool:
     from torchvision import datasets
 
+    if DATASETS[dataset].files is None:  # the config check would have skipped its files
+        raise ValueError(f"dataset {dataset!r} is registered as reading no file (privssl.data.splits.DATASETS, "
+                         f"files None) but has no loader that builds it without files (allowed: list the files its "
+                         f"loader opens in its registry entry)")
     root.mkdir(parents=True, exist_ok=True)
     try:
         if dataset in ("cifar10", "cifar100"):
