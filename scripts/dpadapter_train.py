@@ -16,7 +16,7 @@ records. σ of every (ε, role) is calibrated before any training."""
 import argparse
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
@@ -173,6 +173,71 @@ class FineTuning:
                                    self.sets.labels["test"].to(self.device))[0]
 
 
+@dataclass
+class Outputs:
+    """What the job writes, gathered over every pre-training: their histories, a results row of
+    every target fine-tuning and, of the release, its utility runs, its noise-free limits and the
+    posteriors the attack rule reads (the targets' EVALUATED sets, the shadows' pairs)."""
+
+    history: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
+    limits: list = field(default_factory=list)
+    probs: dict = field(default_factory=lambda: {name: [] for name in (*EVALUATED, "shadow_pairs")})
+
+
+def fine_tunings(tuning: FineTuning, kind: str, rho: float, pretrained: list[PreTraining], released: bool,
+                 out: Outputs, log) -> None:
+    """Every (ε, repeat)'s DP-SGD fine-tuning of the repeat's pre-trained network: the target's
+    and, of the released network, the attacker's shadow too. Appends their rows and posteriors
+    to `out`."""
+    args, sets, section = tuning.args, tuning.sets, tuning.args.dpadapter
+    test_images, test_labels = sets.images["test"], sets.labels["test"]
+    robustness = [tuning.robustness() for _ in pretrained]
+    progress = Progress(log.info, f"{kind} ρ = {rho:g} fine-tunings (ε × repeat)",
+                        len(section["eps"]) * section["repeats"])
+    for e, eps in enumerate(section["eps"]):
+        for repeat in range(section["repeats"]):
+            for r, role in enumerate(ROLES if released else ROLES[:1]):
+                model = tuning.train(pretrained[repeat].network, role, tuning.sigma[e, role], (e, repeat, r))
+                if role == "shadow":
+                    out.probs["shadow_pairs"].append(predict_proba(model, sets.images["shadow_pairs"], unit_float))
+                    continue
+                down_correct = correct(model, test_images, test_labels)
+                noise = {"noise_multiplier": tuning.sigma[e, role], "eps_spent": tuning.spent[e, role]}
+                out.results.append({"dataset": args.dataset, "pretraining": kind, "rho": rho, "eps": eps,
+                                    "repeat": repeat, "pretraining_seed": pretrained[repeat].seed,
+                                    "accuracy": down_correct.double().mean().item(), "n_test": len(test_labels),
+                                    "decisions": pack_decisions(down_correct.cpu().numpy()),
+                                    "robust_accuracy": tuning.robust_accuracy(model, robustness[repeat]),
+                                    "pretrain_accuracy": pretrained[repeat].accuracy,
+                                    "pretrain_robust_accuracy": pretrained[repeat].robust_accuracy,
+                                    "robust_noise": section["robust"]["noise"],
+                                    "robust_draws": section["robust"]["draws"], **noise})
+                if released:
+                    for name in EVALUATED:
+                        out.probs[name].append(predict_proba(model, sets.images[name], unit_float))
+                    out.runs.append({**tuning.about(role), "eps": eps, "repeat": repeat, "correct": down_correct,
+                                     **noise})
+            progress.advance()
+        log.info("%s ρ = %g ε = %g: downstream accuracy %s", kind, rho, eps,
+                 [round(row["accuracy"], 4) for row in out.results[-section["repeats"]:]])
+
+
+def noise_free_limits(tuning: FineTuning, kind: str, rho: float, pretrained: list[PreTraining], out: Outputs,
+                      log) -> None:
+    """The release's noise-free limit: σ = 0, clipping kept, one per repeat, seeded apart from
+    every ε's. Appends each repeat's utility run to `out`."""
+    sets, section = tuning.sets, tuning.args.dpadapter
+    for repeat in range(section["repeats"]):
+        model = tuning.train(pretrained[repeat].network, "target", 0.0, (len(section["eps"]), repeat, 0))
+        out.limits.append({**tuning.about("target"), "eps": math.inf, "repeat": repeat,
+                           "correct": correct(model, sets.images["test"], sets.labels["test"]),
+                           "noise_multiplier": 0.0, "eps_spent": math.inf})
+    log.info("%s ρ = %g noise-free limit: downstream accuracy %s", kind, rho,
+             [round(float(run["correct"].double().mean()), 4) for run in out.limits])
+
+
 def main() -> None:
     args = parse_arguments()
     log = script_logger("dpadapter_train")
@@ -186,55 +251,19 @@ def main() -> None:
     tuning = FineTuning(args, sets, device, fine_tune, *calibrated_noise(section, args.delta, sizes, log))
     public = load_encoder(args.encoder, device)
     kinds = [("standard", 0.0)] + [(kind, rho) for kind in ("sam", "dpadapter") for rho in section["radii"]]
-    history, results, runs, limits = [], [], [], []
-    probs = {name: [] for name in (*EVALUATED, "shadow_pairs")}
-    test_images, test_labels = sets.images["test"], sets.labels["test"]
+    out = Outputs()
     for kind, rho in kinds:
-        pretrained = pretrainings(kind, rho, args, public, sets, device, history, log)
-        robustness = [tuning.robustness() for _ in pretrained]
+        pretrained = pretrainings(kind, rho, args, public, sets, device, out.history, log)
         released = kind == METHOD and rho == section["release_radius"]
-        fine_tunings = Progress(log.info, f"{kind} ρ = {rho:g} fine-tunings (ε × repeat)",
-                                len(section["eps"]) * section["repeats"])
-        for e, eps in enumerate(section["eps"]):
-            for repeat in range(section["repeats"]):
-                for r, role in enumerate(ROLES if released else ROLES[:1]):
-                    model = tuning.train(pretrained[repeat].network, role, tuning.sigma[e, role], (e, repeat, r))
-                    if role == "shadow":
-                        probs["shadow_pairs"].append(predict_proba(model, sets.images["shadow_pairs"], unit_float))
-                        continue
-                    down_correct = correct(model, test_images, test_labels)
-                    noise = {"noise_multiplier": tuning.sigma[e, role], "eps_spent": tuning.spent[e, role]}
-                    results.append({"dataset": args.dataset, "pretraining": kind, "rho": rho, "eps": eps,
-                                    "repeat": repeat, "pretraining_seed": pretrained[repeat].seed,
-                                    "accuracy": down_correct.double().mean().item(), "n_test": len(test_labels),
-                                    "decisions": pack_decisions(down_correct.cpu().numpy()),
-                                    "robust_accuracy": tuning.robust_accuracy(model, robustness[repeat]),
-                                    "pretrain_accuracy": pretrained[repeat].accuracy,
-                                    "pretrain_robust_accuracy": pretrained[repeat].robust_accuracy,
-                                    "robust_noise": section["robust"]["noise"],
-                                    "robust_draws": section["robust"]["draws"], **noise})
-                    if released:
-                        for name in EVALUATED:
-                            probs[name].append(predict_proba(model, sets.images[name], unit_float))
-                        runs.append({**tuning.about(role), "eps": eps, "repeat": repeat, "correct": down_correct,
-                                     **noise})
-                fine_tunings.advance()
-            log.info("%s ρ = %g ε = %g: downstream accuracy %s", kind, rho, eps,
-                     [round(row["accuracy"], 4) for row in results[-section["repeats"]:]])
-        if released:  # its noise-free limit: σ = 0, clipping kept, one per repeat, seeded apart from every ε's
-            for repeat in range(section["repeats"]):
-                model = tuning.train(pretrained[repeat].network, "target", 0.0, (len(section["eps"]), repeat, 0))
-                limits.append({**tuning.about("target"), "eps": math.inf, "repeat": repeat,
-                               "correct": correct(model, test_images, test_labels), "noise_multiplier": 0.0,
-                               "eps_spent": math.inf})
-            log.info("%s ρ = %g noise-free limit: downstream accuracy %s", kind, rho,
-                     [round(float(run["correct"].double().mean()), 4) for run in limits])
-    atomic_torch_save(release_record(METHOD, list(section["eps"]), section["repeats"], sets.n_classes, probs),
+        fine_tunings(tuning, kind, rho, pretrained, released, out, log)
+        if released:
+            noise_free_limits(tuning, kind, rho, pretrained, out, log)
+    atomic_torch_save(release_record(METHOD, list(section["eps"]), section["repeats"], sets.n_classes, out.probs),
                       args.out_release)
-    atomic_write_csv(utility_rows(args.dataset, METHOD, runs + limits, args.delta, args.clean_accuracy),
+    atomic_write_csv(utility_rows(args.dataset, METHOD, out.runs + out.limits, args.delta, args.clean_accuracy),
                      args.out_utility)
-    atomic_write_csv(pd.DataFrame(results), args.out_results)
-    atomic_write_csv(pd.DataFrame(history), args.out_history)
+    atomic_write_csv(pd.DataFrame(out.results), args.out_results)
+    atomic_write_csv(pd.DataFrame(out.history), args.out_history)
 
 
 if __name__ == "__main__":

@@ -159,6 +159,69 @@ class Releases:
         return on_epoch
 
 
+def variant_spec(section: dict, variant: str) -> DPCLSpec:
+    """The contrastive fine-tuning of `variant` with the section's settings."""
+    return DPCLSpec(objective=section["objective"], variant=variant, temperature=section["temperature"],
+                    barlow_lambda=section["barlow_lambda"],
+                    **{k: section["encoder"][k] for k in ("epochs", "batch_size", "clip_norm", "lr", "momentum")},
+                    weight_decay=section["encoder"].get("weight_decay", 0.0))
+
+
+def about_variant(section: dict, spec: DPCLSpec, n: int) -> dict:
+    """What every utility row of the variant says of its mechanisms, trained on n records."""
+    variant = spec.variant
+    return {"sensitivity": gradient_sensitivity(variant, spec.batch_size, spec.clip_norm),
+            "sensitivity_statement": sensitivity_statement(section, variant),
+            "mechanisms": ", ".join(mechanisms(spec.objective, variant)) + " and the head's gradient",
+            "sample_rate": spec.batch_size / n, "steps": sum(p.steps for p in dpcl_phases(section, variant, n))}
+
+
+def private_trainings(releases: Releases, spec: DPCLSpec, v: int, targets: list, calibration: tuple[dict, dict],
+                      about: dict, trainings: Progress, log) -> tuple[list[dict], dict, list[dict]]:
+    """Every (ε, repeat, role)'s training of variant `v` at its calibrated σ: the targets' runs (their
+    test decisions), the posteriors of every training (the targets' EVALUATED sets, the shadows'
+    pairs) and the targets' histories."""
+    args, sets, section = releases.args, releases.sets, releases.args.dpcl
+    variant, method, (sigma, spent) = spec.variant, DPCL_METHOD_OF_VARIANT[spec.variant], calibration
+    runs, history, probs = [], [], {"finetune": [], "nonmember": [], "test": [], "shadow_pairs": []}
+    for e, eps in enumerate(targets):
+        for repeat in range(section["repeats"]):
+            for r, role in enumerate(ROLES):
+                start, noise = time.monotonic(), sigma[variant, e, role]
+                release, rows = releases.train(spec, role, noise, (v, e, repeat, r),
+                                               releases.knn_monitor(variant, noise) if role == "target" else None)
+                for name in EVALUATED if role == "target" else ("shadow_pairs",):
+                    probs[name].append(predict_proba(release, sets.images[name], unit_float))
+                log.info("%s ε %s repeat %d %s: σ = %.4g, %.1f s", variant, eps, repeat, role, noise,
+                         time.monotonic() - start)
+                trainings.advance()
+                if role == "shadow":
+                    continue
+                released_eps = eps if eps is not None else spent[variant, e, role]
+                history += [{"dataset": args.dataset, "method": method, "objective": section["objective"],
+                             "eps": released_eps, "repeat": repeat, **row} for row in rows]
+                runs.append({"eps": released_eps, "repeat": repeat,
+                             "correct": probs["test"][-1].argmax(1) == sets.labels["test"],
+                             "noise_multiplier": noise, "eps_spent": spent[variant, e, role], **about})
+    return runs, probs, history
+
+
+def noise_free_limit(releases: Releases, spec: DPCLSpec, v: int, n_targets: int, about: dict, trainings: Progress,
+                     log) -> list[dict]:
+    """The noise-free limit: the same training at σ = 0, clipping kept, one per repeat (seeded
+    apart from every ε's), the target's only; a row of utility.csv, never released or attacked."""
+    sets, limits = releases.sets, []
+    for repeat in range(releases.args.dpcl["repeats"]):
+        release, _ = releases.train(spec, "target", 0.0, (v, n_targets, repeat, 0), None)
+        limits.append({"eps": math.inf, "repeat": repeat, "noise_multiplier": 0.0, "eps_spent": math.inf,
+                       "correct": predict_proba(release, sets.images["test"], unit_float).argmax(1)
+                       == sets.labels["test"], **about})
+        trainings.advance()
+    log.info("%s noise-free limit: test accuracy %s", spec.variant,
+             [round(float(run["correct"].double().mean()), 4) for run in limits])
+    return limits
+
+
 def main() -> None:
     args = parse_arguments()
     log = script_logger("dpcl_train")
@@ -175,48 +238,13 @@ def main() -> None:
     trainings = Progress(log.info, "trainings (variant × (ε × repeat × role + noise-free repeat))",
                          len(variants) * (len(targets) * len(ROLES) + 1) * section["repeats"])
     for v, variant in enumerate(variants):
-        spec = DPCLSpec(objective=section["objective"], variant=variant, temperature=section["temperature"],
-                        barlow_lambda=section["barlow_lambda"],
-                        **{k: section["encoder"][k] for k in ("epochs", "batch_size", "clip_norm", "lr", "momentum")},
-                        weight_decay=section["encoder"].get("weight_decay", 0.0))
-        method = DPCL_METHOD_OF_VARIANT[variant]
-        n = sizes["target"]
-        about = {"sensitivity": gradient_sensitivity(variant, spec.batch_size, spec.clip_norm),
-                 "sensitivity_statement": sensitivity_statement(section, variant),
-                 "mechanisms": ", ".join(mechanisms(spec.objective, variant)) + " and the head's gradient",
-                 "sample_rate": spec.batch_size / n, "steps": sum(p.steps for p in dpcl_phases(section, variant, n))}
-        runs, limits, probs = [], [], {"finetune": [], "nonmember": [], "test": [], "shadow_pairs": []}
-        for e, eps in enumerate(targets):
-            for repeat in range(section["repeats"]):
-                for r, role in enumerate(ROLES):
-                    start, noise = time.monotonic(), sigma[variant, e, role]
-                    release, rows = releases.train(spec, role, noise, (v, e, repeat, r),
-                                                   releases.knn_monitor(variant, noise) if role == "target" else None)
-                    for name in EVALUATED if role == "target" else ("shadow_pairs",):
-                        probs[name].append(predict_proba(release, sets.images[name], unit_float))
-                    log.info("%s ε %s repeat %d %s: σ = %.4g, %.1f s", variant, eps, repeat, role, noise,
-                             time.monotonic() - start)
-                    trainings.advance()
-                    if role == "shadow":
-                        continue
-                    released_eps = eps if eps is not None else spent[variant, e, role]
-                    history += [{"dataset": args.dataset, "method": method, "objective": section["objective"],
-                                 "eps": released_eps, "repeat": repeat, **row} for row in rows]
-                    runs.append({"eps": released_eps, "repeat": repeat,
-                                 "correct": probs["test"][-1].argmax(1) == sets.labels["test"],
-                                 "noise_multiplier": noise, "eps_spent": spent[variant, e, role], **about})
-            accounting += [accounting_row(args, spec, method, eps, role, sizes[role], sigma[variant, e, role],
-                                          spent[variant, e, role]) for role in ROLES]
-        # The noise-free limit: the same training at σ = 0, clipping kept, one per repeat (seeded
-        # apart from every ε's), the target's only; a row of utility.csv, never released or attacked.
-        for repeat in range(section["repeats"]):
-            release, _ = releases.train(spec, "target", 0.0, (v, len(targets), repeat, 0), None)
-            limits.append({"eps": math.inf, "repeat": repeat, "noise_multiplier": 0.0, "eps_spent": math.inf,
-                           "correct": predict_proba(release, sets.images["test"], unit_float).argmax(1)
-                           == sets.labels["test"], **about})
-            trainings.advance()
-        log.info("%s noise-free limit: test accuracy %s", variant,
-                 [round(float(run["correct"].double().mean()), 4) for run in limits])
+        spec, method = variant_spec(section, variant), DPCL_METHOD_OF_VARIANT[variant]
+        about = about_variant(section, spec, sizes["target"])
+        runs, probs, trained = private_trainings(releases, spec, v, targets, (sigma, spent), about, trainings, log)
+        history += trained
+        accounting += [accounting_row(args, spec, method, eps, role, sizes[role], sigma[variant, e, role],
+                                      spent[variant, e, role]) for e, eps in enumerate(targets) for role in ROLES]
+        limits = noise_free_limit(releases, spec, v, len(targets), about, trainings, log)
         eps_axis = [run["eps"] for run in runs[::section["repeats"]]]
         atomic_torch_save(release_record(method, eps_axis, section["repeats"], sets.n_classes, probs),
                           args.out_releases[v])

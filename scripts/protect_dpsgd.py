@@ -128,24 +128,12 @@ def calibrated(args, per_eps: dict[float, DPSGDSpec], n: int, log) -> list[tuple
     return reached
 
 
-def main() -> None:
-    parser, args, per_eps, noise_free, head_spec = parse_arguments()
-    # Opacus calls logging.basicConfig (level WARNING) when imported, which would make
-    # script_logger's basicConfig a no-op and hide every INFO line: drop its handler first.
-    for handler in list(logging.root.handlers):
-        logging.root.removeHandler(handler)
-    log = script_logger("protect_dpsgd")
-    feats, head, shapes = checked_inputs(parser, args, head_spec)
+def private_trainings(args, feats: dict, head_spec: HeadSpec, reached: list[tuple], noise_free: DPSGDSpec,
+                       device: torch.device, log) -> tuple[list[list[DPSGDRun]], list[DPSGDRun]]:
+    """One private training per (ε, draw), each with its ε's settings; then the noise-free limit's
+    draws. Each ε's runs must have taken the planned steps and spent no more than their ε."""
     n_classes = int(feats["n_classes"])
-    x, y = feats["finetune"], feats["finetune_labels"]
-    x_test, y_test = feats["test"], feats["test_labels"]
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = pick_device(args.device)
-    reached = calibrated(args, per_eps, len(y), log)
-
-    # ---- one private training per (ε, draw), each with its ε's settings; then the noise-free limit
-    x, y = x.to(device=device, dtype=DTYPE), y.to(device)
+    x, y = feats["finetune"].to(device=device, dtype=DTYPE), feats["finetune_labels"].to(device)
     start = time.perf_counter()
     # tens of trainings of similar cost, seconds each: the progress counts them
     progress = Progress(log.info, "DP-SGD trainings", sum(spec.repeats for _, spec in reached) + noise_free.repeats)
@@ -165,20 +153,30 @@ def main() -> None:
             if run.steps != cal.steps or not run.eps_spent <= cal.eps * (1 + 1e-9):
                 raise RuntimeError(f"ε = {cal.eps:g}: the run took {run.steps} steps (planned {cal.steps}) and spent "
                                    f"ε = {run.eps_spent:g}")
+    return runs, limit
 
-    # ---- evaluate against the non-private head's test accuracy
-    flat = torch.stack([torch.stack([run.flat for run in row]) for row in runs])  # (E, R, P)
+
+def decisions_on_test(args, feats: dict, head: dict, shapes: dict, flat: torch.Tensor, limit: list[DPSGDRun],
+                      device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each head's decision on every test record: the non-private head's, the tuning grid's best
+    noise-free head's, every release's (E, R, n) and the noise-free limit's (R, n)."""
     n_eps, n_rep, n_par = flat.shape
-    x_test, y_test = x_test.to(device), y_test.to(device)
+    x_test, y_test = feats["test"].to(device), feats["test_labels"].to(device)
     clean_right = correct({k: v.to(device) for k, v in head["params"].items()}, x_test, y_test)[0].cpu()
-    clean, clean_decisions = float(clean_right.to(torch.float64).mean()), pack_decisions(clean_right.numpy())
     best_head = load_tensor_file(args.best_clean_head, HEAD)
     best_right = correct({k: v.to(device) for k, v in best_head["params"].items()}, x_test, y_test)[0].cpu()
     right = correct(unflatten(flat.reshape(-1, n_par).to(device), shapes), x_test, y_test).cpu()
     right = right.reshape(n_eps, n_rep, -1)
-    acc = right.to(torch.float64).mean(-1)
     limit_right = correct(unflatten(torch.stack([run.flat for run in limit]).to(device), shapes), x_test, y_test).cpu()
-    limit_acc = limit_right.to(torch.float64).mean(-1)
+    return clean_right, best_right, right, limit_right
+
+
+def utility_rows(args, reached: list[tuple], runs: list[list[DPSGDRun]], limit: list[DPSGDRun],
+                 noise_free: DPSGDSpec, decisions: tuple, device: torch.device, log) -> list[dict]:
+    """The utility rows of every (ε, draw) with its ε's guarantee, then the noise-free limit's at
+    ε = ∞, each beside the non-private head's and the best noise-free head's test decisions."""
+    clean_right, best_right, right, limit_right = decisions
+    clean, clean_decisions = float(clean_right.to(torch.float64).mean()), pack_decisions(clean_right.numpy())
     rows = []
     for e, ((cal, spec), row) in enumerate(zip(reached, runs)):
         claim = dpsgd_guarantee(cal.eps, args.delta, cal.noise_multiplier, cal.sample_rate, cal.steps, spec.clip_norm,
@@ -189,14 +187,40 @@ def main() -> None:
              for r, run in enumerate(limit)]
     for row in rows:
         row["clean_decisions"], row["best_clean_decisions"] = clean_decisions, pack_decisions(best_right.numpy())
+    acc, limit_acc = right.to(torch.float64).mean(-1), limit_right.to(torch.float64).mean(-1)
     log.info("device %s, dpsgd: non-private accuracy %.4f; mean accuracy per eps %s; noise-free limit %.4f", device,
              clean, dict(zip([c.eps for c, _ in reached], acc.mean(1).round(decimals=4).tolist())),
              float(limit_acc.mean()))
-    atomic_torch_save({"method": "dpsgd", "flat": flat.to(DTYPE),
-                       "eps": torch.tensor([c.eps for c, _ in reached], dtype=torch.float64),
-                       "noise_scale": torch.tensor([c.noise_multiplier for c, _ in reached], dtype=torch.float64),
-                       "specs": [spec.__dict__ for _, spec in reached],  # each ε's training, for the attacks' shadows
-                       "shapes": shapes, "clip_norm": None}, args.out_heads)
+    return rows
+
+
+def heads_record(reached: list[tuple], flat: torch.Tensor, shapes: dict) -> dict:
+    """The heads file, as the `protect` rule's: every release's parameters (E, R, P) with its ε, σ
+    and settings."""
+    return {"method": "dpsgd", "flat": flat.to(DTYPE),
+            "eps": torch.tensor([c.eps for c, _ in reached], dtype=torch.float64),
+            "noise_scale": torch.tensor([c.noise_multiplier for c, _ in reached], dtype=torch.float64),
+            "specs": [spec.__dict__ for _, spec in reached],  # each ε's training, for the attacks' shadows
+            "shapes": shapes, "clip_norm": None}
+
+
+def main() -> None:
+    parser, args, per_eps, noise_free, head_spec = parse_arguments()
+    # Opacus calls logging.basicConfig (level WARNING) when imported, which would make
+    # script_logger's basicConfig a no-op and hide every INFO line: drop its handler first.
+    for handler in list(logging.root.handlers):
+        logging.root.removeHandler(handler)
+    log = script_logger("protect_dpsgd")
+    feats, head, shapes = checked_inputs(parser, args, head_spec)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    reached = calibrated(args, per_eps, len(feats["finetune_labels"]), log)
+    runs, limit = private_trainings(args, feats, head_spec, reached, noise_free, device, log)
+    flat = torch.stack([torch.stack([run.flat for run in row]) for row in runs])  # (E, R, P)
+    decisions = decisions_on_test(args, feats, head, shapes, flat, limit, device)
+    rows = utility_rows(args, reached, runs, limit, noise_free, decisions, device, log)
+    atomic_torch_save(heads_record(reached, flat, shapes), args.out_heads)
     atomic_write_csv(pd.DataFrame(rows), args.out_csv)
 
 

@@ -6,7 +6,9 @@ built again from the files it is computed from, each validated as its report rul
 are parallel: the i-th file of each belongs to the i-th dataset (graph)."""
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -66,10 +68,27 @@ def arguments() -> argparse.Namespace:
     return args
 
 
-def main() -> None:
-    args = arguments()
-    script_logger("results_digest")  # an input error in one line
-    # everything read and validated before the page is written
+@dataclass
+class Inputs:
+    """Every table of the page, read and validated: per image dataset (name, test records, head
+    metrics, utility, MIA, LiRA, audit) and its sensitivity, each graph's link protection, the
+    tables over all datasets (None where the run has none) and the claims ledger built from them."""
+
+    image: list[tuple]
+    sensitivity: list[tuple]
+    graphs: list[tuple]
+    utility: pd.DataFrame | None
+    mia: pd.DataFrame | None
+    accounting: pd.DataFrame | None
+    link_rows: pd.DataFrame | None
+    contrastive: pd.DataFrame | None
+    semileak: pd.DataFrame | None
+    dpadapter: pd.DataFrame | None
+    ledger: pd.DataFrame
+
+
+def read_inputs(args: argparse.Namespace) -> Inputs:
+    """Every input of the page, each loaded with its schema (and the config's grids, `--expect`)."""
     table = lambda path, schema: load_csv_file(path, schema, expected_of(args.expect, path))  # noqa: E731
     tables = lambda paths, schema: load_csv_files(paths, schema, args.expect) if paths else None  # noqa: E731
     files = zip(args.datasets, args.splits, args.metrics, args.utility, args.mia, args.lira, args.audit)
@@ -86,35 +105,65 @@ def main() -> None:
     liras = pd.concat([li for *_, li, _ in image], ignore_index=True) if image else None
     ledger = run_tables.ledger(load_csv_file(args.catalogue, PAPER_CLAIMS), utility, mia, args.dpcl_paper, dpadapter,
                                contrastive, semileak, audits, liras)
+    return Inputs(image, sensitivity, graphs, utility, mia, accounting, link_rows, contrastive, semileak, dpadapter,
+                  ledger)
 
-    where = Path(args.out).parent / "tables"
-    shown = lambda title, name, text, level=2: digest.section(title, where / f"{name}.md", text, level)  # noqa: E731
-    parts = [digest.HEADER, shown("Claims ledger", "claims", claims_ledger.markdown(ledger))]
-    if image:  # the verdicts first, the evidence after
-        parts += ["## Non-private head and attacks"]
-        parts += [digest.clean_head(n, m, i, li) for n, _, m, _, i, li, _ in image]
-        parts += ["## Release methods"] + [digest.release_accuracy(n, u, t) for n, t, _, u, _, _, _ in image]
-        parts += [shown("Sensitivity (Table 1)", "table1", table1.table1_markdown(table1.table1(sensitivity))),
-                  shown("Table 2", "table2", release_table.markdown(release_table.table2(utility, mia, args.targets)))]
-        parts += ["## Audits"] + [digest.audits(n, a) for n, _, _, _, _, _, a in image]
-    if semileak is not None:
+
+def image_sections(args: argparse.Namespace, inputs: Inputs, shown: Callable[..., str]) -> list[str]:
+    """The image datasets' sections: the non-private head and its attacks, the release methods,
+    Tables 1 and 2 and the audits; none without an image dataset."""
+    image = inputs.image
+    if not image:
+        return []
+    # the verdicts first, the evidence after
+    parts = ["## Non-private head and attacks"]
+    parts += [digest.clean_head(n, m, i, li) for n, _, m, _, i, li, _ in image]
+    parts += ["## Release methods"] + [digest.release_accuracy(n, u, t) for n, t, _, u, _, _, _ in image]
+    parts += [shown("Sensitivity (Table 1)", "table1", table1.table1_markdown(table1.table1(inputs.sensitivity))),
+              shown("Table 2", "table2", release_table.markdown(release_table.table2(inputs.utility, inputs.mia,
+                                                                                     args.targets)))]
+    return parts + ["## Audits"] + [digest.audits(n, a) for n, _, _, _, _, _, a in image]
+
+
+def branch_sections(args: argparse.Namespace, inputs: Inputs, shown: Callable[..., str]) -> list[str]:
+    """The sections of the branches the run has: Semi-Leak, contrastive privacy, DPCL's accounting
+    and DPAdapter."""
+    parts = []
+    if inputs.semileak is not None:
         trend = semileak_report.steps_trend(load_semileak_metrics(args.semileak, args.semileak_scores, args.expect))
         parts.append(shown("Semi-supervised learning (Semi-Leak)", "semileak",
-                           semileak_report.markdown(semileak) + semileak_report.trend_markdown(trend)))
-    if contrastive is not None:
-        parts.append(shown("Contrastive privacy", "contrastive", contrastive_report.markdown(contrastive)))
-    if accounting is not None:
+                           semileak_report.markdown(inputs.semileak) + semileak_report.trend_markdown(trend)))
+    if inputs.contrastive is not None:
+        parts.append(shown("Contrastive privacy", "contrastive", contrastive_report.markdown(inputs.contrastive)))
+    if inputs.accounting is not None:
         parts.append(shown("DPCL accounting", "dpcl_accounting", training_time.accounting_markdown(
-            accounting, pd.DataFrame(paper_settings_rows(delta=args.delta)))))
-    if dpadapter is not None:
+            inputs.accounting, pd.DataFrame(paper_settings_rows(delta=args.delta)))))
+    if inputs.dpadapter is not None:
         parts.append(shown("DPAdapter", "dpadapter", training_time.dpadapter_markdown(
-            training_time.dpadapter_table(dpadapter), training_time.dpadapter_verdicts(dpadapter))))
-    if graphs or link_rows is not None:
-        parts += ["## Graph track"]
-        if link_rows is not None:
-            parts.append(shown("Link stealing", "link_stealing",
-                               link_report.markdown(link_report.headline(link_report.summarise(link_rows))), 3))
-        parts += [digest.link_protection(g, t) for g, t in graphs]
+            training_time.dpadapter_table(inputs.dpadapter), training_time.dpadapter_verdicts(inputs.dpadapter))))
+    return parts
+
+
+def graph_sections(inputs: Inputs, shown: Callable[..., str]) -> list[str]:
+    """The graph track: link stealing and each graph's link protection; none without either."""
+    if not inputs.graphs and inputs.link_rows is None:
+        return []
+    parts = ["## Graph track"]
+    if inputs.link_rows is not None:
+        parts.append(shown("Link stealing", "link_stealing",
+                           link_report.markdown(link_report.headline(link_report.summarise(inputs.link_rows))), 3))
+    return parts + [digest.link_protection(g, t) for g, t in inputs.graphs]
+
+
+def main() -> None:
+    args = arguments()
+    script_logger("results_digest")  # an input error in one line
+    # everything read and validated before the page is written
+    inputs = read_inputs(args)
+    where = Path(args.out).parent / "tables"
+    shown = lambda title, name, text, level=2: digest.section(title, where / f"{name}.md", text, level)  # noqa: E731
+    parts = [digest.HEADER, shown("Claims ledger", "claims", claims_ledger.markdown(inputs.ledger))]
+    parts += image_sections(args, inputs, shown) + branch_sections(args, inputs, shown) + graph_sections(inputs, shown)
     with atomic_path(args.out) as tmp:
         tmp.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
 
