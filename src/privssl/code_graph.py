@@ -13,11 +13,16 @@ functions, classes and module-level assignments it names, through `from m import
 re-exports, then everything those name, transitively; a module used other than through its
 attributes counts whole; a module's remaining top-level statements (which run at import, e.g.
 `matplotlib.use`, an Opacus registration) count whenever anything of it is reached, and so do
-its packages'. Imports inside functions count for that function. The analysis over-approximates
-wherever it cannot tell (a name it cannot resolve in a privssl module counts the whole module), so
-it may rerun too much, never too little, as long as no code reaches a definition by a computed
-name (no `getattr(module, name)`, no registration by assignment into another module's table:
-tests/test_code_graph.py checks the library for both).
+its packages'. Imports inside functions count for that function. An import inside a `try` (or an
+`if`) at the top of a module binds its names like any import, and a name that the `try` and its
+`except ImportError:` both import is bound to both: which one runs depends on the environment.
+
+The analysis over-approximates wherever it cannot tell (a name it cannot resolve in a privssl
+module counts the whole module), so it may rerun too much, never too little, as long as no code
+reaches a definition by a name computed at run time, which no reference in the source shows:
+tests/test_code_graph.py refuses `getattr(module, name)`, `getattr(sys.modules[...], name)`,
+`globals()` (`globals()[name]`, `globals().get(name)`) and `sys.modules[__name__]` in the library
+and the scripts, and registration by assignment into another module's table in the library.
 
 What counts as an edit: a definition's code as `ast.unparse` writes it back, without docstrings.
 Comments, formatting and docstrings change no number a rule computes, so editing them reruns
@@ -29,8 +34,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
-import pickle
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -58,7 +63,7 @@ class Node:
 
 @dataclass(frozen=True)
 class Module:
-    bindings: dict[str, Binding]
+    bindings: dict[str, tuple[Binding, ...]]  # more than one where an import in a `try` or `if` may bind it
     nodes: dict[str, Node]
 
 
@@ -146,22 +151,27 @@ def _node(statements: list[ast.AST], module: str, is_package: bool) -> Node:
 def _analysis(text: str, filename: str, module: str, is_package: bool) -> Module:
     """A module's definitions and bindings, from one parse."""
     tree = _without_docstrings(ast.parse(text, filename=filename))
-    bindings: dict[str, Binding] = {}
+    bindings: dict[str, tuple[Binding, ...]] = {}
     groups: dict[str, list[ast.AST]] = {BODY: []}
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             groups[statement.name] = [statement]
-            bindings[statement.name] = ("node", statement.name)
+            bindings[statement.name] = (("node", statement.name),)
         elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and all(
                 isinstance(target, ast.Name) for target in _targets(statement)):
             names = [target.id for target in _targets(statement)]
             key = names[0]
             groups.setdefault(key, []).append(statement)  # a name assigned twice: both count
-            bindings.update({name: ("node", key) for name in names})
+            bindings.update({name: (("node", key),) for name in names})
         elif isinstance(statement, (ast.Import, ast.ImportFrom)):
-            bindings.update(_import_bindings(statement, module, is_package))
+            bindings.update({name: (binding,) for name, binding in _import_bindings(statement, module, is_package)})
         elif not isinstance(statement, ast.Pass):
             groups[BODY].append(statement)
+            # `try: from m import f` / `except ImportError: from n import f`: f may be either, so it
+            # is bound to both, and to what it was bound to before (the `try` may fail)
+            for node in ast.walk(statement):
+                for name, binding in _import_bindings(node, module, is_package):
+                    bindings[name] = bindings.get(name, ()) + (binding,)
     nodes = {key: _node(statements, module, is_package) for key, statements in groups.items()}
     return Module(bindings, nodes)
 
@@ -170,21 +180,44 @@ def _targets(statement: ast.Assign | ast.AnnAssign) -> list[ast.AST]:
     return statement.targets if isinstance(statement, ast.Assign) else [statement.target]
 
 
+def _module_json(module: Module) -> dict:
+    """A module's analysis as JSON, which has lists only: references sorted, so that the file is
+    the same whatever the order of a frozenset (string hashes differ between processes)."""
+    return {"bindings": {name: [list(binding) for binding in found] for name, found in module.bindings.items()},
+            "nodes": {key: [node.digest, sorted(list(chain) for chain in node.references),
+                            [[name, list(binding)] for name, binding in node.imports]]
+                      for key, node in module.nodes.items()}}
+
+
+def _module_from_json(data: dict) -> Module:
+    """The inverse of `_module_json`: the tuples and frozensets back, so that what was kept equals
+    what the analysis gives."""
+    return Module({name: tuple(tuple(binding) for binding in found) for name, found in data["bindings"].items()},
+                  {key: Node(digest, frozenset(tuple(chain) for chain in references),
+                             tuple((name, tuple(binding)) for name, binding in imports))
+                   for key, (digest, references, imports) in data["nodes"].items()})
+
+
 class _Cache:
     """Analyses keyed by a file's content (so an edit is seen whatever its time stamp), kept in
     memory and in `__pycache__` beside the package, like Python's own bytecode: the Snakefile asks
     for every script's code at each start of Snakemake, and parsing the library costs about a
     second. It also keeps `library_code`'s answers, keyed by the script's content and a digest of
     every module of the package (`library_digest`): the traversal from each of the workflow's ~45
-    scripts costs another second, at every start of Snakemake. The file is ignored when written by
-    another Python or another version of this module, holds only what the last process that
-    analysed something new used and the answers for the package as it is now (so it does not grow
-    with every edit), and is not written where the tree is read-only."""
+    scripts costs another second, at every start of Snakemake. The file is JSON, not a pickle: a
+    file that anyone who can write `__pycache__` can edit is read by every start, and JSON is only
+    data. It is ignored when written by another Python (`ast.unparse` differs between versions)
+    or another version of this module, or when it cannot be read; holds only what the last process
+    that analysed something new used and the answers for the package as it is now (so it does not
+    grow with every edit); and is not written where the tree is read-only. A start that finds all
+    its answers kept decodes none of the analyses: they are turned back into objects when used."""
 
     def __init__(self, folder: Path):
-        self.file = folder / f"code_graph.{sys.implementation.cache_tag}.pickle"
+        self.file = folder / f"code_graph.{sys.implementation.cache_tag}.json"
         self.version = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-        self.entries: dict[tuple[str, str, bool], Module] | None = None
+        self.stored: dict[tuple[str, str, bool], dict] | None = None  # the file's analyses, as JSON, until used
+        self.entries: dict[tuple[str, str, bool], Module] = {}
+        self.rows: dict[tuple[str, str, bool], str] = {}  # an analysis as a line of the file: encoded once
         self.answers: dict[tuple[str, str, str], str] = {}  # (script, library digest, package) -> answer
         self.used: set[tuple[str, str, bool]] = set()
         self.libraries: set[str] = set()  # the library digests this process computed: the package now
@@ -195,8 +228,11 @@ class _Cache:
         data = file.read_bytes()
         key = (hashlib.sha256(data).hexdigest(), name, file.name == "__init__.py")
         if key not in self.entries:
-            self.entries[key] = _analysis(data.decode("utf-8"), str(file), name, key[2])
-            self.dirty = True
+            try:
+                self.entries[key] = _module_from_json(self.stored.pop(key))
+            except (KeyError, TypeError, ValueError, AttributeError):  # not kept, or not as written
+                self.entries[key] = _analysis(data.decode("utf-8"), str(file), name, key[2])
+                self.dirty = True
         self.used.add(key)
         return self.entries[key]
 
@@ -210,29 +246,39 @@ class _Cache:
         self.dirty = True
 
     def _ensure_loaded(self) -> None:
-        if self.entries is None:
-            self.entries, answers = self._load()
+        if self.stored is None:
+            self.stored, answers = self._load()
             self.answers = answers | self.answers
 
     def _load(self) -> tuple[dict, dict]:
         try:
-            with open(self.file, "rb") as handle:
-                version, entries, answers = pickle.load(handle)
-            return (entries, answers) if version == self.version else ({}, {})
-        except (OSError, EOFError, pickle.UnpicklingError, ValueError, AttributeError, TypeError):
+            with open(self.file, encoding="utf-8") as handle:
+                kept = json.load(handle)
+            if kept["version"] != self.version:
+                return {}, {}
+            return ({(digest, name, is_package): module for digest, name, is_package, module in kept["entries"]},
+                    {(script, library, package): answer for script, library, package, answer in kept["answers"]
+                     if isinstance(answer, str)})
+        except (OSError, ValueError, KeyError, TypeError):  # ValueError: not JSON, or a row of another length
             return {}, {}
 
     def save(self) -> None:
         """Write the entries this process used, atomically (xdist workers and Snakemake runs may
-        start at once); nothing when nothing is new or the tree is read-only."""
-        if not self.dirty or self.entries is None:
+        start at once); nothing when nothing is new or the tree is read-only. Sorted, one analysis a
+        line: the same analyses give the same file."""
+        if not self.dirty or self.stored is None:
             return
+        for key in self.used - self.rows.keys():
+            self.rows[key] = json.dumps([*key, _module_json(self.entries[key])], separators=(",", ":"))
+        answers = sorted([*key, answer] for key, answer in self.answers.items() if key[1] in self.libraries)
+        text = "".join(["{", f'"version":{json.dumps(self.version)},\n"entries":[\n',
+                        ",\n".join(self.rows[key] for key in sorted(self.used)),
+                        '\n],\n"answers":', json.dumps(answers, separators=(",", ":")), "}\n"])
         try:
             self.file.parent.mkdir(exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=self.file.parent, prefix=self.file.name)
-            with os.fdopen(handle, "wb") as out:
-                pickle.dump((self.version, {key: self.entries[key] for key in self.used},
-                             {key: a for key, a in self.answers.items() if key[1] in self.libraries}), out)
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
             os.replace(temporary, self.file)
             self.dirty = False
         except OSError:
@@ -261,22 +307,25 @@ class CodeGraph:
         tree = _without_docstrings(ast.parse(Path(script).read_text(encoding="utf-8"), filename=str(script)))
         self._follow(_node([tree], "", False), {}, "")
 
-    def _follow(self, node: Node, bindings: dict[str, Binding], module: str) -> None:
-        local = dict(node.imports)
-        for _, source, attribute in local.values():  # an import runs the imported module's statements
+    def _follow(self, node: Node, bindings: dict[str, tuple[Binding, ...]], module: str) -> None:
+        local: dict[str, tuple[Binding, ...]] = {}  # a name imported twice (`try`/`except ImportError`): both
+        for name, binding in node.imports:
+            local[name] = local.get(name, ()) + (binding,)
+        for _, (_, source, attribute) in node.imports:  # an import runs the imported module's statements
             name = f"{source}.{attribute}" if attribute and self.module(f"{source}.{attribute}") else source
             if self.module(name) is not None:
                 self._reach(name, BODY)
         for chain in node.references:
-            binding = local.get(chain[0]) or bindings.get(chain[0])
-            if binding is not None:
+            for binding in local.get(chain[0]) or bindings.get(chain[0], ()):
                 self._resolve(binding, chain[1:], module)
-        for name, binding in local.items():  # a star import inside a function: the whole module
+        for name, found in local.items():  # a star import inside a function: the whole module
             if name.startswith("*"):
-                self._resolve(binding, (), module)
-        for name, binding in bindings.items():
+                for binding in found:
+                    self._resolve(binding, (), module)
+        for name, found in bindings.items():
             if name.startswith("*") and node.references:
-                self._resolve(binding, (), module)
+                for binding in found:
+                    self._resolve(binding, (), module)
 
     def _resolve(self, binding: Binding, rest: Chain, module: str) -> None:
         if binding[0] == "node":
@@ -306,10 +355,10 @@ class CodeGraph:
         code = self.module(module)
         if code is None:
             return
-        binding = code.bindings.get(name)
-        if binding is None:  # not a name we can see defined there: count the whole module
+        found = code.bindings.get(name)
+        if found is None:  # not a name we can see defined there: count the whole module
             self._reach_whole(module)
-        else:
+        for binding in found or ():
             self._resolve(binding, (), module)
 
     def _reach_whole(self, module: str) -> None:
