@@ -10,13 +10,14 @@ recomputes is refused. A lower bound above the claim stops the job with the rows
 a bug in the sensitivity proof or the calibration, not a result."""
 
 import argparse
+import logging
 import math
 
 import torch
 
 from privssl.artefacts import expected_of, load_release, load_sensitivity, parse_checking_choices
 from privssl.audit.audit_names import CRAFTED_ATTACK
-from privssl.audit.crafted_pair import audit_certified, craft_pair
+from privssl.audit.crafted_pair import CraftedPair, audit_certified, craft_pair
 from privssl.audit.gradient_canary import write_below_claim
 from privssl.cli import expect_argument, thread_count
 from privssl.io import InputError, Progress, script_logger
@@ -24,7 +25,8 @@ from privssl.release.certified import CertifiedSpec
 from privssl.release.methods import release_method
 
 
-def main() -> None:
+def parse_arguments() -> argparse.Namespace:
+    """The command line, every option checked that needs no file."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--sensitivity", required=True, help="certified/sensitivity.json: the proven Δ2 and its spec")
@@ -39,7 +41,6 @@ def main() -> None:
     parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
     args = parse_checking_choices(parser)
-    log = script_logger("audit_crafted_pair")
     if args.draws < 2 or not 0 < args.confidence < 1:
         parser.error(f"--draws must be >= 2 and --confidence in (0, 1), got {args.draws} and {args.confidence}")
     if len(args.releases) != len(args.methods):
@@ -48,8 +49,12 @@ def main() -> None:
         if release_method(method).head != "certified":
             parser.error(f"--methods {method!r} does not release the certified head; allowed: the methods whose "
                          "head is 'certified' (privssl.release.methods)")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    return args
+
+
+def read_inputs(args: argparse.Namespace) -> tuple[dict, dict, CertifiedSpec]:
+    """The certified head's proven sensitivity record, the releases (each with every --eps, all of
+    the certified head's linear layout with the record's classes) and the record's certified spec."""
     record = load_sensitivity(args.sensitivity, expected_of(args.expect, args.sensitivity))
     if record["sampling"] != "certified":
         raise InputError(f"{args.sensitivity}: sampling {record['sampling']!r}; the crafted pair needs the certified "
@@ -69,13 +74,13 @@ def main() -> None:
             raise InputError(f"the release {method} has shapes {release['shapes']}; allowed: the certified head's "
                              f"linear layout with the {record['n_classes']} classes of {args.sensitivity}, the same "
                              "for every release")
-    width = layout["weight"][0]
-    pair = craft_pair(record["finetune_size"], width, record["n_classes"], spec)
-    if not math.isclose(pair.sensitivity, record["delta2"], rel_tol=1e-12):
-        raise InputError(f"{args.sensitivity}: delta2 = {record['delta2']:.6g}, but its spec and n give "
-                         f"{pair.sensitivity:.6g} (privssl.release.certified.certified_sensitivity)")
-    log.info("crafted pair %s: ‖W_d − W_d'‖ = %.6g = %.3f Δ2 (Δ2 = %.6g)", pair.design, pair.distance,
-             pair.fraction, pair.sensitivity)
+    return record, releases, spec
+
+
+def audit_releases(args: argparse.Namespace, pair: CraftedPair, record: dict, releases: dict,
+                   log: logging.Logger) -> list[dict]:
+    """The crafted pair's audits of every release at every --eps, each release's noise scale checked
+    against the one the audit's calibration gives."""
     rows = []
     progress = Progress(log.info, "(method, ε) audited", len(args.methods) * len(args.eps))
     for m, (method, release) in enumerate(releases.items()):
@@ -93,7 +98,23 @@ def main() -> None:
             log.info("%s, ε = %g: %s", method, eps,
                      ", ".join(f"{r['audit']} ε ≥ {r['eps_lower_bound']:.3f}" for r in found))
             progress.advance()
-    write_below_claim(rows, args.out, log, "audit_crafted_pair.py")
+    return rows
+
+
+def main() -> None:
+    args = parse_arguments()
+    log = script_logger("audit_crafted_pair")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    record, releases, spec = read_inputs(args)
+    width = releases[args.methods[0]]["shapes"]["weight"][0]
+    pair = craft_pair(record["finetune_size"], width, record["n_classes"], spec)
+    if not math.isclose(pair.sensitivity, record["delta2"], rel_tol=1e-12):
+        raise InputError(f"{args.sensitivity}: delta2 = {record['delta2']:.6g}, but its spec and n give "
+                         f"{pair.sensitivity:.6g} (privssl.release.certified.certified_sensitivity)")
+    log.info("crafted pair %s: ‖W_d − W_d'‖ = %.6g = %.3f Δ2 (Δ2 = %.6g)", pair.design, pair.distance,
+             pair.fraction, pair.sensitivity)
+    write_below_claim(audit_releases(args, pair, record, releases, log), args.out, log, "audit_crafted_pair.py")
 
 
 if __name__ == "__main__":

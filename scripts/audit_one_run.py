@@ -47,7 +47,8 @@ def released_heads(method: str, design, release: dict | None, n_classes: int, ar
                                HeadSpec.from_config(args.head_spec), args.seed, certified)[:, 0]
 
 
-def main() -> None:
+def parse_arguments() -> argparse.Namespace:
+    """The command line, every option checked that needs no file."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--methods", nargs="+", required=True, choices=("none", *METHODS))
@@ -66,15 +67,16 @@ def main() -> None:
     parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
     args = parse_checking_choices(parser)
-    log = script_logger("audit_one_run")
     if not 0 < args.guess_fraction <= 1 or not 0 < args.confidence < 1:
         parser.error(f"--guess-fraction must lie in (0, 1] and --confidence in (0, 1), got {args.guess_fraction}, "
                      f"{args.confidence}")
     if check_guesses(args.guess_fraction, args.canaries):
         parser.error(f"--guess-fraction: {check_guesses(args.guess_fraction, args.canaries)}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    # ---- every input checked before any training
+    return args
+
+
+def read_releases(args: argparse.Namespace) -> tuple[dict, dict]:
+    """Each release method's release file and its guarantee kind per ε (none for `none`)."""
     releases, kinds = {}, {}
     for method in args.methods:
         if method == "none":
@@ -84,6 +86,47 @@ def main() -> None:
         path = Path(args.protect_dir) / f"{method}.csv"
         utility = load_csv_file(path, UTILITY, expected_of(args.expect, path))
         kinds[method] = dict(zip(utility.eps, utility.guarantee_kind))
+    return releases, kinds
+
+
+def canary_scores(method: str, design, release: dict | None, n_classes: int, shapes: dict,
+                  args: argparse.Namespace) -> torch.Tensor:
+    """(E, m): the auditor's white-box score of every canary, its loss log p(label) under the head
+    released at each ε."""
+    flat = released_heads(method, design, release, n_classes, args)
+    queries = head_inputs(design.features[design.canary_rows].double(), release.get("clip_norm") if release else None)
+    logits = head_logits(unflatten(flat, shapes), queries)
+    return metric_scores(torch.softmax(logits, -1), design.labels[design.canary_rows])["loss"]
+
+
+def audit_rows(args: argparse.Namespace, method: str, kind: str, design, scores: torch.Tensor, eps_grid: list,
+               per_side: int, guarantee_kinds: dict) -> list[dict]:
+    """One row per ε: the auditor's k "in" and k "out" guesses, how many are right, and the ε lower
+    bound they give against the method's claim (its guarantee kind per ε: `guarantee_kinds`)."""
+    truth = design.included.numpy() * 2 - 1
+    rows = []
+    for e, eps in enumerate(eps_grid):
+        guesses = one_run_guesses(scores[e].numpy(), per_side, per_side)
+        correct, made = int(((guesses * truth) > 0).sum()), int((guesses != 0).sum())
+        claim = (float("inf"), 0.0) if method == "none" else substitution_claim(method, eps, args.delta)
+        rows.append({"dataset": args.dataset, "method": method, "eps": eps, "attack": "loss",
+                     "adaptive": True, "delta": claim[1], "claimed_eps": claim[0],
+                     "guarantee_kind": guarantee_kinds.get(eps, "none"),
+                     "audit": one_run_audit_name(kind), "threat_model": BLACK_BOX,
+                     "eps_lower_bound": one_run_epsilon_lower_bound(correct, made, args.canaries, claim[1],
+                                                                    args.confidence),
+                     "eps_ceiling": one_run_ceiling(made, args.canaries, claim[1], args.confidence),
+                     "n": made, "canaries": args.canaries, "correct": correct})
+    return rows
+
+
+def main() -> None:
+    args = parse_arguments()
+    log = script_logger("audit_one_run")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    # ---- every input checked before any training
+    releases, kinds = read_releases(args)
     feats = load_tensor_file(args.features, FEATURES)
     x, y = candidate_pool(feats, args.pool)
     n_classes, set_size = int(feats["n_classes"]), len(feats["finetune_labels"])
@@ -98,26 +141,10 @@ def main() -> None:
         release = releases.get(method)
         shapes = release["shapes"] if release else parameter_shapes(HeadSpec.from_config(args.head_spec), x.shape[1],
                                                                     n_classes)
-        clip_norm = release.get("clip_norm") if release else None
         eps_grid = release["eps"].tolist() if release else [float("nan")]
         for kind, design in designs.items():
-            flat = released_heads(method, design, release, n_classes, args)
-            queries = head_inputs(design.features[design.canary_rows].double(), clip_norm)
-            logits = head_logits(unflatten(flat, shapes), queries)
-            scores = metric_scores(torch.softmax(logits, -1), design.labels[design.canary_rows])["loss"]
-            truth = design.included.numpy() * 2 - 1
-            for e, eps in enumerate(eps_grid):
-                guesses = one_run_guesses(scores[e].numpy(), per_side, per_side)
-                correct, made = int(((guesses * truth) > 0).sum()), int((guesses != 0).sum())
-                claim = (float("inf"), 0.0) if method == "none" else substitution_claim(method, eps, args.delta)
-                rows.append({"dataset": args.dataset, "method": method, "eps": eps, "attack": "loss",
-                             "adaptive": True, "delta": claim[1], "claimed_eps": claim[0],
-                             "guarantee_kind": kinds.get(method, {}).get(eps, "none"),
-                             "audit": one_run_audit_name(kind), "threat_model": BLACK_BOX,
-                             "eps_lower_bound": one_run_epsilon_lower_bound(correct, made, args.canaries, claim[1],
-                                                                            args.confidence),
-                             "eps_ceiling": one_run_ceiling(made, args.canaries, claim[1], args.confidence),
-                             "n": made, "canaries": args.canaries, "correct": correct})
+            scores = canary_scores(method, design, release, n_classes, shapes, args)
+            rows += audit_rows(args, method, kind, design, scores, eps_grid, per_side, kinds.get(method, {}))
             log.info("%s, %s canaries: right guesses per eps %s of %d", method, kind,
                      [r["correct"] for r in rows[-len(eps_grid):]], 2 * per_side)
             progress.advance()

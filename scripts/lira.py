@@ -16,6 +16,7 @@ decision threshold are fitted per (ε, adaptive) on the shadows alone, and the a
 its rows (`rmia_a`)."""
 
 import argparse
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -132,12 +133,37 @@ def attack_scores(attack: str, targets: torch.Tensor, target_population: torch.T
     return scores, best_threshold(shadow_scores.reshape(-1).numpy(), shadow_in.reshape(-1).numpy())
 
 
-def main() -> None:
-    args, parser = parse_arguments()
-    log = script_logger("lira")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    rmia = [a for a in args.attacks if a in RMIA_ATTACKS]
+@dataclass(frozen=True)
+class Queries:
+    """What the attacker queries a head with: the candidates x (labels y) and, when RMIA runs, its
+    population z (labels z_labels; None without RMIA), both as the heads' inputs; and what it knows
+    of its shadows' training sets (`shadow_in`, (N_shadows, pool))."""
+
+    shapes: dict
+    x: torch.Tensor
+    y: torch.Tensor
+    shadow_in: torch.Tensor
+    z: torch.Tensor | None
+    z_labels: torch.Tensor | None
+    rmia_gamma: float
+
+    def logits(self, flat: torch.Tensor, inputs: torch.Tensor | None = None) -> torch.Tensor:
+        return head_logits(unflatten(flat, self.shapes), self.x if inputs is None else inputs)
+
+    def population(self, flat: torch.Tensor) -> torch.Tensor | None:
+        """RMIA's probabilities of the population's labels under each head; None without RMIA."""
+        return None if self.z is None else label_probability(self.logits(flat, self.z), self.z_labels)
+
+    def references(self, flat: torch.Tensor) -> References:
+        """The attacker's heads, with RMIA's population probabilities and a when it runs."""
+        if self.z is None:
+            return References(self.logits(flat), self.shadow_in)
+        return fit_rmia(References(self.logits(flat), self.shadow_in, self.population(flat)), self.y, self.rmia_gamma)
+
+
+def read_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[dict, dict, dict | None, dict]:
+    """The features, the clean heads, the method's release (None for `none`) and its guarantee kind
+    per ε ({} without --utility); RMIA's population checked to be in no head."""
     feats = load_tensor_file(args.features, FEATURES)
     heads = load_lira_heads(args.heads, len(feats["finetune_labels"]), expected_of(args.expect, args.heads))
     release = load_release(args.release, args.method, expected_of(args.expect, args.release)) if args.release else None
@@ -145,48 +171,67 @@ def main() -> None:
     if args.utility:
         utility = load_csv_file(args.utility, UTILITY, expected_of(args.expect, args.utility))
         kinds = dict(zip(utility.eps, utility.guarantee_kind))
-    if rmia and args.population in heads["pool"]:
+    if any(a in RMIA_ATTACKS for a in args.attacks) and args.population in heads["pool"]:
         parser.error(f"--population {args.population} is a split of the candidate pool {heads['pool']}; allowed: a "
                      f"split in no head ({', '.join(s for s in LABELLED_SPLITS if s not in heads['pool'])})")
-    x, y = candidate_pool(feats, heads["pool"])
-    released, eps_grid = releases_of(args.method, heads, release, feats, args, log.info)
-    n_shadows = heads["shadows"]
-    inside = membership(heads["sets"], heads["pool_size"])  # (B, N)
-    shadow_in, target_in = inside[:n_shadows], inside[n_shadows:]
+    return feats, heads, release, kinds
+
+
+def attacker_queries(feats: dict, heads: dict, x: torch.Tensor, y: torch.Tensor, shadow_in: torch.Tensor,
+                     args: argparse.Namespace) -> Queries:
+    """The candidates and, when an RMIA attack runs, its population, as the heads take them."""
     x = head_inputs(x.double(), heads["clip_norm"])
-
-    def logits_of(flat: torch.Tensor, inputs: torch.Tensor = x) -> torch.Tensor:
-        return head_logits(unflatten(flat, heads["shapes"]), inputs)
-
-    if rmia:
+    z = z_labels = None
+    if any(a in RMIA_ATTACKS for a in args.attacks):
         z, z_labels = candidate_pool(feats, [args.population])
         z = head_inputs(z.double(), heads["clip_norm"])
+    return Queries(heads["shapes"], x, y, shadow_in, z, z_labels, args.rmia_gamma)
 
-    def references_of(flat: torch.Tensor) -> References:
-        """The attacker's heads, with RMIA's population probabilities and a when it runs."""
-        if not rmia:
-            return References(logits_of(flat), shadow_in)
-        return fit_rmia(References(logits_of(flat), shadow_in, label_probability(logits_of(flat, z), z_labels)),
-                           y, args.rmia_gamma)
 
-    clean = references_of(heads["flat"][:n_shadows])
+def roc_curve(key: dict, scores: np.ndarray, is_member: np.ndarray) -> pd.DataFrame:
+    """The attack's ROC curve over the T × pool decisions, at its corners."""
+    fpr, tpr, _ = roc(scores, is_member)
+    kept = corners(fpr, tpr)
+    return pd.DataFrame({**key, "fpr": fpr[kept], "tpr": tpr[kept]})
+
+
+def audit_row(key: dict, scores: np.ndarray, is_member: np.ndarray, select: np.ndarray, candidate: np.ndarray,
+              claim: tuple[float, float], per_rate: float, guarantee_kind: str) -> dict:
+    """The hypothesis-test audit of the claim (ε, δ): the threshold chosen on the selected half of the
+    candidates, the Clopper–Pearson bound on the other."""
+    # each candidate's T decisions are one cluster of the Clopper–Pearson bounds, not T trials
+    bound = epsilon_lower_bound_split_clustered(scores[select], is_member[select], scores[~select],
+                                                is_member[~select], candidate[~select], claim[1], per_rate)
+    return {**key, "delta": claim[1], "claimed_eps": claim[0], "guarantee_kind": guarantee_kind,
+            "audit": "hypothesis_test", "threat_model": BLACK_BOX,
+            "eps_lower_bound": bound["eps_lower_bound"], "eps_ceiling": bound["eps_ceiling"],
+            "n": bound["n_members"] + bound["n_nonmembers"],
+            "candidates": bound["member_clusters"] + bound["nonmember_clusters"]}
+
+
+def attack_releases(args: argparse.Namespace, queries: Queries, released: torch.Tensor, eps_grid: list,
+                    clean: References, target_in: torch.Tensor, pool_size: int, kinds: dict,
+                    log: Callable[..., None]) -> tuple[list, list, list]:
+    """Every attack against the targets released at every ε, adaptive and (for a noisy method) not:
+    the metrics rows, the ROC curves and the audit rows."""
+    n_shadows = len(queries.shadow_in)
     is_member = target_in.reshape(-1).numpy()
-    select, candidate = audit_split(heads["pool_size"], target_in.shape[0], args.seed)
+    select, candidate = audit_split(pool_size, target_in.shape[0], args.seed)
     per_rate = each_rate(args.confidence)  # FPR and FNR each, so that both hold jointly at c (union bound)
     variants = [True] if args.method == "none" else [True, False]
     rows, roc_rows, audit_rows = [], [], []
     # a few ε only: an attack's bootstrapped metrics are the unit
-    progress = Progress(log.info, "attacks (ε × adaptive × attack)", len(eps_grid) * len(variants) * len(args.attacks))
+    progress = Progress(log, "attacks (ε × adaptive × attack)", len(eps_grid) * len(variants) * len(args.attacks))
     for e, eps in enumerate(eps_grid):
-        targets = logits_of(released[e][n_shadows:])
-        target_population = label_probability(logits_of(released[e][n_shadows:], z), z_labels) if rmia else None
+        targets = queries.logits(released[e][n_shadows:])
+        target_population = queries.population(released[e][n_shadows:])
         claim = (float("inf"), 0.0) if args.method == "none" else substitution_claim(args.method, eps, args.delta)
         for adaptive in variants:
             # adaptive: the shadows released by the same mechanism at the same ε
-            references = references_of(released[e][:n_shadows]) if adaptive and args.method != "none" else clean
+            references = queries.references(released[e][:n_shadows]) if adaptive and args.method != "none" else clean
             for attack in args.attacks:
-                scores, threshold = attack_scores(attack, targets, target_population, references, y, shadow_in,
-                                                  args.rmia_gamma)
+                scores, threshold = attack_scores(attack, targets, target_population, references, queries.y,
+                                                  queries.shadow_in, args.rmia_gamma)
                 flat_scores = scores.reshape(-1).numpy()
                 key = {"dataset": args.dataset, "method": args.method, "eps": eps, "attack": attack,
                        "adaptive": adaptive}
@@ -195,22 +240,29 @@ def main() -> None:
                              "rmia_a": references.rmia_a if attack in RMIA_ATTACKS else float("nan"),
                              **clustered_membership_metrics(scores.numpy(), target_in.numpy(), threshold,
                                                             tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed)})
-                fpr, tpr, _ = roc(flat_scores, is_member)
-                kept = corners(fpr, tpr)
-                roc_rows.append(pd.DataFrame({**key, "fpr": fpr[kept], "tpr": tpr[kept]}))
-                # each candidate's T decisions are one cluster of the Clopper–Pearson bounds, not T trials
-                bound = epsilon_lower_bound_split_clustered(flat_scores[select], is_member[select],
-                                                            flat_scores[~select], is_member[~select],
-                                                            candidate[~select], claim[1], per_rate)
-                audit_rows.append({**key, "delta": claim[1], "claimed_eps": claim[0],
-                                   "guarantee_kind": kinds.get(eps, "none"), "audit": "hypothesis_test",
-                                   "threat_model": BLACK_BOX,
-                                   "eps_lower_bound": bound["eps_lower_bound"], "eps_ceiling": bound["eps_ceiling"],
-                                   "n": bound["n_members"] + bound["n_nonmembers"],
-                                   "candidates": bound["member_clusters"] + bound["nonmember_clusters"]})
+                roc_rows.append(roc_curve(key, flat_scores, is_member))
+                audit_rows.append(audit_row(key, flat_scores, is_member, select, candidate, claim, per_rate,
+                                            kinds.get(eps, "none")))
                 progress.advance()
-        log.info("%s eps %g: AUC per attack (adaptive) %s", args.method, eps,
-                 {r["attack"]: round(r["auc"], 4) for r in rows[-len(args.attacks) * len(variants):] if r["adaptive"]})
+        log("%s eps %g: AUC per attack (adaptive) %s", args.method, eps,
+            {r["attack"]: round(r["auc"], 4) for r in rows[-len(args.attacks) * len(variants):] if r["adaptive"]})
+    return rows, roc_rows, audit_rows
+
+
+def main() -> None:
+    args, parser = parse_arguments()
+    log = script_logger("lira")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    feats, heads, release, kinds = read_inputs(args, parser)
+    x, y = candidate_pool(feats, heads["pool"])
+    released, eps_grid = releases_of(args.method, heads, release, feats, args, log.info)
+    n_shadows = heads["shadows"]
+    inside = membership(heads["sets"], heads["pool_size"])  # (B, N)
+    queries = attacker_queries(feats, heads, x, y, inside[:n_shadows], args)
+    clean = queries.references(heads["flat"][:n_shadows])
+    rows, roc_rows, audit_rows = attack_releases(args, queries, released, eps_grid, clean, inside[n_shadows:],
+                                                 heads["pool_size"], kinds, log.info)
     atomic_write_csv(pd.DataFrame(rows), args.out_csv)
     atomic_write_csv(pd.concat(roc_rows, ignore_index=True), args.out_roc)
     atomic_write_csv(pd.DataFrame(audit_rows), args.out_audit)
