@@ -9,7 +9,7 @@ is killed; one they pass on survived: either the tests miss a wrong result, or t
 computes the same thing as the original (equivalent).
 
 This script runs mutmut module by module (each module is an `only_mutate` entry of
-pyproject.toml; of artefacts.py only the completeness checks in FUNCTIONS count), times each,
+pyproject.toml; of artefacts/tables.py only the completeness checks in FUNCTIONS count), times each,
 reads mutmut's results from mutants/*.meta, subtracts the equivalent mutants listed in
 docs/testing.md, and prints per module
 
@@ -57,10 +57,10 @@ DOC = REPO / "docs" / "testing.md"
 TIMINGS = REPO / "benchmarks" / "timings.csv"
 THRESHOLD = 0.90
 PACKAGE_ROOT = "src/privssl/"
-# Files of which only these functions' mutants count (mutmut mutates a whole file): artefacts.py's
+# Files of which only these functions' mutants count (mutmut mutates a whole file): artefacts/tables.py's
 # completeness checks, the readers' refusal of a table that lost or repeats rows of its grid.
-FUNCTIONS = {"src/privssl/artefacts.py": ("load_csv_file", "load_csv_files", "expected_of", "key_value",
-                                          "check_expected", "check_grid")}
+FUNCTIONS = {"src/privssl/artefacts/tables.py": ("load_csv_file", "load_csv_files", "expected_of", "key_value",
+                                                 "check_expected", "check_grid")}
 DETECTED = ("killed", "timeout", "segfault", "caught by type check")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 MUTANT_NAME = re.compile(r"`(privssl\.[\w.ǁ]+__mutmut_\d+)`")

@@ -15,15 +15,9 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import (
-    HEAD,
-    expected_of,
-    features,
-    load_attacker,
-    load_release,
-    load_tensor_file,
-    parse_checking_choices,
-)
+from privssl.artefacts.image import HEAD, features, load_attacker, load_release
+from privssl.artefacts.tables import expected_of, load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.attacks.adaptive import head_kind, release_like_victim
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics

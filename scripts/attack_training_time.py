@@ -13,7 +13,9 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import TRAINING_RELEASE, expected_of, load_private_sets, load_tensor_file
+from privssl.artefacts.image import load_private_sets
+from privssl.artefacts.tables import expected_of, load_tensor_file
+from privssl.artefacts.training_time import TRAINING_RELEASE
 from privssl.attacks.mia import AttackSpec, attack_scores, balanced_evaluation, clean_attacks, fit_attacks
 from privssl.attacks.statistics import membership_metrics
 from privssl.cli import expect_argument, thread_count

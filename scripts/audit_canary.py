@@ -13,7 +13,9 @@ import argparse
 
 import torch
 
-from privssl.artefacts import FEATURES, expected_of, load_release, load_tensor_file, parse_checking_choices
+from privssl.artefacts.image import FEATURES, load_release
+from privssl.artefacts.tables import expected_of, load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.audit.audit_names import CANARY_ATTACK
 from privssl.audit.gradient_canary import TrainerMismatch, audit_dpsgd, write_below_claim
 from privssl.cli import expect_argument, json_object, thread_count

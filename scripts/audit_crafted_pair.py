@@ -15,7 +15,9 @@ import math
 
 import torch
 
-from privssl.artefacts import expected_of, load_release, load_sensitivity, parse_checking_choices
+from privssl.artefacts.image import load_release, load_sensitivity
+from privssl.artefacts.tables import expected_of
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.audit.audit_names import CRAFTED_ATTACK
 from privssl.audit.crafted_pair import CraftedPair, audit_certified, craft_pair
 from privssl.audit.gradient_canary import write_below_claim

@@ -15,15 +15,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from privssl.artefacts import (
-    FEATURES,
-    UTILITY,
-    expected_of,
-    load_csv_file,
-    load_release,
-    load_tensor_file,
-    parse_checking_choices,
-)
+from privssl.artefacts.image import FEATURES, UTILITY, load_release
+from privssl.artefacts.tables import expected_of, load_csv_file, load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.attacks.adaptive import head_kind, release_like_victim
 from privssl.attacks.lira import candidate_pool
 from privssl.attacks.mia import metric_scores

@@ -10,7 +10,9 @@ import argparse
 import torch
 from threadpoolctl import threadpool_limits
 
-from privssl.artefacts import features, load_tensor_file, parse_checking_choices
+from privssl.artefacts.image import features
+from privssl.artefacts.tables import load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
 from privssl.release.certified import CertifiedSpec, ConvergenceError, certified_sensitivity, fit_certified_head

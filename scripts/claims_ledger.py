@@ -9,7 +9,9 @@ without a branch has no rows of its claims."""
 
 import argparse
 
-from privssl.artefacts import AUDIT, LIRA, MIA, PAPER_CLAIMS, UTILITY, load_csv_file, load_csv_files
+from privssl.artefacts.claims import PAPER_CLAIMS
+from privssl.artefacts.image import AUDIT, LIRA, MIA, UTILITY
+from privssl.artefacts.tables import load_csv_file, load_csv_files
 from privssl import claim_sources
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger

@@ -8,7 +8,7 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import load_contrastive_models, load_contrastive_splits
+from privssl.artefacts.contrastive import load_contrastive_models, load_contrastive_splits
 from privssl.attacks.contrastive_privacy import AttackSettings, Split, evaluate, pair_models
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool

@@ -9,7 +9,7 @@ import argparse
 
 import numpy as np
 
-from privssl.artefacts import load_image_splits
+from privssl.artefacts.image import load_image_splits
 from privssl.data.images import load_pool
 from privssl.data.label_maps import cifar100_superclasses, label_map, task_labels
 from privssl.data.splits import make_contrastive_splits

@@ -6,7 +6,9 @@ against its adversarial factor λ (PNG and PDF each)."""
 
 import argparse
 
-from privssl.artefacts import CONTRASTIVE, THESIS_CLAIMS, load_csv_file, load_csv_files
+from privssl.artefacts.claims import THESIS_CLAIMS
+from privssl.artefacts.contrastive import CONTRASTIVE
+from privssl.artefacts.tables import load_csv_file, load_csv_files
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.contrastive_plots import privacy_figure, talos_lambda_figure

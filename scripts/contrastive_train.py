@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from privssl.artefacts import ENCODER, load_contrastive_splits, load_tensor_file
+from privssl.artefacts.contrastive import load_contrastive_splits
+from privssl.artefacts.image import ENCODER
+from privssl.artefacts.tables import load_tensor_file
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger

@@ -23,7 +23,7 @@ import torch
 
 from privssl.accounting.dpcl import calibrate, epsilon
 from privssl.accounting.dpcl_spec import fine_tune_phases
-from privssl.artefacts import load_encoder, load_private_sets
+from privssl.artefacts.image import load_encoder, load_private_sets
 from privssl.cli import device_argument, json_object, positive_float, thread_count
 from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.training_time import EVALUATED, draw_seed, release_record, utility_rows

@@ -27,7 +27,7 @@ from privssl.accounting.dpcl_spec import (
     mechanisms,
     similarity_sensitivity,
 )
-from privssl.artefacts import load_encoder, load_private_sets
+from privssl.artefacts.image import load_encoder, load_private_sets
 from privssl.cli import device_argument, json_object, positive_float, thread_count
 from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.release.methods import DPCL_METHOD_OF_VARIANT, release_method

@@ -6,7 +6,7 @@ import argparse
 
 import torch
 
-from privssl.artefacts import load_encoder, load_image_splits
+from privssl.artefacts.image import load_encoder, load_image_splits
 from privssl.cli import device_argument, thread_count
 from privssl.data.images import load_pool
 from privssl.data.splits import LABELLED_SPLITS

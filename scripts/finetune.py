@@ -10,7 +10,9 @@ import argparse
 
 import torch
 
-from privssl.artefacts import best_noise_free_point, features, load_tensor_file, parse_checking_choices
+from privssl.artefacts.image import features
+from privssl.artefacts.tables import load_tensor_file
+from privssl.artefacts.tuning import best_noise_free_point, parse_checking_choices
 from privssl.cli import FileObject, device_argument, json_object, thread_count
 from privssl.io import atomic_torch_save, atomic_write_json, pick_device, script_logger
 from privssl.training.heads import HeadSpec, accuracy, parameter_shapes, train_head

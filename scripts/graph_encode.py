@@ -6,7 +6,8 @@ import argparse
 
 import torch
 
-from privssl.artefacts import EMBEDDINGS, load_graph_splits, load_tensor_file
+from privssl.artefacts.graphs import EMBEDDINGS, load_graph_splits
+from privssl.artefacts.tables import load_tensor_file
 from privssl.graphs.splits import NODE_SPLITS
 from privssl.io import atomic_torch_save, script_logger
 

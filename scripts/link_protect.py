@@ -11,7 +11,9 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import EMBEDDINGS, GRAPH, HEAD, expected_of, load_release, load_tensor_file
+from privssl.artefacts.graphs import EMBEDDINGS, GRAPH
+from privssl.artefacts.image import HEAD, load_release
+from privssl.artefacts.tables import expected_of, load_tensor_file
 from privssl.cli import (
     expect_argument,
     json_object,

@@ -8,7 +8,8 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import GRAPH, load_link_target, load_tensor_file
+from privssl.artefacts.graphs import GRAPH, load_link_target
+from privssl.artefacts.tables import load_tensor_file
 from privssl.cli import json_object, thread_count
 from privssl.graphs.link_attacks import AttackMLPSpec, supervised_attacks, unsupervised_attacks
 from privssl.graphs.observations import run_observation

@@ -4,7 +4,8 @@ thesis's numbers (CSV and Markdown), and the figure (PNG and PDF), from CSV only
 
 import argparse
 
-from privssl.artefacts import LINK_ROWS, load_csv_files
+from privssl.artefacts.graphs import LINK_ROWS
+from privssl.artefacts.tables import load_csv_files
 from privssl.cli import expect_argument
 from privssl.graphs.link_report import headline, markdown, summarise
 from privssl.io import atomic_path, atomic_write_csv, script_logger

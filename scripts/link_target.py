@@ -8,7 +8,8 @@ import argparse
 
 import torch
 
-from privssl.artefacts import GRAPH, load_tensor_file
+from privssl.artefacts.graphs import GRAPH
+from privssl.artefacts.tables import load_tensor_file
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.graphs.data import Graph
 from privssl.graphs.gcn import GCNSpec, labelled_nodes, train_gcn, train_reference_mlp

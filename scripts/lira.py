@@ -23,16 +23,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.artefacts import (
-    FEATURES,
-    UTILITY,
-    expected_of,
-    load_csv_file,
-    load_lira_heads,
-    load_release,
-    load_tensor_file,
-    parse_checking_choices,
-)
+from privssl.artefacts.image import FEATURES, UTILITY, load_lira_heads, load_release
+from privssl.artefacts.tables import expected_of, load_csv_file, load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.attacks.adaptive import head_kind, release_like_victim
 from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.lira import candidate_pool, membership

@@ -13,7 +13,9 @@ import time
 
 import torch
 
-from privssl.artefacts import FEATURES, load_tensor_file, parse_checking_choices
+from privssl.artefacts.image import FEATURES
+from privssl.artefacts.tables import load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.attacks.adaptive import train_clean_heads
 from privssl.attacks.lira import candidate_pool, draw_training_sets
 from privssl.cli import json_object, thread_count

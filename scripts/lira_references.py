@@ -15,7 +15,9 @@ from typing import Callable
 import pandas as pd
 import torch
 
-from privssl.artefacts import FEATURES, expected_of, load_lira_heads, load_tensor_file, parse_checking_choices
+from privssl.artefacts.image import FEATURES, load_lira_heads
+from privssl.artefacts.tables import expected_of, load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.attacks.clustered import clustered_membership_metrics
 from privssl.attacks.lira import candidate_pool, membership
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS, RMIA_ATTACKS, reference_counts

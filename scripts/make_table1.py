@@ -4,7 +4,8 @@ with how Δ was sampled (population pool or inside d), its order statistic k and
 
 import argparse
 
-from privssl.artefacts import expected_of, load_sensitivity
+from privssl.artefacts.image import load_sensitivity
+from privssl.artefacts.tables import expected_of
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.table1 import table1, table1_markdown

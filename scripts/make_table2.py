@@ -5,7 +5,8 @@ supports; plus the non-private head (CSV and Markdown)."""
 
 import argparse
 
-from privssl.artefacts import MIA, UTILITY, load_csv_files
+from privssl.artefacts.image import MIA, UTILITY
+from privssl.artefacts.tables import load_csv_files
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.release_table import markdown, table2

@@ -9,7 +9,9 @@ import argparse
 
 import pandas as pd
 
-from privssl.artefacts import AUDIT, LINK_PROTECTION, LIRA, MIA, ROC, UTILITY, expected_of, load_csv_file
+from privssl.artefacts.graphs import LINK_PROTECTION
+from privssl.artefacts.image import AUDIT, LIRA, MIA, ROC, UTILITY
+from privssl.artefacts.tables import expected_of, load_csv_file
 from privssl.cli import expect_argument
 from privssl.io import atomic_write_csv, script_logger
 

@@ -5,7 +5,8 @@ against RMIA at 1, 2, 4, … reference heads (figure and Markdown table) from re
 
 import argparse
 
-from privssl.artefacts import AUDIT, LIRA, LIRA_REFERENCES, ROC, load_csv_files
+from privssl.artefacts.image import AUDIT, LIRA, LIRA_REFERENCES, ROC
+from privssl.artefacts.tables import load_csv_files
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, script_logger
 from privssl.reports.audit_plots import figure4, figure5, figure_references, references_markdown

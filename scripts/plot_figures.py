@@ -5,7 +5,8 @@ loss) and Fig. 3 (test accuracy vs ε, the privacy-utility frontier) from the ut
 
 import argparse
 
-from privssl.artefacts import MIA, UTILITY, load_csv_files
+from privssl.artefacts.image import MIA, UTILITY
+from privssl.artefacts.tables import load_csv_files
 from privssl.cli import expect_argument
 from privssl.io import script_logger
 from privssl.reports.plotting import figure1, figure2, figure3, save_figure

@@ -4,7 +4,9 @@ self-supervised GNN's protected heads (PNG and PDF), from CSV only."""
 
 import argparse
 
-from privssl.artefacts import LINK_PROTECTION, MIA, UTILITY, load_csv_files
+from privssl.artefacts.graphs import LINK_PROTECTION
+from privssl.artefacts.image import MIA, UTILITY
+from privssl.artefacts.tables import load_csv_files
 from privssl.cli import expect_argument
 from privssl.io import script_logger
 from privssl.reports.plotting import graph_protection_figure, save_figure

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from privssl.artefacts import load_image_splits
+from privssl.artefacts.image import load_image_splits
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger

@@ -13,7 +13,8 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts import HEAD, expected_of, features, load_sensitivity, load_tensor_file
+from privssl.artefacts.image import HEAD, features, load_sensitivity
+from privssl.artefacts.tables import expected_of, load_tensor_file
 from privssl.cli import device_argument, expect_argument, positive_float, thread_count
 from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.methods import NOISE_FREE, OUTPUT_PERTURBATION_METHODS

@@ -19,7 +19,9 @@ import pandas as pd
 import torch
 
 from privssl.accounting.dpsgd import calibrate_grid
-from privssl.artefacts import HEAD, features, load_tensor_file, parse_checking_choices
+from privssl.artefacts.image import HEAD, features
+from privssl.artefacts.tables import load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.cli import device_argument, json_object, positive_float, thread_count
 from privssl.io import Progress, atomic_torch_save, atomic_write_csv, pack_decisions, pick_device, script_logger
 from privssl.release.dpsgd import DPSGDRun, DPSGDSpec, sampling_plan, train_dpsgd_head

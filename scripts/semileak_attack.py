@@ -16,13 +16,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.artefacts import (
-    SCORE_KEY,
-    SEMILEAK_HISTORY,
-    load_csv_files,
-    load_semileak_models,
-    load_semileak_splits,
-)
+from privssl.artefacts.semileak import SCORE_KEY, SEMILEAK_HISTORY, load_semileak_models, load_semileak_splits
+from privssl.artefacts.tables import load_csv_files
 from privssl.attacks.mia import AttackSpec
 from privssl.attacks.semi_leak import Case, Observed, Records, entropy_js_distance, run_attacks
 from privssl.attacks.statistics import accuracy_interval
@@ -108,7 +103,8 @@ def parse_arguments() -> argparse.Namespace:
                         help="the repeat (independent training) of the targets and shadows, written in every row")
     parser.add_argument("--out", required=True, help="output: metrics.csv")
     parser.add_argument("--scores", required=True,
-                        help="output: scores.parquet, every metrics row's per-record scores (artefacts.SCORE_COLUMNS)")
+                        help="output: scores.parquet, every metrics row's per-record scores "
+                             "(artefacts.semileak.SCORE_COLUMNS)")
     parser.add_argument("--history", required=True,
                         help="output: every training's history in one file; not private (computed on the training "
                              "sets without noise)")

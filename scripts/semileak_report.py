@@ -7,7 +7,9 @@ defences (Figs. 3.5-3.6, Table 3.4), PNG and PDF each."""
 
 import argparse
 
-from privssl.artefacts import THESIS_SEMILEAK, load_csv_file, load_semileak_metrics
+from privssl.artefacts.claims import THESIS_SEMILEAK
+from privssl.artefacts.semileak import load_semileak_metrics
+from privssl.artefacts.tables import load_csv_file
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.plotting import save_figure

@@ -14,7 +14,7 @@ from typing import Callable
 import pandas as pd
 import torch
 
-from privssl.artefacts import load_semileak_splits
+from privssl.artefacts.semileak import load_semileak_splits
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
 from privssl.io import InputError, atomic_torch_save, atomic_write_csv, pick_device, script_logger

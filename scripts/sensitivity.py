@@ -11,7 +11,9 @@ import argparse
 
 import torch
 
-from privssl.artefacts import features, load_tensor_file, parse_checking_choices
+from privssl.artefacts.image import features
+from privssl.artefacts.tables import load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.io import atomic_write_json, pick_device, script_logger
 from privssl.release.sensitivity import SAMPLINGS, order_statistic_index, paper_sensitivity, population_sensitivity

@@ -8,7 +8,9 @@ import argparse
 
 import torch
 
-from privssl.artefacts import features, load_tensor_file, parse_checking_choices
+from privssl.artefacts.image import features
+from privssl.artefacts.tables import load_tensor_file
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.attacks.mia import AttackSpec, attack_scores, evaluate, fit_attacks
 from privssl.cli import json_object, thread_count
 from privssl.io import atomic_torch_save, script_logger

@@ -10,7 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from privssl.accounting.dpcl import paper_settings_rows
-from privssl.artefacts import DPADAPTER_RESULTS, DPCL_ACCOUNTING, MIA, UTILITY, load_csv_files, load_image_splits
+from privssl.artefacts.image import MIA, UTILITY, load_image_splits
+from privssl.artefacts.tables import load_csv_files
+from privssl.artefacts.training_time import DPADAPTER_RESULTS, DPCL_ACCOUNTING
 from privssl.cli import expect_argument
 from privssl.io import atomic_write_bytes, atomic_write_csv, script_logger
 from privssl.reports.plotting import save_figure

@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from privssl.artefacts import load_tuning_folds
+from privssl.artefacts.image import load_tuning_folds
 from privssl.cli import tuning_parser
 from privssl.io import script_logger
 from privssl.release import tuning

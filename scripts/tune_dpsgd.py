@@ -9,7 +9,8 @@ import time
 
 import torch
 
-from privssl.artefacts import load_tuning_folds, parse_checking_choices
+from privssl.artefacts.image import load_tuning_folds
+from privssl.artefacts.tuning import parse_checking_choices
 from privssl.cli import json_object, tuning_parser
 from privssl.io import script_logger
 from privssl.release import tuning

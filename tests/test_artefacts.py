@@ -19,8 +19,25 @@ import pytest
 from scipy import stats
 import torch
 
-from privssl import artefacts
-from privssl.artefacts import ArtefactError
+from privssl.artefacts.claims import PAPER_CLAIMS, THESIS_CLAIMS, THESIS_SEMILEAK
+from privssl.artefacts.graphs import GRAPH, load_graph_splits, load_link_target
+from privssl.artefacts.image import (
+    AUDIT,
+    FEATURES,
+    HEAD,
+    MIA,
+    ROC,
+    UTILITY,
+    load_image_splits,
+    load_lira_heads,
+    load_release,
+    load_sensitivity,
+)
+from privssl.artefacts.semileak import attach_score_ranks
+from privssl.artefacts.specs import ArtefactError
+from privssl.artefacts.tables import check_expected, load_csv_file, load_csv_files, load_tensor_file
+from privssl.artefacts.training_time import DPCL_ACCOUNTING
+from privssl.artefacts.tuning import best_noise_free_point, check_tuning_choice, parse_checking_choices
 from privssl.audit.bounds import hypothesis_test_ceiling, one_run_ceiling
 from privssl.data.splits import LABELLED_SPLITS, SPLITS
 from privssl.io import atomic_write_csv, atomic_write_parquet, pack_decisions
@@ -88,14 +105,14 @@ def write_json(record: dict, path: Path) -> Path:
 @pytest.mark.parametrize("sampling", ["population", "paper"])
 def test_the_sensitivity_rules_records_are_accepted(tmp_path, sampled_records, sampling):
     record = sampled_records[sampling]
-    assert artefacts.load_sensitivity(write_json(record, tmp_path / "s.json")) == record
+    assert load_sensitivity(write_json(record, tmp_path / "s.json")) == record
 
 
 @pytest.mark.parametrize("field", ["delta1", "delta2"])
 @pytest.mark.parametrize("value", [0.0, -0.5, float("nan"), float("inf")])
 def test_a_sensitivity_that_is_not_finite_and_positive_is_refused(tmp_path, sampled_records, field, value):
     path = write_json({**sampled_records["population"], field: value}, tmp_path / "sensitivity.json")
-    message = refused(path, field, artefacts.load_sensitivity)
+    message = refused(path, field, load_sensitivity)
     assert "expected finite numbers in (0, inf)" in message
 
 
@@ -103,7 +120,7 @@ def test_a_sensitivity_other_than_the_kth_distance_is_refused(tmp_path, sampled_
     record = sampled_records["population"]
     kth = sorted(record["distances_l1"])[record["k"] - 1]
     path = write_json({**record, "delta1": kth / 2}, tmp_path / "sensitivity.json")
-    assert f"the k = {record['k']}-th smallest of distances_l1" in refused(path, "delta1", artefacts.load_sensitivity)
+    assert f"the k = {record['k']}-th smallest of distances_l1" in refused(path, "delta1", load_sensitivity)
 
 
 @pytest.mark.parametrize("change, field", [
@@ -115,27 +132,27 @@ def test_a_sensitivity_other_than_the_kth_distance_is_refused(tmp_path, sampled_
 ])
 def test_a_sampled_record_must_be_consistent(tmp_path, sampled_records, change, field):
     path = write_json({**sampled_records["population"], **change}, tmp_path / "sensitivity.json")
-    refused(path, field, artefacts.load_sensitivity)
+    refused(path, field, load_sensitivity)
 
 
 def test_the_certified_record_needs_a_positive_proven_bound(tmp_path):
     record = certified_sensitivity(150, 10, CertifiedSpec(clip_norm=1.0, l2=0.01, tolerance=1e-6))
-    assert artefacts.load_sensitivity(write_json(record, tmp_path / "ok.json")) == record  # delta1 is None
-    refused(write_json({**record, "delta2": 0.0}, tmp_path / "zero.json"), "delta2", artefacts.load_sensitivity)
+    assert load_sensitivity(write_json(record, tmp_path / "ok.json")) == record  # delta1 is None
+    refused(write_json({**record, "delta2": 0.0}, tmp_path / "zero.json"), "delta2", load_sensitivity)
     refused(write_json({k: v for k, v in record.items() if k != "delta2"}, tmp_path / "no.json"), "delta2",
-            artefacts.load_sensitivity)
+            load_sensitivity)
 
 
 def test_a_truncated_json_file_is_refused(tmp_path, sampled_records):
     path = tmp_path / "sensitivity.json"
     path.write_text(json.dumps(sampled_records["paper"])[:100])
-    assert "not readable (JSONDecodeError" in refused(path, None, artefacts.load_sensitivity)
+    assert "not readable (JSONDecodeError" in refused(path, None, load_sensitivity)
 
 
 # --------------------------------------------------------------------------------- tensor files
 
 def test_a_release_file_as_protect_writes_it_is_accepted(tmp_path):
-    loaded = artefacts.load_release(save(release(), tmp_path / "laplace.pt"), "laplace")
+    loaded = load_release(save(release(), tmp_path / "laplace.pt"), "laplace")
     assert torch.equal(loaded["noise_scale"], release()["noise_scale"].to(loaded["noise_scale"].dtype))
 
 
@@ -151,23 +168,23 @@ def test_a_release_file_as_protect_writes_it_is_accepted(tmp_path):
     ({"clip_norm": 0.0}, "clip_norm"),
 ])
 def test_a_broken_release_file_is_refused(tmp_path, change, field):
-    refused(save({**release(), **change}, tmp_path / "laplace.pt"), field, artefacts.load_release, "laplace")
+    refused(save({**release(), **change}, tmp_path / "laplace.pt"), field, load_release, "laplace")
 
 
 def test_a_release_of_another_method_or_without_a_key_is_refused(tmp_path):
     assert "'laplace' (expected 'alm', as the reading rule's config asks" in refused(
-        save(release(), tmp_path / "alm.pt"), "method", artefacts.load_release, "alm")
+        save(release(), tmp_path / "alm.pt"), "method", load_release, "alm")
     incomplete = {k: v for k, v in release().items() if k != "noise_scale"}
-    assert "missing" in refused(save(incomplete, tmp_path / "r.pt"), "noise_scale", artefacts.load_release, "laplace")
+    assert "missing" in refused(save(incomplete, tmp_path / "r.pt"), "noise_scale", load_release, "laplace")
 
 
 def test_a_release_of_another_eps_grid_is_refused(tmp_path):
     # a release file copied from a run of another config: well-formed, of the right method
     path = save(release(), tmp_path / "laplace.pt")
     grid = release()["eps"].tolist()
-    assert artefacts.load_release(path, "laplace", {"eps": grid})["method"] == "laplace"
-    assert artefacts.load_release(path, "laplace", {"eps": [int(e) if e.is_integer() else e for e in grid]})
-    message = refused(path, "eps", artefacts.load_release, "laplace", {"eps": [*grid, 100.0]})
+    assert load_release(path, "laplace", {"eps": grid})["method"] == "laplace"
+    assert load_release(path, "laplace", {"eps": [int(e) if e.is_integer() else e for e in grid]})
+    message = refused(path, "eps", load_release, "laplace", {"eps": [*grid, 100.0]})
     assert f"{grid!r} (expected {[*grid, 100.0]!r}" in message
 
 
@@ -175,24 +192,24 @@ def test_a_dpsgd_release_carries_the_settings_of_each_eps(tmp_path):
     spec = {"clip_norm": 1.0, "batch_size": 10, "epochs": 2, "lr": 0.5, "momentum": 0.5, "repeats": 3,
             "accountant": "pld"}
     ok = release("dpsgd") | {"specs": [spec, spec | {"epochs": 5}]}
-    loaded = artefacts.load_release(save(ok, tmp_path / "dpsgd.pt"), "dpsgd")
+    loaded = load_release(save(ok, tmp_path / "dpsgd.pt"), "dpsgd")
     assert [s.epochs for s in loaded["specs"]] == [2, 5]  # as DPSGDSpecs, one per ε
     assert "a list of 2 DP-SGD settings, one per ε" in refused(
-        save(release("dpsgd"), tmp_path / "none.pt"), "specs", artefacts.load_release, "dpsgd")
+        save(release("dpsgd"), tmp_path / "none.pt"), "specs", load_release, "dpsgd")
     assert "a list of 2 DP-SGD settings" in refused(
-        save(ok | {"specs": [spec]}, tmp_path / "one.pt"), "specs", artefacts.load_release, "dpsgd")
+        save(ok | {"specs": [spec]}, tmp_path / "one.pt"), "specs", load_release, "dpsgd")
     assert "dpsgd.lr = -1" in refused(
-        save(ok | {"specs": [spec, spec | {"lr": -1}]}, tmp_path / "bad.pt"), "specs", artefacts.load_release, "dpsgd")
+        save(ok | {"specs": [spec, spec | {"lr": -1}]}, tmp_path / "bad.pt"), "specs", load_release, "dpsgd")
 
 
 def test_a_truncated_tensor_file_is_refused(tmp_path):
     path = save(release(), tmp_path / "laplace.pt")
     path.write_bytes(path.read_bytes()[:200])
-    assert "not readable" in refused(path, None, artefacts.load_release, "laplace")
+    assert "not readable" in refused(path, None, load_release, "laplace")
 
 
 def test_features_must_agree_with_their_labels_and_each_other(tmp_path):
-    load = lambda path: artefacts.load_tensor_file(path, artefacts.FEATURES)  # noqa: E731
+    load = lambda path: load_tensor_file(path, FEATURES)  # noqa: E731
     assert load(save(features(), tmp_path / "ok.pt"))["n_classes"] == 3
     cases = {"test_labels": {"test_labels": torch.tensor([0, 1, 2, 3, 0, 1])},  # 3 is no class of 3
              "finetune": {"finetune": torch.full((6, 4), float("nan"))},
@@ -207,7 +224,7 @@ def test_features_must_agree_with_their_labels_and_each_other(tmp_path):
 
 
 def test_a_heads_parameters_must_match_its_shapes(tmp_path):
-    load = lambda path: artefacts.load_tensor_file(path, artefacts.HEAD)  # noqa: E731
+    load = lambda path: load_tensor_file(path, HEAD)  # noqa: E731
     load(save(head(), tmp_path / "ok.pt"))
     wrong = head()
     wrong["params"]["bias"] = torch.zeros(1, 4, dtype=torch.float64)
@@ -228,11 +245,11 @@ def lira_heads(seed: int = 7) -> dict:
 
 def test_lira_heads_one_set_of_pool_indices_per_head(tmp_path):
     good = lira_heads()
-    artefacts.load_lira_heads(save(good, tmp_path / "ok.pt"), 4)
-    assert "where |d| = 3" in refused(tmp_path / "ok.pt", "sets", artefacts.load_lira_heads, 3)
+    load_lira_heads(save(good, tmp_path / "ok.pt"), 4)
+    assert "where |d| = 3" in refused(tmp_path / "ok.pt", "sets", load_lira_heads, 3)
     for change, field in (({"shadows": 4}, "flat"), ({"sets": torch.full((5, 4), 8)}, "sets"),
                           ({"sets": torch.zeros(4, 4, dtype=torch.long)}, "sets"), ({"pool": ["private"]}, "pool")):
-        refused(save({**good, **change}, tmp_path / "heads.pt"), field, artefacts.load_lira_heads, 4)
+        refused(save({**good, **change}, tmp_path / "heads.pt"), field, load_lira_heads, 4)
 
 
 def test_lira_heads_whose_sets_are_not_the_recorded_draw_are_refused(tmp_path):
@@ -240,46 +257,46 @@ def test_lira_heads_whose_sets_are_not_the_recorded_draw_are_refused(tmp_path):
     # in all or none of the shadows, and LiRA's AUC is inflated (the issue: 0.85 against 0.77)
     good = lira_heads()
     same = good["sets"][0].expand(5, 4).clone()
-    message = refused(save({**good, "sets": same}, tmp_path / "heads.pt"), "sets[1]", artefacts.load_lira_heads, 4)
+    message = refused(save({**good, "sets": same}, tmp_path / "heads.pt"), "sets[1]", load_lira_heads, 4)
     assert "4 of 5 heads' sets differ" in message and "the draw of seed 7" in message
-    refused(save({**good, "seed": 8}, tmp_path / "heads.pt"), "sets[0]", artefacts.load_lira_heads, 4)
+    refused(save({**good, "seed": 8}, tmp_path / "heads.pt"), "sets[0]", load_lira_heads, 4)
     # provenance: the seed, counts and head kind the reading rule's config gives
     path = save(good, tmp_path / "heads.pt")
-    assert "8, as the reading rule's config asks" in refused(path, "seed", artefacts.load_lira_heads, 4, {"seed": 8})
-    refused(path, "head_kind", artefacts.load_lira_heads, 4, {"head_kind": "certified"})
+    assert "8, as the reading rule's config asks" in refused(path, "seed", load_lira_heads, 4, {"seed": 8})
+    refused(path, "head_kind", load_lira_heads, 4, {"head_kind": "certified"})
 
 
 def test_graph_files_index_their_own_nodes(tmp_path):
     graph = {"name": "sbm", "x": torch.randn(5, 2), "edge_index": torch.tensor([[0, 1], [1, 0]]),
              "y": torch.tensor([0, 1, 0, 1, 0]), "n_classes": 2}
-    load = lambda path: artefacts.load_tensor_file(path, artefacts.GRAPH)  # noqa: E731
+    load = lambda path: load_tensor_file(path, GRAPH)  # noqa: E731
     load(save(graph, tmp_path / "ok.pt"))
     refused(save({**graph, "edge_index": torch.tensor([[0, 5], [5, 0]])}, tmp_path / "edges.pt"), "edge_index", load)
     target = {"labelled": torch.zeros(2, 5, dtype=torch.bool), "posteriors": torch.full((2, 5, 2), 0.5),
               "reference": torch.full((2, 5, 2), 0.5), "pairs": torch.zeros(2, 3, 2, dtype=torch.long),
               "is_edge": torch.zeros(2, 3, dtype=torch.bool), "train": torch.zeros(2, 3, dtype=torch.bool)}
-    artefacts.load_link_target(save(target, tmp_path / "target.pt"), 5)
-    assert "where N = 6" in refused(tmp_path / "target.pt", "labelled", artefacts.load_link_target, 6)
+    load_link_target(save(target, tmp_path / "target.pt"), 5)
+    assert "where N = 6" in refused(tmp_path / "target.pt", "labelled", load_link_target, 6)
     refused(save({**target, "posteriors": torch.full((2, 5, 2), 1.5)}, tmp_path / "p.pt"), "posteriors",
-            artefacts.load_link_target, 5)
+            load_link_target, 5)
 
 
 def test_split_files_hold_disjoint_indices_into_the_pool(tmp_path):
     splits = {name: list(range(10 * i, 10 * i + 5)) for i, name in enumerate(SPLITS)}
     pool = {"size": 1797, "sha256": "0" * 64}  # scikit-learn's 1797 digits
     record = {"dataset": "digits", "seed": 0, "n_classes": 10, "pool": pool, "splits": splits}
-    assert artefacts.load_image_splits(write_json(record, tmp_path / "ok.json"))["splits"] == splits
+    assert load_image_splits(write_json(record, tmp_path / "ok.json"))["splits"] == splits
     for other in (None, {**pool, "size": 1796}, {**pool, "sha256": "0" * 63}, {"size": 1797}):
-        refused(write_json({**record, "pool": other}, tmp_path / "splits.json"), "pool", artefacts.load_image_splits)
+        refused(write_json({**record, "pool": other}, tmp_path / "splits.json"), "pool", load_image_splits)
     for name, index, problem in (("test", [1, 2], "index 1 is also in splits.pretrain"),
                                  ("test", [-1], "-1 at index 0"), ("test", [1797], "1797 at index 0"),
                                  ("test", [1.5], "a list holding 1.5")):
         path = write_json({**record, "splits": {**splits, name: index}}, tmp_path / "splits.json")
-        assert problem in refused(path, f"splits.{name}", artefacts.load_image_splits)
+        assert problem in refused(path, f"splits.{name}", load_image_splits)
     graph = {"dataset": "sbm", "num_nodes": 60, "splits": {name: splits[name] for name in LABELLED_SPLITS}}
-    artefacts.load_graph_splits(write_json(graph, tmp_path / "graph.json"))
+    load_graph_splits(write_json(graph, tmp_path / "graph.json"))
     refused(write_json({**graph, "num_nodes": 50}, tmp_path / "graph.json"), "splits.reference",
-            artefacts.load_graph_splits)
+            load_graph_splits)
 
 
 # --------------------------------------------------------------------------------- tables
@@ -308,19 +325,19 @@ def write_csv(frame: pd.DataFrame, path: Path) -> Path:
 
 
 def test_a_complete_table_is_accepted(tmp_path):
-    frame = artefacts.load_csv_file(write_csv(utility_rows(), tmp_path / "utility.csv"), artefacts.UTILITY)
+    frame = load_csv_file(write_csv(utility_rows(), tmp_path / "utility.csv"), UTILITY)
     pd.testing.assert_frame_equal(frame, utility_rows(), check_dtype=False)
 
 
 def test_a_table_cut_mid_line_is_refused(tmp_path):
     path = write_csv(utility_rows(), tmp_path / "utility.csv")
     path.write_bytes(path.read_bytes()[:-30])
-    assert "the last line ends without a newline" in refused(path, None, artefacts.load_csv_file, artefacts.UTILITY)
+    assert "the last line ends without a newline" in refused(path, None, load_csv_file, UTILITY)
 
 
 def test_a_table_that_lost_its_last_rows_is_refused(tmp_path):
     path = write_csv(utility_rows()[:-1], tmp_path / "utility.csv")  # cut at a line end: still a valid CSV
-    message = refused(path, "eps, repeat", artefacts.load_csv_file, artefacts.UTILITY)
+    message = refused(path, "eps, repeat", load_csv_file, UTILITY)
     assert "the rows with dataset = digits, mechanism = laplace lack {'eps': '10.0', 'repeat': '1'}" in message
 
 
@@ -336,15 +353,15 @@ def test_a_bad_value_in_a_table_is_named_by_column_and_line(tmp_path, column, va
     frame = utility_rows()
     frame[column] = frame[column].astype(object)
     frame.loc[2, column] = value
-    assert problem in refused(write_csv(frame, tmp_path / "utility.csv"), column, artefacts.load_csv_file,
-                              artefacts.UTILITY)
+    assert problem in refused(write_csv(frame, tmp_path / "utility.csv"), column, load_csv_file,
+                              UTILITY)
 
 
 def test_a_table_without_a_column_or_rows_is_refused(tmp_path):
     refused(write_csv(utility_rows().drop(columns="utility_loss"), tmp_path / "u.csv"), "utility_loss",
-            artefacts.load_csv_file, artefacts.UTILITY)
+            load_csv_file, UTILITY)
     assert "a header without rows" in refused(write_csv(utility_rows()[:0], tmp_path / "u.csv"), None,
-                                              artefacts.load_csv_file, artefacts.UTILITY)
+                                              load_csv_file, UTILITY)
 
 
 def mia_rows() -> pd.DataFrame:
@@ -357,23 +374,23 @@ def mia_rows() -> pd.DataFrame:
 
 
 def test_only_the_clean_head_has_no_epsilon(tmp_path):
-    artefacts.load_csv_file(write_csv(mia_rows(), tmp_path / "mia.csv"), artefacts.MIA)
+    load_csv_file(write_csv(mia_rows(), tmp_path / "mia.csv"), MIA)
     frame = mia_rows()
     frame.loc[1, "eps"] = math.nan
-    assert "missing (NaN) on line 3" in refused(write_csv(frame, tmp_path / "mia.csv"), "eps", artefacts.load_csv_file,
-                                                artefacts.MIA)
+    assert "missing (NaN) on line 3" in refused(write_csv(frame, tmp_path / "mia.csv"), "eps", load_csv_file,
+                                                MIA)
     frame = mia_rows()
     frame.loc[3, "tpr_at_1pct_fpr_hi"] = 1.5  # a column matched by the prefix tpr_at_*
-    refused(write_csv(frame, tmp_path / "mia.csv"), "tpr_at_1pct_fpr_hi", artefacts.load_csv_file, artefacts.MIA)
+    refused(write_csv(frame, tmp_path / "mia.csv"), "tpr_at_1pct_fpr_hi", load_csv_file, MIA)
 
 
 def test_a_truncated_gzip_table_is_refused(tmp_path):
     frame = pd.DataFrame({"dataset": "digits", "method": "none", "eps": math.nan, "attack": "loss", "adaptive": True,
                           "fpr": [0.0, 0.5, 1.0], "tpr": [0.0, 0.7, 1.0]})
     path = write_csv(frame, tmp_path / "roc.csv.gz")
-    assert len(artefacts.load_csv_file(path, artefacts.ROC)) == 3
+    assert len(load_csv_file(path, ROC)) == 3
     path.write_bytes(path.read_bytes()[:-12])  # a gzip stream cut short
-    assert "not readable" in refused(path, None, artefacts.load_csv_file, artefacts.ROC)
+    assert "not readable" in refused(path, None, load_csv_file, ROC)
 
 
 # --------------------------------------------------------------------------------- the scripts
@@ -417,14 +434,14 @@ UTILITY_GRID = [{"dataset": ["digits"], "mechanism": ["alm", "laplace"], "eps": 
 
 
 def test_a_table_with_every_row_of_the_configs_grid_is_accepted(tmp_path):
-    artefacts.load_csv_file(write_csv(utility_rows(), tmp_path / "utility.csv"), artefacts.UTILITY, UTILITY_GRID)
+    load_csv_file(write_csv(utility_rows(), tmp_path / "utility.csv"), UTILITY, UTILITY_GRID)
 
 
 def test_a_table_that_lost_a_whole_method_is_refused_by_the_configs_grid(tmp_path):
     # the rows of one method are gone: the file's own grid is complete, only the config knows
     path = write_csv(utility_rows(methods=("alm",)), tmp_path / "utility.csv")
-    artefacts.load_csv_file(path, artefacts.UTILITY)
-    message = refused(path, "dataset, mechanism, eps, repeat", artefacts.load_csv_file, artefacts.UTILITY,
+    load_csv_file(path, UTILITY)
+    message = refused(path, "dataset, mechanism, eps, repeat", load_csv_file, UTILITY,
                       UTILITY_GRID)
     assert "the row {dataset: digits, mechanism: laplace, eps: 1, repeat: 0} is missing (4 rows of the 8" in message
 
@@ -432,20 +449,20 @@ def test_a_table_that_lost_a_whole_method_is_refused_by_the_configs_grid(tmp_pat
 def test_a_row_outside_the_configs_grid_or_repeated_is_refused(tmp_path):
     other_eps = write_csv(utility_rows(eps=(1.0, 100.0)), tmp_path / "utility.csv")  # a run of another config
     assert "the row {dataset: digits, mechanism: alm, eps: 100, repeat: 0} on line 4 is not in the config's grid" in \
-        refused(other_eps, "dataset, mechanism, eps, repeat", artefacts.load_csv_file, artefacts.UTILITY, UTILITY_GRID)
+        refused(other_eps, "dataset, mechanism, eps, repeat", load_csv_file, UTILITY, UTILITY_GRID)
     twice = write_csv(pd.concat([utility_rows(), utility_rows()[:1]]), tmp_path / "twice.csv")
     with pytest.raises(ArtefactError, match="on line 10 repeats line 2"):
-        artefacts.check_expected(twice, pd.read_csv(twice), UTILITY_GRID)
+        check_expected(twice, pd.read_csv(twice), UTILITY_GRID)
 
 
 def test_a_free_column_of_the_grid_takes_any_value_but_the_rest_must_be_complete(tmp_path):
     # DPCL at a fixed noise multiplier: the ε of its rows is the accountant's, not the config's
     grid = [{"dataset": ["digits"], "mechanism": ["alm", "laplace"], "eps": None, "repeat": [0, 1]}]
     path = write_csv(utility_rows(eps=(3.7,)), tmp_path / "utility.csv")
-    artefacts.load_csv_file(path, artefacts.UTILITY, grid)
+    load_csv_file(path, UTILITY, grid)
     lost = write_csv(utility_rows(eps=(3.7,))[:-1], tmp_path / "lost.csv")
     assert "{dataset: digits, mechanism: laplace, eps: NaN, repeat: 1} is missing" in refused(
-        lost, "dataset, mechanism, eps, repeat", artefacts.load_csv_file, artefacts.UTILITY, grid)
+        lost, "dataset, mechanism, eps, repeat", load_csv_file, UTILITY, grid)
 
 
 def test_a_roc_table_has_one_curve_per_key_of_the_grid(tmp_path):
@@ -454,15 +471,15 @@ def test_a_roc_table_has_one_curve_per_key_of_the_grid(tmp_path):
                                      "adaptive": True, **curve}) for attack in ("loss", "lira_online")])
     grid = [{"dataset": ["digits"], "method": ["none"], "eps": [None], "attack": ["loss", "lira_online"],
              "adaptive": [True]}]
-    artefacts.load_csv_file(write_csv(frame, tmp_path / "roc.csv.gz"), artefacts.ROC, grid)
+    load_csv_file(write_csv(frame, tmp_path / "roc.csv.gz"), ROC, grid)
     one = write_csv(frame[frame.attack == "loss"], tmp_path / "one.csv.gz")
     assert "attack: lira_online, adaptive: True} is missing" in refused(
-        one, "dataset, method, eps, attack, adaptive", artefacts.load_csv_file, artefacts.ROC, grid)
+        one, "dataset, method, eps, attack, adaptive", load_csv_file, ROC, grid)
 
 
 def test_several_tables_each_need_their_grid(tmp_path):
     path = write_csv(utility_rows(), tmp_path / "utility.csv")
-    load = lambda p: artefacts.load_csv_files([p], artefacts.UTILITY, {"other.csv": UTILITY_GRID})  # noqa: E731
+    load = lambda p: load_csv_files([p], UTILITY, {"other.csv": UTILITY_GRID})  # noqa: E731
     assert "nothing expected of this file was given" in refused(path, None, load)
 
 
@@ -482,9 +499,9 @@ def one_run_rows(**change) -> pd.DataFrame:
     ({"correct": 2.5}, "correct", "2.5 on line 3"),
 ])
 def test_a_one_run_audit_with_impossible_counts_is_refused(tmp_path, change, field, problem):
-    artefacts.load_csv_file(write_csv(one_run_rows(), tmp_path / "ok.csv"), artefacts.AUDIT)
+    load_csv_file(write_csv(one_run_rows(), tmp_path / "ok.csv"), AUDIT)
     assert problem in refused(write_csv(one_run_rows(**change), tmp_path / "one_run.csv"), field,
-                              artefacts.load_csv_file, artefacts.AUDIT)
+                              load_csv_file, AUDIT)
 
 
 def test_an_audit_bound_above_its_ceiling_is_refused(tmp_path):
@@ -495,14 +512,14 @@ def test_an_audit_bound_above_its_ceiling_is_refused(tmp_path):
                   "correct": math.nan, "eps_ceiling": ceiling, "eps_lower_bound": ceiling}
     perfect = pd.concat([one_run_rows(eps_lower_bound=one_run_ceiling(50, 100, 0.0), correct=50),
                          pd.DataFrame([hypothesis])], ignore_index=True)
-    artefacts.load_csv_file(write_csv(perfect, tmp_path / "ok.csv"), artefacts.AUDIT)
+    load_csv_file(write_csv(perfect, tmp_path / "ok.csv"), AUDIT)
     for row, bound in ((1, one_run_ceiling(50, 100, 0.0) + 0.01), (2, ceiling * 1.001)):
         above = perfect.copy()
         above.loc[row, "eps_lower_bound"] = bound
         assert f"{bound:g} on line {row + 2} (expected at most the row's eps_ceiling" in refused(
-            write_csv(above, tmp_path / "above.csv"), "eps_lower_bound", artefacts.load_csv_file, artefacts.AUDIT)
+            write_csv(above, tmp_path / "above.csv"), "eps_lower_bound", load_csv_file, AUDIT)
     assert "eps_ceiling" in refused(write_csv(perfect.drop(columns="eps_ceiling"), tmp_path / "old.csv"), None,
-                                    artefacts.load_csv_file, artefacts.AUDIT)
+                                    load_csv_file, AUDIT)
 
 
 def accounting_rows(eps_rdp=(0.9995, 9.9949)) -> pd.DataFrame:
@@ -515,12 +532,12 @@ def accounting_rows(eps_rdp=(0.9995, 9.9949)) -> pd.DataFrame:
 
 
 def test_an_accountant_epsilon_above_its_target_is_refused(tmp_path):
-    artefacts.load_csv_file(write_csv(accounting_rows(), tmp_path / "ok.csv"), artefacts.DPCL_ACCOUNTING)
+    load_csv_file(write_csv(accounting_rows(), tmp_path / "ok.csv"), DPCL_ACCOUNTING)
     assert "55 on line 2 (expected at most the row's eps_target" in refused(
         write_csv(accounting_rows((55.0, 9.9949)), tmp_path / "accounting.csv"), "eps_rdp_without_replacement",
-        artefacts.load_csv_file, artefacts.DPCL_ACCOUNTING)
+        load_csv_file, DPCL_ACCOUNTING)
     fixed = accounting_rows((55.0, 9.9949)).assign(eps_target=math.nan)  # a fixed noise multiplier: no target
-    artefacts.load_csv_file(write_csv(fixed, tmp_path / "fixed.csv"), artefacts.DPCL_ACCOUNTING)
+    load_csv_file(write_csv(fixed, tmp_path / "fixed.csv"), DPCL_ACCOUNTING)
 
 
 # --------------------------------------------------------------------------------- per-record cells
@@ -528,30 +545,30 @@ def test_an_accountant_epsilon_above_its_target_is_refused(tmp_path):
 def test_a_decisions_cell_of_the_wrong_length_or_padding_is_refused_naming_its_line(tmp_path):
     frame = utility_rows()
     frame.loc[1, "decisions"] = right_of(50, 99)  # 13 bytes for 100 records, but its bits past 99 are clear
-    artefacts.load_csv_file(write_csv(frame, tmp_path / "ok.csv"), artefacts.UTILITY)
+    load_csv_file(write_csv(frame, tmp_path / "ok.csv"), UTILITY)
     frame.loc[1, "decisions"] = right_of(50, 92)  # 12 bytes: 96 bits for 100 records
-    assert "line 3" in refused(write_csv(frame, tmp_path / "short.csv"), "decisions", artefacts.load_csv_file,
-                               artefacts.UTILITY)
+    assert "line 3" in refused(write_csv(frame, tmp_path / "short.csv"), "decisions", load_csv_file,
+                               UTILITY)
     frame = utility_rows()
     frame.loc[2, "decisions"] = "ff" * 13  # 104 bits set: four past the 100th record
     assert "past its last record" in refused(write_csv(frame, tmp_path / "padding.csv"), "decisions",
-                                             artefacts.load_csv_file, artefacts.UTILITY)
+                                             load_csv_file, UTILITY)
 
 
 def test_decisions_cells_of_digits_only_stay_text(tmp_path):
     """"00…" (no record right) is a hex cell, not the number 0."""
     frame = utility_rows()
     frame["decisions"] = right_of(0)
-    loaded = artefacts.load_csv_file(write_csv(frame, tmp_path / "zeros.csv"), artefacts.UTILITY)
+    loaded = load_csv_file(write_csv(frame, tmp_path / "zeros.csv"), UTILITY)
     assert (loaded.decisions == "00" * 13).all()
 
 
 def test_a_clean_decisions_cell_may_be_empty_but_not_malformed(tmp_path):
     frame = utility_rows()
     frame["clean_decisions"] = None  # a training-time release's rows
-    artefacts.load_csv_file(write_csv(frame, tmp_path / "empty.csv"), artefacts.UTILITY)
+    load_csv_file(write_csv(frame, tmp_path / "empty.csv"), UTILITY)
     frame.loc[0, "clean_decisions"] = "zz"
-    refused(write_csv(frame, tmp_path / "bad.csv"), "clean_decisions", artefacts.load_csv_file, artefacts.UTILITY)
+    refused(write_csv(frame, tmp_path / "bad.csv"), "clean_decisions", load_csv_file, UTILITY)
 
 
 def score_rows() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -573,14 +590,14 @@ def score_rows() -> tuple[pd.DataFrame, pd.DataFrame]:
 def test_a_rows_score_ranks_are_its_records_ranks_members_first_by_record(tmp_path):
     metrics, scores = score_rows()
     atomic_write_parquet(scores, tmp_path / "scores.parquet")
-    attached = artefacts.attach_score_ranks(tmp_path / "scores.parquet", metrics)
+    attached = attach_score_ranks(tmp_path / "scores.parquet", metrics)
     for (_, line), ranks in zip(metrics.iterrows(), attached.ranks):
         own = scores[scores.attack == line.attack]
         ordered = pd.concat([own[own.member].sort_values("record"), own[~own.member].sort_values("record")])
         assert np.array_equal(ranks, stats.rankdata(ordered.score))
     # a metrics.csv as read back (empty text is NaN there) finds the same rows
     read_back = metrics.assign(similarity=np.nan)
-    assert len(artefacts.attach_score_ranks(tmp_path / "scores.parquet", read_back)) == 2
+    assert len(attach_score_ranks(tmp_path / "scores.parquet", read_back)) == 2
 
 
 @pytest.mark.parametrize("edit, field", [
@@ -599,16 +616,16 @@ def test_a_rows_score_ranks_are_its_records_ranks_members_first_by_record(tmp_pa
 def test_scores_that_disagree_with_their_metrics_rows_are_refused(tmp_path, edit, field):
     metrics, scores = edit(*score_rows())
     atomic_write_parquet(scores, tmp_path / "scores.parquet")
-    refused(tmp_path / "scores.parquet", field, artefacts.attach_score_ranks, metrics)
+    refused(tmp_path / "scores.parquet", field, attach_score_ranks, metrics)
 
 
 def test_a_scores_file_that_is_not_parquet_is_refused(tmp_path):
     (tmp_path / "scores.parquet").write_bytes(b"PAR1 cut short")
-    refused(tmp_path / "scores.parquet", None, artefacts.attach_score_ranks, score_rows()[0])
+    refused(tmp_path / "scores.parquet", None, attach_score_ranks, score_rows()[0])
 
 
-CATALOGUES = [("claims.csv", artefacts.PAPER_CLAIMS), ("thesis_contrastive.csv", artefacts.THESIS_CLAIMS),
-              ("thesis_semileak.csv", artefacts.THESIS_SEMILEAK)]
+CATALOGUES = [("claims.csv", PAPER_CLAIMS), ("thesis_contrastive.csv", THESIS_CLAIMS),
+              ("thesis_semileak.csv", THESIS_SEMILEAK)]
 
 
 @pytest.mark.parametrize("name, schema", CATALOGUES, ids=[c[0] for c in CATALOGUES])
@@ -617,7 +634,7 @@ def test_a_catalogue_that_repeats_a_claim_with_another_value_is_refused(tmp_path
     again = shipped.iloc[[1]].assign(statement="another paper value")
     path = tmp_path / name
     pd.concat([shipped, again]).to_csv(path, index=False)
-    message = refused(path, "claim", artefacts.load_csv_file, schema)
+    message = refused(path, "claim", load_csv_file, schema)
     claim = shipped.claim.iloc[1]
     assert f"the claim {claim!r} on line {len(shipped) + 2} repeats line 3" in message
 
@@ -627,7 +644,7 @@ def test_a_catalogue_without_a_claim_its_report_settles_is_refused(tmp_path, nam
     shipped = pd.read_csv(REPO / "resources" / name, dtype=str, keep_default_na=False)
     path = tmp_path / name
     shipped.drop(index=len(shipped) - 1).to_csv(path, index=False)
-    message = refused(path, "claim", artefacts.load_csv_file, schema)
+    message = refused(path, "claim", load_csv_file, schema)
     assert f"no row for {shipped.claim.iloc[-1]} " in message
 
 
@@ -659,17 +676,17 @@ HEAD_ROWS = [{"point": 0, "epochs": 20, "eps": math.inf, "chosen": False},
 def test_an_edited_head_choice_is_refused_naming_the_file(tmp_path, edit, problem):
     choice = dict(HEAD_SECTION)
     path = tuning_files(tmp_path, "head", HEAD_ROWS, choice)
-    artefacts.check_tuning_choice(path, "head", choice, HEAD_TUNING)  # as written by the tuning
+    check_tuning_choice(path, "head", choice, HEAD_TUNING)  # as written by the tuning
     edit(choice)
-    message = refused(path, "head", artefacts.check_tuning_choice, "head", choice, HEAD_TUNING)
+    message = refused(path, "head", check_tuning_choice, "head", choice, HEAD_TUNING)
     assert problem in message and "of the config's grid tuning.head" in message
 
 
 def test_a_table_of_another_grid_is_refused(tmp_path):
     choice = dict(HEAD_SECTION)
     path = tuning_files(tmp_path, "head", [{**r, "epochs": r["epochs"] + 1} for r in HEAD_ROWS], choice)
-    refused(path.with_suffix(".csv"), "point", artefacts.check_tuning_choice, "head", choice, HEAD_TUNING)
-    refused(path.with_suffix(".csv"), "point", artefacts.check_tuning_choice, "head", choice,
+    refused(path.with_suffix(".csv"), "point", check_tuning_choice, "head", choice, HEAD_TUNING)
+    refused(path.with_suffix(".csv"), "point", check_tuning_choice, "head", choice,
             {**HEAD_TUNING, "tuning": {"head": {"epochs": [20]}}})  # a point index beyond the grid
 
 
@@ -682,14 +699,14 @@ def test_a_dpsgd_choice_needs_each_eps_its_table_chose_at(tmp_path):
             for eps in chosen]
     choice = {"per_eps": [{"eps": 1, "spec": points[0]}, {"eps": 10, "spec": points[1]}], "noise_free": points[1]}
     path = tuning_files(tmp_path, "dpsgd", rows, choice)
-    artefacts.check_tuning_choice(path, "dpsgd", choice, tuning)
+    check_tuning_choice(path, "dpsgd", choice, tuning)
     removed = {**choice, "per_eps": choice["per_eps"][:1]}  # the issue's removed ε
-    assert "ε [1.0]" in refused(path, "per_eps", artefacts.check_tuning_choice, "dpsgd", removed, tuning)
+    assert "ε [1.0]" in refused(path, "per_eps", check_tuning_choice, "dpsgd", removed, tuning)
     swapped = {**choice, "per_eps": [{"eps": 1, "spec": points[1]}, {"eps": 10, "spec": points[0]}]}
-    assert "at ε = 1 is not the point 0" in refused(path, "dpsgd", artefacts.check_tuning_choice, "dpsgd", swapped,
+    assert "at ε = 1 is not the point 0" in refused(path, "dpsgd", check_tuning_choice, "dpsgd", swapped,
                                                      tuning)
     other_limit = {**choice, "noise_free": points[0]}
-    assert "(noise-free) is not the point 1" in refused(path, "dpsgd", artefacts.check_tuning_choice, "dpsgd",
+    assert "(noise-free) is not the point 1" in refused(path, "dpsgd", check_tuning_choice, "dpsgd",
                                                         other_limit, tuning)
 
 
@@ -704,7 +721,7 @@ def test_a_reader_checks_a_choice_file_before_any_work_when_its_rule_gives_the_g
         parser = argparse.ArgumentParser()
         parser.add_argument("--head", type=json_object)
         monkeypatch.setattr("sys.argv", ["finetune.py", *argv])
-        return artefacts.parse_checking_choices(parser)
+        return parse_checking_choices(parser)
 
     assert parse("--head", f"@{path}").head["epochs"] == 7  # by hand, without the rule's grid: as given
     with pytest.raises(ArtefactError, match=re.escape(f"{path}: field 'head':")):
@@ -726,9 +743,9 @@ def test_the_best_noise_free_point_is_the_grids_highest_noise_free_accuracy(tmp_
                  "chosen": chosen == 2})
     path = tuning_files(tmp_path, "head", rows, {**HEAD_SECTION, "epochs": 50})
     if expected is None:
-        refused(path.with_suffix(".csv"), "accuracy", artefacts.best_noise_free_point, HEAD_TUNING)
+        refused(path.with_suffix(".csv"), "accuracy", best_noise_free_point, HEAD_TUNING)
         return
-    point, spec = artefacts.best_noise_free_point(path, HEAD_TUNING)
+    point, spec = best_noise_free_point(path, HEAD_TUNING)
     assert point == expected and spec == {**HEAD_SECTION, "epochs": (20, 50)[expected]}
 
 
@@ -762,19 +779,19 @@ def canary_audit_rows() -> pd.DataFrame:
 def test_an_audit_row_whose_claim_is_not_its_releases_is_refused(tmp_path, line, field, value, problem):
     rows = canary_audit_rows()
     atomic_write_csv(rows, tmp_path / "ok.csv")
-    artefacts.load_csv_file(tmp_path / "ok.csv", artefacts.AUDIT)
+    load_csv_file(tmp_path / "ok.csv", AUDIT)
     rows.loc[line, field] = value
     atomic_write_csv(rows, tmp_path / "bad.csv")
     with pytest.raises(ArtefactError, match=re.escape(problem)):
-        artefacts.load_csv_file(tmp_path / "bad.csv", artefacts.AUDIT)
+        load_csv_file(tmp_path / "bad.csv", AUDIT)
 
 
 def test_an_estimate_outside_its_own_interval_is_refused_naming_it(tmp_path):
     rows = pd.DataFrame({"auc": [0.56, 0.61], "auc_lo": [0.55, 0.58], "auc_hi": [0.57, 0.63], "other": [1, 2]})
     atomic_write_csv(rows, tmp_path / "ok.csv")
-    artefacts.load_csv_file(tmp_path / "ok.csv", {})
+    load_csv_file(tmp_path / "ok.csv", {})
     rows.loc[1, "auc"] = 0.64
     atomic_write_csv(rows, tmp_path / "bad.csv")
     with pytest.raises(ArtefactError, match=re.escape("field 'auc': 0.64 on line 3 (expected inside its interval "
                                                       "[auc_lo, auc_hi] = [0.58, 0.63] of the same row)")):
-        artefacts.load_csv_file(tmp_path / "bad.csv", {})
+        load_csv_file(tmp_path / "bad.csv", {})

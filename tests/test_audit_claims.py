@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from scipy import optimize
 
-from privssl.artefacts import PAPER_CLAIMS, load_csv_file
+from privssl.artefacts.claims import PAPER_CLAIMS
+from privssl.artefacts.tables import load_csv_file
 from privssl.audit.gdp import expected_gdp_bound, gdp_epsilon
 from privssl.reports.audit_claims import audit_claims
 from privssl.reports.claims_ledger import Ledger, markdown

@@ -17,7 +17,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
-from privssl.artefacts import AUDIT, load_csv_files  # noqa: E402
+from privssl.artefacts.image import AUDIT  # noqa: E402
+from privssl.artefacts.tables import load_csv_files  # noqa: E402
 from privssl.reports.audit_plots import figure5, strongest_attacks  # noqa: E402
 
 DELTA = 1e-5

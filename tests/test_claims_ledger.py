@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from privssl.artefacts import PAPER_CLAIMS, load_csv_file
+from privssl.artefacts.claims import PAPER_CLAIMS
+from privssl.artefacts.tables import load_csv_file
 from privssl.attacks.repeated import Estimate
 from privssl.io import pack_decisions
 from privssl.reports import contrastive_report, semileak_report
@@ -868,7 +869,8 @@ MARKDOWN_RULES = (
     "'roughly', 'barely' and 'no cost' by the margin named in the test column (the ledger's; the papers give none). "
     "A claim about leaks is judged only in its regime (the table above): on a model whose leak is not above chance "
     "a reproduction is unresolved (regime not reached). Otherwise unresolved, with the records at which a "
-    "replication would settle the claim with 80 % power if the measured difference held ('more draws, not records' "
+    "replication would settle the claim (of several parts: its least settled part) with 80 % power if the measured "
+    "difference held ('more draws, not records' "
     "where the noise draws' spread alone prevents it; not settled by data where no n can). Where the paper states "
     "the size of the difference (its smallest), 'size vs the paper's' says whether our interval lies below it, "
     "above it, or covers it. A value without an interval is a bound or a computation.")

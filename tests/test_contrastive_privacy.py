@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
-from privssl.artefacts import CONTRASTIVE, ArtefactError, load_contrastive_models, load_csv_file
+from privssl.artefacts.contrastive import CONTRASTIVE, load_contrastive_models
+from privssl.artefacts.specs import ArtefactError
+from privssl.artefacts.tables import load_csv_file
 from privssl.attacks.attribute_inference import AttributeAttackSpec, train_attribute_attack
 from privssl.attacks.contrastive_privacy import AttackSettings, Split, evaluate, nn_inputs, pair_models
 from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS

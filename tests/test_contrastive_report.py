@@ -19,7 +19,9 @@ import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
 
 import privssl  # noqa: E402
-from privssl.artefacts import CONTRASTIVE, THESIS_CLAIMS, load_csv_file, load_csv_files  # noqa: E402
+from privssl.artefacts.claims import THESIS_CLAIMS  # noqa: E402
+from privssl.artefacts.contrastive import CONTRASTIVE  # noqa: E402
+from privssl.artefacts.tables import load_csv_file, load_csv_files  # noqa: E402
 from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS, NN_ATTACK  # noqa: E402
 from privssl.io import pack_decisions  # noqa: E402
 from privssl.reports.contrastive_plots import privacy_figure, talos_lambda_figure  # noqa: E402

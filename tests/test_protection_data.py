@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from privssl.artefacts import load_release
+from privssl.artefacts.image import load_release
 from privssl.data.images import load_pool
 from privssl.data.splits import DATASETS, SPLITS, check_split_sizes, make_splits
 from privssl.release.mechanisms import Gaussian, L2Gamma, Laplace, Logistic

@@ -152,7 +152,9 @@ def test_the_schemas_attack_enum_is_the_list_of_attacks():
 
 
 def test_an_rmia_row_without_its_a_is_refused(tmp_path):
-    from privssl.artefacts import LIRA_REFERENCES, ArtefactError, load_csv_file
+    from privssl.artefacts.image import LIRA_REFERENCES
+    from privssl.artefacts.specs import ArtefactError
+    from privssl.artefacts.tables import load_csv_file
 
     rows = _rows().assign(rmia_a=lambda f: np.where(f.attack == "rmia_offline", 0.3, np.nan), accuracy=0.55,
                           accuracy_lo=0.5, accuracy_hi=0.6, **{"tpr_at_0.1pct_fpr": 0.01, "tpr_at_0.1pct_fpr_hi": 0.02})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from privssl.artefacts import ArtefactError
+from privssl.artefacts.specs import ArtefactError
 from privssl.io import input_error_hook
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privssl.artefacts import key_value
+from privssl.artefacts.tables import key_value
 from privssl.config import ConfigError, load_config_file, validate_config
 from privssl.data.splits import DATASETS, SEMILEAK_SPLITS, check_semileak_sizes, make_semileak_splits
 from privssl.grids import semileak

@@ -12,6 +12,7 @@ that ignores a defence, the unlabelled claim read from the rows of all members. 
 check n_for_80pct_power against the closed form n' = ⌈n · var / (d / (z_.975 + z_.8))²⌉."""
 
 import math
+import re
 import zlib
 from pathlib import Path
 
@@ -24,15 +25,10 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from privssl.artefacts import (  # noqa: E402
-    SCORE_KEY,
-    SEMILEAK,
-    THESIS_SEMILEAK,
-    ArtefactError,
-    attach_score_ranks,
-    load_csv_file,
-    load_semileak_metrics,
-)
+from privssl.artefacts.claims import THESIS_SEMILEAK  # noqa: E402
+from privssl.artefacts.semileak import SCORE_KEY, SEMILEAK, attach_score_ranks, load_semileak_metrics  # noqa: E402
+from privssl.artefacts.specs import ArtefactError  # noqa: E402
+from privssl.artefacts.tables import load_csv_file  # noqa: E402
 from privssl.attacks.statistics import newcombe_difference  # noqa: E402
 from privssl.io import atomic_write_parquet, pack_decisions  # noqa: E402
 from privssl.reports.semileak_plots import ablations_figure, attacks_figure, steps_figure  # noqa: E402
@@ -255,7 +251,7 @@ def test_differences_are_delongs_paired_differences_in_the_claims_order(thesis):
             (d, d - z * math.sqrt(var), d + z * math.sqrt(var)), abs=1e-9), claim
         assert got.n_a == m and "DeLong" in got.design, claim
     ada = row(result, "ada_above_baselines")
-    assert ada.compared == "A_DA vs Ent (the strongest baseline)"
+    assert ada.compared == "A_DA vs Ent (the least settled part)"
 
 
 # --------------------------------------------------------------------------------- each claim both ways
@@ -264,10 +260,17 @@ def test_ada_is_compared_with_the_strongest_baseline(thesis):
     """A_DA between the baselines: above the weakest, below the strongest, which decides."""
     values = {"baselines": {**BASE["baselines"], "entropy": 0.92}}
     got = row(table(thesis, **values), "ada_above_baselines")
-    assert got.compared == "A_DA vs Ent (the strongest baseline)" and got.value_b > 0.9
+    assert got.compared == "A_DA vs Ent (the least settled part)" and got.value_b > 0.9
     assert got.verdict == CONTRADICTED and got.difference_hi < 0
     values = {"baselines": {**BASE["baselines"], "nn": 0.90}, "ada": {**BASE["ada"], 1000: 0.85}}
-    assert row(table(thesis, **values), "ada_above_baselines").compared == "A_DA vs A_NN (the strongest baseline)"
+    assert row(table(thesis, **values), "ada_above_baselines").compared == "A_DA vs A_NN (the least settled part)"
+
+
+def test_ada_against_every_baseline_refuses_a_missing_baseline(thesis):
+    """Judged against fewer baselines, 'above every baseline' could pass by leaving the strongest out."""
+    metrics = frame()
+    with pytest.raises(ValueError, match="lacks the baseline rows entropy"):
+        claims_table(metrics[metrics.attack != "entropy"], thesis, EARLY, VIEWS, "js")
 
 
 def test_ada_unlabelled_reads_the_unlabelled_members_rows(thesis):
@@ -288,7 +291,7 @@ def test_an_unresolved_comparison_reports_the_members_for_80pct_power(thesis):
     d, var = delong(a, b, N)
     assert abs(d) < 1.96 * math.sqrt(var) and d != 0  # the case is what it claims: the interval holds 0
     got = row(table(thesis, baselines=values["baselines"]), "ada_above_baselines")
-    assert got.verdict == UNRESOLVED and got.compared == "A_DA vs Ent (the strongest baseline)"
+    assert got.verdict == UNRESOLVED and got.compared == "A_DA vs Ent (the least settled part)"
     assert got.n_for_80pct_power == need(d, var, N)
     assert got.n_for_80pct_power > N  # an unresolved difference needs more members than measured
 
@@ -316,9 +319,9 @@ def test_views_compares_the_grids_largest_k_with_its_smallest(thesis):
 
 
 def test_similarity_both_ways(thesis):
-    assert row(table(thesis), "similarity").compared == "JS vs euclidean (the strongest other)"
+    assert row(table(thesis), "similarity").compared == "JS vs euclidean (the least settled part)"
     got = row(table(thesis, similarity={**BASE["similarity"], "cosine": 0.92}), "similarity")
-    assert got.verdict == CONTRADICTED and got.compared == "JS vs cosine (the strongest other)"
+    assert got.verdict == CONTRADICTED and got.compared == "JS vs cosine (the least settled part)"
     # every other similarity is a part of the claim, the strongest first
     got = row(table(thesis), "similarity")
     parts = [p.split(":")[0] for p in got.note.split("parts: ")[1].split("; ")]
@@ -512,13 +515,21 @@ def test_the_synthetic_metrics_pass_the_attack_rules_schema_and_their_scores_giv
     assert all(np.array_equal(a, b) for a, b in zip(attached.ranks, metrics.ranks))
 
 
-def _write_repeat(metrics: pd.DataFrame, folder: Path, repeat: int, first: int) -> tuple[Path, Path]:
+def _write_repeat(metrics: pd.DataFrame, folder: Path, repeat: int, first: int,
+                  nonmembers_first: int | None = None) -> tuple[Path, Path]:
     """One repeat's metrics.csv and scores.parquet, every row's scores on the records (pool
-    indices) from `first` on."""
+    indices) from `first` on (the non-members' from `nonmembers_first`, where given)."""
     folder.mkdir()
     metrics = metrics.assign(repeat=repeat)
     metrics.drop(columns=["ranks", "scores"]).to_csv(folder / "metrics.csv", index=False)
-    lines = [pd.DataFrame({**{c: row[c] for c in SCORE_KEY}, "record": first + np.arange(len(row["scores"])),
+
+    def records(row) -> np.ndarray:
+        index, member = first + np.arange(len(row["scores"])), np.arange(len(row["scores"])) < row["n_members"]
+        if nonmembers_first is not None:
+            index[~member] = nonmembers_first + np.arange((~member).sum())
+        return index
+
+    lines = [pd.DataFrame({**{c: row[c] for c in SCORE_KEY}, "record": records(row),
                            "member": np.arange(len(row["scores"])) < row["n_members"], "score": row["scores"]})
              for _, row in metrics.iterrows()]
     atomic_write_parquet(pd.concat(lines, ignore_index=True), folder / "scores.parquet")
@@ -538,6 +549,14 @@ def test_the_repeats_pooled_record_by_record_must_have_queried_the_same_records(
         load_semileak_metrics([first[0], other[0]], [first[1], other[1]])
     # each file alone is consistent: only the pooling across repeats sees it
     attach_score_ranks(other[1], load_csv_file(other[0], SEMILEAK))
+    # the same members, other non-members: refused too
+    swapped = _write_repeat(metrics, tmp_path / "repeat3", 3, 0, nonmembers_first=5000)
+    with pytest.raises(ArtefactError, match=f"^{swapped[1]}: field 'record': other records"):
+        load_semileak_metrics([first[0], swapped[0]], [first[1], swapped[1]])
+    # another dataset is other records by design: its own record set, not the first dataset's
+    elsewhere = _write_repeat(metrics.assign(dataset="fashion_mnist"), tmp_path / "fashion", 0, 1000)
+    assert set(load_semileak_metrics([first[0], elsewhere[0]], [first[1], elsewhere[1]]).dataset) == {
+        "digits", "fashion_mnist"}
 
 
 # --------------------------------------------------------------------------------- the steps trend
@@ -574,7 +593,7 @@ def test_a_flat_trend_implies_no_number_of_steps_and_a_reached_one_needs_none():
 # --------------------------------------------------------------------------------- several trainings
 
 def test_two_trainings_pool_to_the_mean_difference_with_the_records_and_the_trainings_spread(thesis):
-    """Each training's A_DA − Ent (the strongest baseline) by DeLong (recomputed here from the kernel), then their
+    """Each training's A_DA − Ent (the least settled part) by DeLong (recomputed here from the kernel), then their
     mean; the variance Obuchowski–Rockette's: the trainings' spread / 2 plus the covariance of the
     two trainings' per-record placement differences (members' over m plus non-members' over n), a t
     interval on Hillis's df (s² + 2 Cov)² / s⁴."""
@@ -621,7 +640,8 @@ def test_the_verdict_is_the_pooled_differences_not_one_trainings(thesis):
 
 def test_similarity_parts_pool_by_name_when_the_trainings_order_them_differently(thesis):
     """Euclidean is training 0's strongest other similarity, cosine training 1's: each part pools
-    the same named comparison, and the row's difference is the smallest pooled one."""
+    the same named comparison, and the row's difference is its least settled part's: a contradicted
+    part first, then an unresolved one, then a reproduced one, each group by its lowest bound."""
     other = {"cosine": 0.70, "correlation": 0.67, "euclidean": 0.65}
     both = claims_table(pd.concat([frame(), frame(repeat=1, similarity=other)], ignore_index=True), thesis, EARLY,
                         VIEWS, "js")
@@ -631,15 +651,20 @@ def test_similarity_parts_pool_by_name_when_the_trainings_order_them_differently
                                     scores(key_of("fixmatch", np.nan, STEPS, "none", "data_augmentation", name, VIEWS,
                                                   r), values[r][name]), N)[0] for r in (0, 1)])
               for name in BASE["similarity"]}
-    assert got.difference == pytest.approx(min(pooled.values()), abs=1e-12)
     for name, value in pooled.items():
         assert f"JS − {name}: {value:+.3f}" in got.note, (name, got.note)
-    # side b: the pooled strongest other's own AUC in both trainings, not each training's strongest
-    lead = min(pooled, key=pooled.get)
+    listed = re.findall(r"JS − (\w+): [+-][\d.]+ \[([+-][\d.]+), [+-][\d.]+\] \((\w+)", got.note)
+    assert sorted(name for name, _, _ in listed) == sorted(pooled)
+    rank = {CONTRADICTED: 0, UNRESOLVED: 1, REPRODUCED: 2}
+    lead = min(listed, key=lambda part: (rank[part[2]], float(part[1])))[0]
+    assert listed[0][0] == lead and got.difference == pytest.approx(pooled[lead], abs=1e-12)
+    assert {verdict for _, _, verdict in listed} == {REPRODUCED, UNRESOLVED}  # the case: the order is by verdict
+    assert lead != min(pooled, key=pooled.get)  # not the smallest difference, which is settled
+    # side b: the least settled part's own AUC pooled over both trainings, not each training's strongest
     lead_auc = np.mean([auc(scores(key_of("fixmatch", np.nan, STEPS, "none", "data_augmentation", lead, VIEWS, r),
                                    values[r][lead]), N) for r in (0, 1)])
     assert got.value_b == pytest.approx(lead_auc, abs=1e-12)
-    assert got.compared == f"JS vs {lead} (the strongest other)"
+    assert got.compared == f"JS vs {lead} (the least settled part)"
     assert got.value_a - got.value_b == pytest.approx(got.difference, abs=1e-12)
 
 
@@ -656,7 +681,7 @@ def test_ada_is_judged_against_every_baseline_pooled_by_name_not_each_trainings_
                              for r in (0, 1)]) for name in BASE["baselines"]}
     assert got.difference == pytest.approx(min(pooled.values()), abs=1e-12)
     lead = min(pooled, key=pooled.get)
-    assert lead == "nn" and got.compared == "A_DA vs A_NN (the strongest baseline)"
+    assert lead == "nn" and got.compared == "A_DA vs A_NN (the least settled part)"
     lead_auc = np.mean([auc(baseline_scores(values[r], lead, repeat=r), N) for r in (0, 1)])
     assert got.value_b == pytest.approx(lead_auc, abs=1e-12)
     assert got.value_a - got.value_b == pytest.approx(got.difference, abs=1e-12)
@@ -691,6 +716,28 @@ def test_a_copied_model_attacked_again_is_still_one_training(thesis):
     copied = pd.concat([one[one.attack.isin(metric)].assign(repeat=1), two[~two.attack.isin(metric)]])
     result = claims_table(pd.concat([one, copied], ignore_index=True), thesis, EARLY, VIEWS, "js")
     assert (result.trainings == 1).all(), result[["claim", "target", "trainings"]]
+    # and it is pooled once: every row is training 0's alone, not a mean over the attack's two seeds
+    # with the seed's spread passed off as the trainings' (an interval narrower than one training's)
+    alone = claims_table(one, thesis, EARLY, VIEWS, "js")
+    columns = ["difference", "difference_lo", "difference_hi", "value_a", "value_a_lo", "value_a_hi", "note"]
+    pd.testing.assert_frame_equal(result[columns], alone[columns])
+    trend, trend_alone = steps_trend(pd.concat([one, copied], ignore_index=True)), steps_trend(one)
+    trend_columns = ["slope_per_doubling", "slope_lo", "slope_hi", "auc_last_lo", "trainings"]
+    pd.testing.assert_frame_equal(trend[trend_columns], trend_alone[trend_columns])
+
+
+def test_two_trainings_of_equal_placements_are_two_trainings(thesis):
+    """Two independent trainings whose A_DA separates members perfectly have equal DeLong placements
+    (AUC 1) though their scores differ: they are two trainings, and both are pooled."""
+    perfect = {**BASE["ada"], 1000: 0.999999}
+    three = [frame(ada=perfect), frame(repeat=1, ada=perfect), frame(repeat=2)]
+    got = row(claims_table(pd.concat(three, ignore_index=True), thesis, EARLY, VIEWS, "js"), "ada_above_baselines")
+    aucs = [auc(ada_scores({**BASE, "ada": values}, repeat=r), N) for r, values in enumerate((perfect, perfect,
+                                                                                              BASE["ada"]))]
+    assert aucs[0] == aucs[1] == 1.0 and aucs[2] < 1  # the case is what it claims
+    assert got.trainings == 3 and got.note.startswith("the mean over 3 trainings")
+    assert got.value_a == pytest.approx(np.mean(aucs), abs=1e-12)  # all three, not the two perfect ones as one
+    assert got.value_a - got.value_b == pytest.approx(got.difference, abs=1e-12)
 
 
 def test_the_steps_trend_of_two_trainings_is_the_mean_of_their_slopes():

@@ -7,6 +7,7 @@ on one xdist worker and starts it first (tests/conftest.py): it is the longest u
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -35,7 +36,7 @@ from test_workflow import (
 )
 
 # read_table: a per-record cell (hex decisions) that happens to hold only digits stays text
-from privssl.artefacts import read_table
+from privssl.artefacts.tables import read_table
 from privssl.audit.audit_names import CANARY_AUDITS, CRAFTED_AUDITS
 from privssl.audit.bounds import one_run_ceiling
 from privssl.io import pack_decisions
@@ -446,31 +447,36 @@ def test_lira_roc_and_audit_tables(tiny_run):
 
 # the issue's cases: `head -N file` keeps a well-formed table of fewer rows, which the file's own
 # grid cannot tell from a whole one when the rows lost are whole values of a key
-CUT_AT_A_LINE_END = [("digits/contrastive/metrics.csv", "CONTRASTIVE", "contrastive"),
-                     ("digits/semileak/repeat0/metrics.csv", "SEMILEAK", "semileak"),
-                     ("digits/lira.csv", "LIRA", "lira"), ("digits/dpcl/accounting.csv", "DPCL_ACCOUNTING",
-                                                           "dpcl_accounting"),
-                     ("digits/dpadapter/results.csv", "DPADAPTER_RESULTS", "dpadapter"),
-                     ("digits/audit.csv", "AUDIT", "audit"), ("sbm/link_protection.csv", "LINK_PROTECTION",
-                                                              "link_protection"),
-                     ("sbm/link/attacks.csv", "LINK_ROWS", "link_attacks")]
+# (the schema as <module of privssl.artefacts>.<name>)
+CUT_AT_A_LINE_END = [("digits/contrastive/metrics.csv", "contrastive.CONTRASTIVE", "contrastive"),
+                     ("digits/semileak/repeat0/metrics.csv", "semileak.SEMILEAK", "semileak"),
+                     ("digits/lira.csv", "image.LIRA", "lira"), ("digits/dpcl/accounting.csv",
+                                                                 "training_time.DPCL_ACCOUNTING", "dpcl_accounting"),
+                     ("digits/dpadapter/results.csv", "training_time.DPADAPTER_RESULTS", "dpadapter"),
+                     ("digits/audit.csv", "image.AUDIT", "audit"), ("sbm/link_protection.csv",
+                                                                    "graphs.LINK_PROTECTION", "link_protection"),
+                     ("sbm/link/attacks.csv", "graphs.LINK_ROWS", "link_attacks")]
 
 
 @pytest.mark.parametrize("table, schema, grid", CUT_AT_A_LINE_END)
 def test_a_table_cut_at_a_line_end_is_refused_naming_the_first_missing_row(tiny_run, tmp_path, table, schema, grid):
-    from privssl import artefacts, grids
+    from privssl import grids
+    from privssl.artefacts.specs import ArtefactError
+    from privssl.artefacts.tables import key_value, load_csv_file, show_key
 
+    module, name = schema.split(".")
+    schema = getattr(importlib.import_module(f"privssl.artefacts.{module}"), name)
     path, dataset = tiny_run.path(f"{RESULTS}/{table}"), table.split("/")[0]
     expected = getattr(grids, grid)(tiny_run.expected, dataset, *((0,) if grid == "semileak" else ()))
-    whole = artefacts.load_csv_file(path, getattr(artefacts, schema), expected)  # the run's file is the grid
+    whole = load_csv_file(path, schema, expected)  # the run's file is the grid
     lines = path.read_text().splitlines(keepends=True)
     kept = (len(lines) + 1) // 2  # the header and the first half of the rows, as `head -N` leaves them
     cut = tmp_path / path.name
     cut.write_text("".join(lines[:kept]))
-    with pytest.raises(artefacts.ArtefactError) as error:
-        artefacts.load_csv_file(cut, getattr(artefacts, schema), expected)
+    with pytest.raises(ArtefactError) as error:
+        load_csv_file(cut, schema, expected)
     columns = list(expected[0])
-    lost = {artefacts.show_key(columns, tuple(map(artefacts.key_value, row)))
+    lost = {show_key(columns, tuple(map(key_value, row)))
             for row in whole[columns].iloc[kept - 1:].itertuples(index=False, name=None)}
     missing = re.search(r"the row (\{.*?\}) is missing", str(error.value))
     assert str(error.value).startswith(f"{cut}: field '") and missing, error.value
@@ -478,37 +484,42 @@ def test_a_table_cut_at_a_line_end_is_refused_naming_the_first_missing_row(tiny_
 
 
 def test_the_issues_inconsistent_files_are_refused_by_their_first_reader(tiny_run, tmp_path):
-    from privssl import artefacts, grids
+    from privssl import grids
+    from privssl.artefacts.contrastive import load_contrastive_models
+    from privssl.artefacts.image import AUDIT, load_lira_heads, load_release
+    from privssl.artefacts.specs import ArtefactError
+    from privssl.artefacts.tables import load_csv_file
+    from privssl.artefacts.training_time import DPCL_ACCOUNTING
 
     config = tiny_run.expected
     # an accountant ε of 55 on a row whose target is ε = 10: the accounting table reads it first
     accounting = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/dpcl/accounting.csv"))
     accounting.loc[0, "eps_rdp_without_replacement"] = 55.0
     accounting.to_csv(tmp_path / "accounting.csv", index=False)
-    with pytest.raises(artefacts.ArtefactError, match="field 'eps_rdp_without_replacement': 55 on line 2"):
-        artefacts.load_csv_file(tmp_path / "accounting.csv", artefacts.DPCL_ACCOUNTING)
+    with pytest.raises(ArtefactError, match="field 'eps_rdp_without_replacement': 55 on line 2"):
+        load_csv_file(tmp_path / "accounting.csv", DPCL_ACCOUNTING)
     # a one-run audit with more right guesses than guesses: its merge rule reads it first
     one_run = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/audit/one_run.csv"))
     one_run.loc[1, "correct"] = one_run.loc[1, "n"] + 1
     one_run.to_csv(tmp_path / "one_run.csv", index=False)
-    with pytest.raises(artefacts.ArtefactError, match=re.escape(f"{tmp_path / 'one_run.csv'}: field 'correct'")):
-        artefacts.load_csv_file(tmp_path / "one_run.csv", artefacts.AUDIT, grids.one_run_audit(config, "digits"))
+    with pytest.raises(ArtefactError, match=re.escape(f"{tmp_path / 'one_run.csv'}: field 'correct'")):
+        load_csv_file(tmp_path / "one_run.csv", AUDIT, grids.one_run_audit(config, "digits"))
     # the shadow models copied over the target models: the contrastive attack reads them first
-    with pytest.raises(artefacts.ArtefactError, match="field 'role': 'shadow'"):
-        artefacts.load_contrastive_models(tiny_run.path(f"{RESULTS}/digits/contrastive/shadow_models.pt"), "target",
-                                          "digits")
+    with pytest.raises(ArtefactError, match="field 'role': 'shadow'"):
+        load_contrastive_models(tiny_run.path(f"{RESULTS}/digits/contrastive/shadow_models.pt"), "target",
+                                "digits")
     # LiRA heads whose membership sets are all the first head's: the lira rule reads them first
     heads_path = tiny_run.path(f"{RESULTS}/digits/attack/lira/heads_finetune.pt")
     heads = torch.load(heads_path, weights_only=True)
     set_size = config["datasets"]["digits"]["splits"]["finetune"]
-    artefacts.load_lira_heads(heads_path, set_size, grids.lira_heads_record(config, "finetune", heads["seed"]))
+    load_lira_heads(heads_path, set_size, grids.lira_heads_record(config, "finetune", heads["seed"]))
     torch.save({**heads, "sets": heads["sets"][:1].expand_as(heads["sets"]).clone()}, tmp_path / "heads.pt")
-    with pytest.raises(artefacts.ArtefactError, match=r"field 'sets\[1\]'"):
-        artefacts.load_lira_heads(tmp_path / "heads.pt", set_size)
+    with pytest.raises(ArtefactError, match=r"field 'sets\[1\]'"):
+        load_lira_heads(tmp_path / "heads.pt", set_size)
     # a release of one method copied over another's
-    with pytest.raises(artefacts.ArtefactError, match="field 'method': 'alm'"):
-        artefacts.load_release(tiny_run.path(f"{RESULTS}/digits/protect/alm.pt"), "laplace",
-                               grids.release_record(config, "laplace"))
+    with pytest.raises(ArtefactError, match="field 'method': 'alm'"):
+        load_release(tiny_run.path(f"{RESULTS}/digits/protect/alm.pt"), "laplace",
+                     grids.release_record(config, "laplace"))
 
 
 def test_contrastive_branch_outputs(tiny_run):
@@ -554,27 +565,29 @@ def test_contrastive_branch_outputs(tiny_run):
 def test_semileak_branch_outputs(tiny_run):
     """Thesis Ch. 3 end to end: the parts and labelled sets, every target's checkpoints, the DP-SGD
     targets' spent ε within their target, the attacks' grid and the claims table."""
-    from privssl import artefacts, grids
+    from privssl import grids
+    from privssl.artefacts.semileak import SEMILEAK, load_semileak_models, load_semileak_splits
+    from privssl.artefacts.tables import load_csv_file
 
     cfg = tiny_run.expected["semileak"]
     part, labels = cfg["datasets"]["digits"]["part"], cfg["datasets"]["digits"]["labels"]
-    splits = artefacts.load_semileak_splits(tiny_run.path(f"{RESULTS}/digits/semileak/splits.json"))
+    splits = load_semileak_splits(tiny_run.path(f"{RESULTS}/digits/semileak/splits.json"))
     assert [len(splits["splits"][s]) for s in ("target_train", "target_test", "shadow_train", "shadow_test")] \
         == [part] * 4
     assert [len(splits["labelled"][s]) for s in ("target_train", "shadow_train")] == [labels] * 2
     train = cfg["train"]
     checkpoints = list(range(train["checkpoint_every"], train["steps"] + 1, train["checkpoint_every"]))
     for target in SEMILEAK_TARGETS:
-        bundle = artefacts.load_semileak_models(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/target/{target}.pt"),
-                                                "target", target, "digits")
+        bundle = load_semileak_models(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/target/{target}.pt"),
+                                      "target", target, "digits")
         if target == "fixmatch_dpsgd":
             assert [m["eps"] for m in bundle["models"]] == cfg["defences"]["dpsgd"]["eps"]
             assert all(0 < m["eps_spent"] <= m["eps"] for m in bundle["models"])
             assert bundle["steps"] == cfg["defences"]["dpsgd"]["steps"]
         else:
             assert sorted(bundle["models"][0]["states"]) == checkpoints
-    metrics = artefacts.load_csv_file(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/metrics.csv"),
-                                      artefacts.SEMILEAK, grids.semileak(tiny_run.expected, "digits", 0))
+    metrics = load_csv_file(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/metrics.csv"),
+                            SEMILEAK, grids.semileak(tiny_run.expected, "digits", 0))
     members = metrics[metrics.target != "supervised"]
     # the unlabelled and labelled members of the SSL targets split the part; every row scores every non-member
     assert set(members.groupby("member_kind").n_members.unique().map(tuple)) == {(part,), (labels,),
@@ -591,13 +604,13 @@ def test_semileak_branch_outputs(tiny_run):
 def test_semileak_repeats_are_independent_trainings_and_the_table_pools_them(tiny_run):
     """Every repeat trains its own models from its own seed (no two repeats' weights alike), writes
     its own metrics under its repeat, and the claims table counts them as independent trainings."""
-    from privssl import artefacts
+    from privssl.artefacts.semileak import load_semileak_models
 
     assert len(SEMILEAK_REPEATS) >= 2, "the tiny config must exercise the pooling"
     for target in ("fixmatch", "fixmatch_dpsgd"):
         weights = []
         for r in SEMILEAK_REPEATS:
-            bundle = artefacts.load_semileak_models(
+            bundle = load_semileak_models(
                 tiny_run.path(f"{RESULTS}/digits/semileak/repeat{r}/target/{target}.pt"), "target", target, "digits")
             states = bundle["models"][-1]["states"]
             weights.append(torch.cat([v.flatten().double() for v in states[max(states)].values()]))

@@ -9,15 +9,11 @@ import argparse
 
 import pandas as pd
 
-from privssl.artefacts import (
-    CONTRASTIVE,
-    DPADAPTER_RESULTS,
-    THESIS_CLAIMS,
-    THESIS_SEMILEAK,
-    load_csv_file,
-    load_csv_files,
-    load_semileak_metrics,
-)
+from privssl.artefacts.claims import THESIS_CLAIMS, THESIS_SEMILEAK
+from privssl.artefacts.contrastive import CONTRASTIVE
+from privssl.artefacts.semileak import load_semileak_metrics
+from privssl.artefacts.tables import load_csv_file, load_csv_files
+from privssl.artefacts.training_time import DPADAPTER_RESULTS
 from privssl.reports import contrastive_report, semileak_report
 
 

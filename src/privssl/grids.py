@@ -2,7 +2,7 @@
 
 A rule passes its reader the grid of each input table (`--expect`, JSON), computed here from the
 config, so that a table cut at a line end, or copied from a run of another config, is refused by
-the first rule that reads it (privssl.artefacts.check_expected), naming the first missing row,
+the first rule that reads it (privssl.artefacts.tables.check_expected), naming the first missing row,
 instead of becoming a table or figure of the rows that remain.
 
 A grid is a list of blocks; a block maps every key column of the table to the values it takes

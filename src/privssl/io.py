@@ -144,7 +144,7 @@ def pick_device(requested: str = "auto") -> torch.device:
 
 class InputError(ValueError):
     """A script's input is missing or malformed; the message names it and what is allowed, so a
-    script reports it in one line (privssl.artefacts.ArtefactError is one)."""
+    script reports it in one line (privssl.artefacts.specs.ArtefactError is one)."""
 
 
 def input_error_hook(kind: type[BaseException], error: BaseException, traceback) -> None:

@@ -73,7 +73,7 @@ def release_like_victim(method: str, release: dict | None, features: torch.Tenso
                         log: Callable[[str], None] | None = None) -> torch.Tensor:
     """(E, B, P): a head trained on features[sets[b]] for every set, released the way the victim
     released its own by `method` at each ε of `release` (a protect or protect_dpsgd rule's file,
-    as `privssl.artefacts.load_release` returns it): `none` the clean head (E = 1); DP-SGD a
+    as `privssl.artefacts.image.load_release` returns it): `none` the clean head (E = 1); DP-SGD a
     private training per (ε, set) at the release's noise multipliers; output perturbation the
     clean head of the method's kind plus the method's noise at the release's scales. `trained`:
     clean heads (B, P) the caller has already, by kind (`head_kind`); a kind not given is trained

@@ -10,7 +10,7 @@ per-record differences:
 
 with m members and n non-members: the records are the independent units, and two attacks (or two
 models) queried on the same records pair. Placement values follow from the average ranks of
-each row's scores alone (privssl.artefacts.attach_score_ranks, from the attack rule's
+each row's scores alone (privssl.artefacts.semileak.attach_score_ranks, from the attack rule's
 scores.parquet).
 """
 

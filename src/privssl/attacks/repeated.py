@@ -256,9 +256,11 @@ def over_trainings(estimates: list[Estimate], confidence: float = 0.95) -> Estim
     the records' error that differs between trainings (σ² − Cov₂, which also shrinks with more
     records); Cov₂ is the part they share. The records must be the same, in the same order, in
     every training (one splits file; here only the terms' shapes are checked, the Semi-Leak loader
-    checks the records themselves, artefacts.attach_score_ranks). A training whose value and record
-    terms equal another's is a copy of it (the same model queried again) and is pooled once: a copy
-    would shrink s² and pass one training's own variance off as Ĉov₂.
+    checks the scores' records by pool index, artefacts.semileak.attach_score_ranks). The estimates
+    must be of distinct trainings: a copy would shrink s² and pass one training's own variance off
+    as Ĉov₂. Equal numbers cannot tell a copy (two trainings that both separate members perfectly
+    have the same placements), so the caller drops copies by the models' own fingerprints
+    (reports.semileak_report.training_fingerprints).
 
     Of that variance, `var_draws` is the trainings' own effect, s² / R less the records' error that
     differs between trainings (σ̄² − Ĉov₂) / R with σ̄² the trainings' mean record variance, at
@@ -279,7 +281,6 @@ def over_trainings(estimates: list[Estimate], confidence: float = 0.95) -> Estim
     confidence = check_confidence(confidence)
     if not estimates:
         raise ValueError("over_trainings needs the estimate of at least one training, got none")
-    estimates = _distinct_trainings(estimates)
     if len(estimates) == 1:
         return estimates[0]
     trainings = len(estimates)
@@ -308,21 +309,6 @@ def over_trainings(estimates: list[Estimate], confidence: float = 0.95) -> Estim
                         df)
     lo, hi = _t_interval(value, var_records, var_trainings, df, confidence)
     return Estimate(value, lo, hi, min(e.n for e in estimates), trainings, var_records, var_trainings, df)
-
-
-def _distinct_trainings(estimates: list[Estimate]) -> list[Estimate]:
-    """The estimates less the copies of an earlier one: the same value and the same record terms,
-    record by record. Estimates without record terms (an interval only) cannot be told apart from
-    two trainings that happen to agree, so all of them are kept."""
-    distinct: list[Estimate] = []
-    for estimate in estimates:
-        if estimate.record_terms is None or not any(
-                kept.record_terms is not None and kept.value == estimate.value
-                and len(kept.record_terms) == len(estimate.record_terms)
-                and all(np.array_equal(a, b) for a, b in zip(kept.record_terms, estimate.record_terms))
-                for kept in distinct):
-            distinct.append(estimate)
-    return distinct
 
 
 def _aligned_record_terms(estimates: list[Estimate]) -> list[np.ndarray] | None:

@@ -33,15 +33,16 @@ class DatasetInfo:
     image_size: int
     # (folder under data_root, file names): what its loader (privssl.data.images, torchvision's
     # classes) opens without downloading, which the config check looks for before any job
-    # (privssl.config.check_data_present); None: read from no file (bundled or generated)
-    files: tuple[str, tuple[str, ...]] | None = None
+    # (privssl.config.check_data_present); None: read from no file (bundled or generated). No
+    # default: an entry that forgot its files would have its offline check skipped.
+    files: tuple[str, tuple[str, ...]] | None
 
 
 _CIFAR10 = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch", "batches.meta")
 # The registry of image data sets: a new one is an entry here and its loader in privssl.data.images
 # (tests/test_config.py checks the file lists against torchvision's own).
 DATASETS = {
-    "digits": DatasetInfo(1797, 0, 10, 1, 8),  # scikit-learn's bundled copy
+    "digits": DatasetInfo(1797, 0, 10, 1, 8, None),  # scikit-learn's bundled copy
     "cifar10": DatasetInfo(60000, 0, 10, 3, 32, ("cifar-10-batches-py", _CIFAR10)),
     "cifar100": DatasetInfo(60000, 0, 100, 3, 32, ("cifar-100-python", ("train", "test", "meta"))),
     "stl10": DatasetInfo(13000, 100000, 10, 3, 96, ("stl10_binary", ("train_X.bin", "train_y.bin", "unlabeled_X.bin",
@@ -50,7 +51,7 @@ DATASETS = {
         f"{part}-{kind}-ubyte" for part in ("train", "t10k") for kind in ("images-idx3", "labels-idx1")))),
     # CIFAR-shaped images generated on the spot (privssl.data.synthetic): the ResNet-18 and WRN-28-2
     # paths on a machine without network (configs/gpu-smoke.yaml); not a benchmark of privacy
-    "synthetic_cifar": DatasetInfo(12000, 0, 10, 3, 32),
+    "synthetic_cifar": DatasetInfo(12000, 0, 10, 3, 32, None),
 }
 # Debian's dataset-fashion-mnist package puts Zalando's four .gz files here; the data loader lays
 # them out for torchvision, and the config check accepts them in place of data_root's copies.

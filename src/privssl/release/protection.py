@@ -92,7 +92,7 @@ class Releases:
 
 def released_heads(head: dict, protected: dict | None) -> Releases:
     """The clean head (`protected` None; method `none`, ε NaN) or every release of a protect
-    rule's file, as `privssl.artefacts.load_release` returns it (it carries its own shapes and
+    rule's file, as `privssl.artefacts.image.load_release` returns it (it carries its own shapes and
     input clipping)."""
     if protected is None:
         return Releases("none", flatten(head["params"]), [float("nan")], 1, head["shapes"], head.get("clip_norm"))

@@ -1,5 +1,5 @@
 """What the training-time branches (DPCL, DPAdapter) share: the private sets they train on
-(loaded by `privssl.artefacts.load_private_sets`), the release record the attack rule reads, and
+(loaded by `privssl.artefacts.image.load_private_sets`), the release record the attack rule reads, and
 the utility rows of `utility.csv`, noise-free limits (ε = ∞) included.
 
 A training-time release is a whole network, not a head on the public features, so what the

@@ -1,6 +1,6 @@
 """The claims of the seed documents that the claims ledger settles, by id (resources/claims.csv
 holds each one's seed, source, one-sentence statement and the paper's value). Free of pandas and
-torch: artefacts.py checks the catalogue's ids against this list."""
+torch: artefacts.claims checks the catalogue's ids against this list."""
 
 from __future__ import annotations
 

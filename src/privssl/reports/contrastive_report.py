@@ -1,6 +1,6 @@
 """The three claims of thesis Ch. 4 (He & Zhang) beside what the contrastive branch measured.
 
-From the attack rule's metrics.csv (schema `artefacts.CONTRASTIVE`, one per dataset) and the
+From the attack rule's metrics.csv (schema `artefacts.contrastive.CONTRASTIVE`, one per dataset) and the
 thesis's statements (resources/thesis_contrastive.csv):
 
 1. membership: contrastive models are LESS vulnerable to membership inference than supervised

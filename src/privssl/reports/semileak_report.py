@@ -1,6 +1,6 @@
 """The claims of thesis Ch. 3 (Semi-Leak) beside what the semi-supervised branch measured.
 
-From the attack rule's metrics.csv (schema `artefacts.SEMILEAK`, one per dataset) and the thesis's
+From the attack rule's metrics.csv (schema `artefacts.semileak.SEMILEAK`, one per dataset) and the thesis's
 statements (resources/thesis_semileak.csv), one row per dataset, claim and algorithm (per ε for
 DP-SGD). "A_DA" is the data-augmentation attack at its default views and similarity
 (`is_default`), "baselines" A_NN and the four metric attacks, "last" the step N (`step == steps`);
@@ -10,12 +10,12 @@ accuracy) Newcombe's hybrid score interval (`newcombe_difference`).
 
 Every target, checkpoint and attack is queried on the same members and non-members, so two AUCs
 are compared by DeLong's paired test on the records (privssl.attacks.paired_auc, from each row's
-`ranks`: its per-record scores' ranks, from scores.parquet by artefacts.attach_score_ranks) and
+`ranks`: its per-record scores' ranks, from scores.parquet by artefacts.semileak.attach_score_ranks) and
 two test accuracies by the difference paired on the test records (`test_decisions`).
 Each claim is tested as the thesis words it (privssl.reports.verdicts):
 
 * ada_above_baselines / ada_unlabelled: A_DA's AUC − each baseline's > 0 (all / unlabelled
-  members), the row showing the strongest baseline;
+  members), the row showing its least settled part;
 * no_overfitting: the over-fitting within ±`OVERFITTING_TOLERANCE` (an equivalence test; the
   thesis gives no number, "nearly 0") and A_DA's AUC − 0.5 > 0;
 * js_rises_with_auc: A_DA's AUC and the JS distance (entropy) higher at the last checkpoint than at
@@ -64,7 +64,7 @@ from privssl.attacks.repeated import Estimate, over_trainings, unpaired_differen
 from privssl.attacks.semi_leak_spec import DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.attacks.statistics import newcombe_difference
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
-from privssl.reports.decisions import distinct_trainings, paired
+from privssl.reports.decisions import paired
 from privssl.reports.claims_spec import MIN_TRAININGS
 from privssl.reports.regime import PAPER_LEAKS
 from privssl.reports.release_table import check_frame
@@ -176,7 +176,7 @@ def _part(name: str, d: Estimate, test: Callable[[Estimate], tuple[str, float]],
     """One comparison of a claim: its difference in one training, and the test (verdicts.directional,
     within, ...) its difference pooled over the trainings is judged by; `b` and `compared`: the side
     it compares with and its words, for a claim whose pooled row shows its least settled part
-    (`strongest_first`)."""
+    (`least_settled_first`)."""
     return {"name": name, "d": d, "test": test, "b": b, "compared": compared}
 
 
@@ -204,14 +204,20 @@ def _text(side: Estimate, with_n: bool = False) -> str:
 
 
 def _row(dataset, claim, target, eps, quantity, compared, a: Estimate, b: Estimate, parts: list[dict], test: str,
-         note, quote=None, design: str = "paired by record (DeLong)", arms=None, strongest_first=False) -> dict:
+         note, quote=None, design: str = "paired by record (DeLong)", arms=None, least_settled_first=False) -> dict:
     """A claim's row as one training measured it: its sides a and b, its parts and the models
     (target, ε) whose trainings it compares (`arms`: the row's target alone unless given); the
     trainings' rows are pooled into the table's row by `_pooled`."""
     return {"key": (dataset, claim, target, np.nan if eps is None else float(eps)), "quantity": quantity,
             "compared": compared, "a": a, "b": b, "parts": parts, "test": test, "note": note,
             "quote": quote or claim, "design": design, "arms": arms or [(target, eps)],
-            "strongest_first": strongest_first}
+            "least_settled_first": least_settled_first}
+
+
+def _least_settled_first(part: dict) -> tuple[int, float]:
+    """A part's place in a claim whose row shows its least settled part: a contradicted part first,
+    then an unresolved one, then a reproduced one; within each, the lowest interval first."""
+    return {CONTRADICTED: 0, REPRODUCED: 2}.get(part["verdict"], 1), part["d"].lo
 
 
 def _same(texts: list[str]) -> str:
@@ -225,7 +231,8 @@ def _pooled(drafts: list[dict], trainings: int, quotes) -> dict:
     the mean over the trainings with over_trainings' interval (records and trainings), each part
     judged on its pooled difference; the claim's verdict from its parts (verdicts.combined) and,
     while unresolved, the largest need of the parts not reproduced. `trainings`: the independent
-    trainings behind the fewer-trained arm (decisions.distinct_trainings), for the ledger's rule."""
+    trainings behind the fewer-trained arm (`trainings_of`), for the ledger's rule; the drafts are of
+    distinct trainings (`_distinct_drafts`)."""
     first = drafts[0]
     names = [p["name"] for p in first["parts"]]
     by_name = [{p["name"]: p for p in d["parts"]} for d in drafts]
@@ -237,14 +244,14 @@ def _pooled(drafts: list[dict], trainings: int, quotes) -> dict:
         d = over_trainings([parts_of[name]["d"] for parts_of in by_name])
         verdict, need = first["parts"][names.index(name)]["test"](d)
         parts.append({"name": name, "d": d, "verdict": verdict, "need": need})
-    if first["strongest_first"]:  # parts each training ordered by its own AUCs: the pooled order decides
-        parts.sort(key=lambda p: p["d"].value)
+    if first["least_settled_first"]:  # parts each training ordered by its own AUCs: the pooled verdicts decide
+        parts.sort(key=_least_settled_first)
     verdict = combined([p["verdict"] for p in parts])
     need = largest_need([p["need"] for p in parts if p["verdict"] != REPRODUCED]) if verdict not in (
         REPRODUCED, CONTRADICTED) else np.nan
     a, b = (over_trainings([d[side] for d in drafts]) for side in ("a", "b"))
     compared = _same([d["compared"] for d in drafts])
-    if first["strongest_first"]:  # side b: the least settled part's, pooled over the trainings alike
+    if first["least_settled_first"]:  # side b: the least settled part's, pooled over the trainings alike
         lead = parts[0]["name"]
         b, compared = over_trainings([parts_of[lead]["b"] for parts_of in by_name]), by_name[0][lead]["compared"]
     note = first["note"] if len(drafts) == 1 else (
@@ -279,14 +286,17 @@ def _ada_claims(dataset, rows, algorithm) -> list[dict]:
         baselines = here[here.attack.isin(BASELINES)].assign(_order=lambda f: f.attack.map(BASELINES.index))
         if attack is None or baselines.empty:
             continue
+        if missing := [b for b in BASELINES if b not in set(baselines.attack)]:  # "every baseline" needs them all
+            raise ValueError(f"metrics.csv: {algorithm} ({kind} members, step {int(attack.step)}) lacks the "
+                             f"baseline rows {', '.join(missing)} (allowed: every one of {', '.join(BASELINES)})")
         baselines = baselines.sort_values(["auc", "_order"], ascending=[False, True])
         parts = [_part(f"A_DA − {_label(b.attack)}", _auc_difference(attack, b), directional, b=_side(b),
-                       compared=f"A_DA vs {_label(b.attack)} (the strongest baseline)")
-                 for _, b in baselines.iterrows()]  # strongest first: the first part is the row's difference
+                       compared=f"A_DA vs {_label(b.attack)} (the least settled part)")
+                 for _, b in baselines.iterrows()]
         best = baselines.iloc[0]
         out.append(_row(dataset, claim, algorithm, None, f"membership AUC, {kind} members, step {int(attack.step)}",
-                        f"A_DA vs {_label(best.attack)} (the strongest baseline)", _side(attack), _side(best), parts,
-                        "A_DA − each baseline > 0", "", strongest_first=True))
+                        f"A_DA vs {_label(best.attack)} (the least settled part)", _side(attack), _side(best), parts,
+                        "A_DA − each baseline > 0", "", least_settled_first=True))
     return out
 
 
@@ -359,11 +369,11 @@ def _similarity(dataset, rows, algorithm, views: int) -> list[dict]:
     if js is None or others.empty:
         return []
     parts = [_part(f"JS − {other.similarity}", _auc_difference(js, other), directional, b=_side(other),
-                   compared=f"JS vs {other.similarity} (the strongest other)")
-             for _, other in others.iterrows()]  # strongest first: the first part is the row's difference
+                   compared=f"JS vs {other.similarity} (the least settled part)")
+             for _, other in others.iterrows()]
     return [_row(dataset, "similarity", algorithm, None, f"A_DA AUC (all members), K = {views}, last step",
-                 f"JS vs {others.iloc[0].similarity} (the strongest other)", _side(js), _side(others.iloc[0]), parts,
-                 "JS − each other similarity > 0", "", strongest_first=True)]
+                 f"JS vs {others.iloc[0].similarity} (the least settled part)", _side(js), _side(others.iloc[0]), parts,
+                 "JS − each other similarity > 0", "", least_settled_first=True)]
 
 
 def _accuracy(model) -> dict:
@@ -444,13 +454,16 @@ def steps_trend(metrics: pd.DataFrame) -> pd.DataFrame:
     where the slope's edge is not above 0 (no rise measured, no number of steps implied); the last
     step where the last AUC already reaches the thesis's. Several trainings: the slope, the AUCs
     and the last AUC are their means, with over_trainings' intervals; `trainings` counts the
-    independent ones (trainings_of: a copied model is one)."""
-    out, trainings = [], trainings_of(metrics)
+    independent ones (trainings_of), and a copied model's curve is pooled once."""
+    fingerprints = training_fingerprints(metrics)
+    out, trainings = [], trainings_of(fingerprints)
     for dataset in dict.fromkeys(metrics.dataset):
         own = metrics[metrics.dataset == dataset]
         for algorithm in algorithms(own):
+            distinct = {fingerprints[dataset, algorithm, None, int(r)]: int(r)
+                        for r in sorted(own.repeat.unique(), reverse=True)}  # the first repeat of each training
             curves = [ada(of(training, algorithm, defence="none", member_kind="all")).sort_values("step")
-                      for _, training in own.groupby("repeat", sort=True)]
+                      for repeat, training in own.groupby("repeat", sort=True) if int(repeat) in distinct.values()]
             curves = [c for c in curves if not c.empty]
             curve = curves[0]
             if (curve.step.nunique() != len(curve) or len(curve) < 2
@@ -513,19 +526,44 @@ def thesis_claims(thesis: pd.DataFrame) -> dict[str, dict]:
     return {r["claim"]: r for r in thesis.to_dict("records")}
 
 
-def trainings_of(metrics: pd.DataFrame) -> dict[tuple, int]:
-    """(dataset, target, ε) -> its independent trainings: the repeats whose models differ in some
-    metric attack's score of some record or some test decision (decisions.distinct_trainings; a
-    repeat that copies another's models is one training counted twice). Only the metric attacks'
-    scores count: they are functions of the model's posteriors alone, where A_NN's and A_DA's also
-    move with the attack's seed (a copied model attacked again would pass for a new training).
-    ε is None for the undefended targets."""
+def training_fingerprints(metrics: pd.DataFrame) -> dict[tuple, tuple]:
+    """(dataset, target, ε, repeat) -> what its models decided: every metric attack's score ranks
+    and test decisions (as decisions.distinct_trainings reads a repeat). Two repeats of equal
+    fingerprints are one training, their models copies (a cached model, the same seed). Only the
+    metric attacks' scores count: they are functions of the model's posteriors alone, where A_NN's
+    and A_DA's also move with the attack's seed (a copied model attacked again would pass for a
+    new training). ε is None for the undefended targets."""
     own = metrics[metrics.attack.isin(METRIC_ATTACKS)]
     digests = own.assign(ranks_digest=[hashlib.sha256(np.asarray(r, dtype=np.float64).tobytes()).hexdigest()
                                        for r in own.ranks], eps=own.eps.fillna(-1.0))  # NaN keys do not group
-    return {(dataset, target, None if e == -1.0 else float(e)): distinct_trainings(group, ("ranks_digest",
-                                                                                           "test_decisions"))
-            for (dataset, target, e), group in digests.groupby(["dataset", "target", "eps"], sort=False)}
+    return {(dataset, target, None if e == -1.0 else float(e), int(repeat)):
+            tuple(tuple(sorted(group[c].astype(str))) for c in ("ranks_digest", "test_decisions"))
+            for (dataset, target, e, repeat), group in digests.groupby(["dataset", "target", "eps", "repeat"],
+                                                                        sort=False)}
+
+
+def trainings_of(fingerprints: dict[tuple, tuple]) -> dict[tuple, int]:
+    """(dataset, target, ε) -> its independent trainings: the distinct fingerprints of its repeats
+    (`training_fingerprints`)."""
+    distinct: dict[tuple, set] = {}
+    for (dataset, target, eps, _), fingerprint in fingerprints.items():
+        distinct.setdefault((dataset, target, eps), set()).add(fingerprint)
+    return {key: len(found) for key, found in distinct.items()}
+
+
+def _distinct_drafts(group: list[dict], fingerprints: dict[tuple, tuple]) -> list[dict]:
+    """The rows of one claim from distinct trainings: a repeat whose models in every arm of the
+    claim are copies of an earlier repeat's is dropped, so that over_trainings pools each training
+    once. (A repeat that copies one arm only stays: its other arm is a training of its own, and the
+    row's `trainings` counts the fewer-trained arm.)"""
+    dataset, seen, kept = group[0]["key"][0], set(), []
+    for draft in group:
+        signature = tuple(fingerprints[dataset, target, None if eps is None else float(eps), draft["repeat"]]
+                          for target, eps in draft["arms"])
+        if signature not in seen:
+            seen.add(signature)
+            kept.append(draft)
+    return kept
 
 
 def _training_rows(own: pd.DataFrame, early_stopping: int, views: int, similarity: str) -> list[dict]:
@@ -549,16 +587,17 @@ def claims_table(metrics: pd.DataFrame, thesis: pd.DataFrame, early_stopping: in
     defence releases."""
     quotes = thesis_claims(thesis)
     check_metrics(metrics)
-    trainings = trainings_of(metrics)
+    fingerprints = training_fingerprints(metrics)
+    trainings = trainings_of(fingerprints)
     drafts: dict[tuple, list[dict]] = {}
-    for (_, _), own in metrics.groupby(["dataset", "repeat"], sort=False):
+    for (_, repeat), own in metrics.groupby(["dataset", "repeat"], sort=False):
         for draft in _training_rows(own, early_stopping, views, similarity):
-            drafts.setdefault(draft["key"], []).append(draft)
+            drafts.setdefault(draft["key"], []).append({**draft, "repeat": int(repeat)})
     rows = []
     for key, group in drafts.items():
         dataset = key[0]
         arms = [trainings[dataset, target, None if eps is None else float(eps)] for target, eps in group[0]["arms"]]
-        rows.append(_pooled(group, min(arms), quotes))
+        rows.append(_pooled(_distinct_drafts(group, fingerprints), min(arms), quotes))
     if not rows:
         raise ValueError("metrics.csv: no claim can be compared; it needs A_DA and baseline rows of FixMatch, "
                          "FlexMatch or UDA at their last step")
@@ -593,8 +632,9 @@ def markdown(table: pd.DataFrame) -> str:
             "when its interval lies on the claimed side (of 0, or inside the stated margin), contradicted when it "
             f"lies wholly on the other; over-fitting counts as near zero within ±{OVERFITTING_TOLERANCE:g} and "
             f"'barely' as within ±{BARELY_MARGIN:g} (margins of this report; the thesis gives none). 'members for 80 % "
-            "power' is the members (= non-members) per side at which a replication would settle the claim with 80 % "
-            "power if the measured differences held. Each row is the mean over the trainings (`trainings`: the "
+            "power' is the members (= non-members) per side at which a replication would settle the claim's least "
+            "settled part with 80 % power if the measured differences held; a claim of several parts needs them all "
+            "at once, so its own power there is lower. Each row is the mean over the trainings (`trainings`: the "
             "independent ones behind the fewer-trained arm), its interval over records and trainings; this table's "
             f"verdict reads the data as if one training sufficed, the claims ledger leaves a row with fewer than "
             f"{MIN_TRAININGS} trainings unresolved (a claim about a training procedure)."

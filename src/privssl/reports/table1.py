@@ -7,7 +7,7 @@ import pandas as pd
 
 def table1(records: list[tuple[str, dict]]) -> pd.DataFrame:
     """The paper's Table 1 from each dataset's sensitivity.json (as loaded by
-    privssl.artefacts.load_sensitivity): |D|, |d|, how Δ was sampled, m, k, ρ, γ, Δ1, Δ2 and the
+    privssl.artefacts.image.load_sensitivity): |D|, |d|, how Δ was sampled, m, k, ρ, γ, Δ1, Δ2 and the
     guarantee it supports."""
     return pd.DataFrame([{"dataset": dataset, "|D|": record["pretrain_size"], "|d|": record["finetune_size"],
                           "sampling": record["sampling"], "pool": record.get("pool", {}).get("size"),

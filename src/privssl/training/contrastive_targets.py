@@ -221,7 +221,7 @@ def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Ten
 
 
 def load_models(bundle: dict, device: torch.device) -> list[TargetModel]:
-    """The TargetModels of a contrastive_train file (validated by artefacts.load_contrastive_models)."""
+    """The TargetModels of a contrastive_train file (validated by artefacts.contrastive.load_contrastive_models)."""
 
     def built(state: dict) -> nn.Module:
         encoder = build_encoder(bundle["encoder"], bundle["in_channels"], bundle["image_size"], bundle["width"])

@@ -1,0 +1,100 @@
+"""The contrastive track's artefacts (thesis Ch. 4): the attack table, and the splits and model
+files of the contrastive_data and contrastive_train rules with their loaders."""
+
+from __future__ import annotations
+
+from privssl.artefacts.specs import COUNT, PROBABILITY, Decisions, Each, Num, Tensor, Text, check_fields, fail
+from privssl.artefacts.splits import _check_disjoint, _check_pool
+from privssl.artefacts.tables import load_json_file, load_tensor_file
+from privssl.attacks.contrastive_spec import INFERENCES, MEMBERSHIP, MEMBERSHIP_TASK
+from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS
+from privssl.training.encoder_names import ENCODERS
+
+
+# contrastive_attack rule (thesis Ch. 4): membership rows have no baseline, attribute rows no AUC or TPR
+_MEMBERSHIP_ONLY = Num(0, 1, nan_where=("inference", "attribute"))
+CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "talos")),
+               "lambda": Num(0, nan_where=("target", "supervised")), "repeat": COUNT,
+               "inference": Text(INFERENCES), "attack": Text(),
+               **{name: PROBABILITY for name in ("task_accuracy", "task_accuracy_lo", "task_accuracy_hi", "accuracy",
+                                                 "accuracy_lo", "accuracy_hi")},
+               **{f"queried_{split}_accuracy{end}": _MEMBERSHIP_ONLY
+                  for split in ("train", "test") for end in ("", "_lo", "_hi")},
+               "n_test": COUNT, "n": COUNT,
+               **{name: _MEMBERSHIP_ONLY for name in ("auc", "auc_lo", "auc_hi", "tpr_at_*")},
+               **{name: Num(0, integer=True, nan_where=("inference", "attribute"))
+                  for name in ("n_members", "n_nonmembers", "fp_at_*")},
+               **{name: Num(0, 1, nan_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK)))
+                  for name in ("baseline", "baseline_lo", "baseline_hi")},
+               "decisions": Decisions(("n",)), "task_decisions": Decisions(("n_test",)),
+               "baseline_decisions": Decisions(("n",), absent_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK))),
+               "grid": (("dataset", "target", "inference", "attack"), ("lambda", "repeat"))}
+
+
+def load_contrastive_splits(path) -> dict:
+    """The contrastive_data rule's splits.json: pairwise disjoint index lists into the dataset's pool,
+    and for each split a task label below n_task, a membership-task label below n_membership_task
+    and an attribute below n_attribute per index."""
+    record = load_json_file(path, {"dataset": Text(tuple(DATASETS)), "task_map": Text(),
+                                   "n_task": Num(2, integer=True), "membership_task_map": Text(),
+                                   "n_membership_task": Num(2, integer=True), "n_attribute": Num(2, integer=True),
+                                   "splits": Each(Tensor(None, "int", None)), "task": Each(Tensor(None, "int", None)),
+                                   "membership_task": Each(Tensor(None, "int", None)),
+                                   "attribute": Each(Tensor(None, "int", None))})
+    for prefix in ("", "membership_"):
+        names, n = record.get(f"{prefix}task_names"), record[f"n_{prefix}task"]
+        if not (isinstance(names, list) and len(names) == n and all(isinstance(name, str) for name in names)):
+            fail(path, f"{prefix}task_names", repr(names)[:200], f"a list of n_{prefix}task = {n} names")
+    info = DATASETS[record["dataset"]]
+    bound = {"pool": info.labelled + info.unlabelled, "n_task": record["n_task"],
+             "n_membership_task": record["n_membership_task"], "n_attribute": record["n_attribute"]}
+    for field, limit in (("splits", "pool"), ("task", "n_task"), ("membership_task", "n_membership_task"),
+                         ("attribute", "n_attribute")):
+        schema = {s: Tensor((f"|{s}|",), "int", Num(0, limit, high_open=True, integer=True)) for s in CONTRASTIVE_SPLITS}
+        check_fields(path, record[field], schema, bound, f"{field}.")
+    _check_disjoint(path, record["splits"])
+    _check_pool(path, record)
+    return record
+
+
+CONTRASTIVE_MODELS = {"role": Text(("target", "shadow")), "dataset": Text(tuple(DATASETS)),
+                      "encoder": Text(ENCODERS), "width": Num(1, integer=True),
+                      "in_channels": Num(1, integer=True), "image_size": Num(1, integer=True),
+                      "n_task": Num(2, integer=True), "membership_task": Text(),
+                      "n_membership_task": Num(2, integer=True)}
+# λ is None for a supervised model; the layer maps the encoder's output (F) to the task's classes, the
+# membership model's layer to the membership task's (its encoder None: the model's own)
+CONTRASTIVE_MODEL = {"kind": Text(("supervised", "contrastive", "talos")), "lambda": Num(0, optional=True),
+                     "repeat": COUNT, "encoder": Each(Tensor(None, "number"))}
+CONTRASTIVE_LAYER = {"weight": Tensor((1, "F", "n_task")), "bias": Tensor((1, "n_task"))}
+CONTRASTIVE_MEMBERSHIP_LAYER = {"weight": Tensor((1, "F", "n_membership_task")),
+                                "bias": Tensor((1, "n_membership_task"))}
+
+
+def load_contrastive_models(path, role: str, dataset: str) -> dict:
+    """A contrastive_train file of `role` (target or shadow) on `dataset`: the role's models, each
+    an encoder state and a finite linear layer to the task's classes, and its membership model (a
+    layer to the membership task's classes, with an encoder of its own only for a supervised
+    model); λ None exactly for the supervised models."""
+    bundle = load_tensor_file(path, CONTRASTIVE_MODELS, recorded={"role": role, "dataset": dataset})
+    models = bundle.get("models")
+    if not (isinstance(models, list) and models):
+        fail(path, "models", repr(models)[:200], "a non-empty list of models")
+    for i, model in enumerate(models):
+        check_fields(path, model, CONTRASTIVE_MODEL, prefix=f"models[{i}].")
+        if (model["kind"] == "supervised") != (model.get("lambda") is None):
+            fail(path, f"models[{i}].lambda", f"{model.get('lambda')} for a {model['kind']} model",
+                 "None for supervised models, a number >= 0 otherwise")
+        check_fields(path, model.get("layer"), CONTRASTIVE_LAYER, {"n_task": bundle["n_task"]}, f"models[{i}].layer.")
+        membership = model.get("membership")
+        if not (isinstance(membership, dict) and set(membership) == {"encoder", "layer"}):
+            fail(path, f"models[{i}].membership", repr(membership)[:200],
+                 "a dict of its encoder (None: the model's own) and its layer")
+        if membership["encoder"] is not None:
+            if model["kind"] != "supervised":
+                fail(path, f"models[{i}].membership.encoder", "an encoder of its own",
+                     "None for a contrastive or Talos model, whose encoder serves both tasks")
+            check_fields(path, membership, {"encoder": Each(Tensor(None, "number"))}, prefix=f"models[{i}].membership.")
+        check_fields(path, membership["layer"], CONTRASTIVE_MEMBERSHIP_LAYER,
+                     {"n_membership_task": bundle["n_membership_task"]}, f"models[{i}].membership.layer.")
+    return bundle

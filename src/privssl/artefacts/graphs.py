@@ -1,0 +1,42 @@
+"""The graph track's artefacts: graphs, node embeddings, the link-stealing target file, the
+link-stealing and link-protection tables, and the loaders of the splits and target files."""
+
+from __future__ import annotations
+
+from privssl.artefacts.specs import COUNT, PROBABILITY, Each, Num, Tensor, Text, _label, check_fields
+from privssl.artefacts.splits import _check_disjoint
+from privssl.artefacts.tables import _METHOD, load_json_file, load_tensor_file
+from privssl.graphs.splits import NODE_SPLITS
+
+
+GRAPH = {"name": Text(), "n_classes": Num(2, integer=True), "x": Tensor(("N", "features")),
+         "edge_index": Tensor((2, "edges"), "int", Num(0, "N", high_open=True, integer=True)), "y": _label("N")}
+EMBEDDINGS = {"n_classes": Num(2, integer=True), "embeddings": Tensor(("N", "width")), "labels": _label("N")}
+LINK_TARGET = {"labelled": Tensor(("runs", "N"), "bool", None),
+               "posteriors": Tensor(("runs", "N", "classes"), values=PROBABILITY),
+               "reference": Tensor(("runs", "N", "classes"), values=PROBABILITY),
+               "pairs": Tensor(("runs", "K", 2), "int", Num(0, "N", high_open=True, integer=True)),
+               "is_edge": Tensor(("runs", "K"), "bool", None), "train": Tensor(("runs", "K"), "bool", None)}
+_LINK = {"dataset": Text(), "attack": Text(), "feature_set": Text(), "distance": Text(empty=True),  # supervised: none
+         "auc": PROBABILITY, "precision": PROBABILITY, "recall": PROBABILITY, "f1": PROBABILITY}
+LINK_ROWS = {**_LINK, "shadow": Text(empty=True), "run": COUNT,  # shadow: empty for the attacks without one
+             "grid": (("dataset", "shadow", "attack", "feature_set", "distance"), ("run",))}
+LINK_PROTECTION = {**_LINK, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("mechanism", "none")),
+                   "repeat": COUNT, "grid": (("dataset", "mechanism", "attack", "feature_set", "distance"),
+                                             ("eps", "repeat"))}
+
+
+def load_graph_splits(path) -> dict:
+    """The graph_data rule's splits.json: node index lists below num_nodes, pairwise disjoint."""
+    record = load_json_file(path, {"dataset": Text(), "num_nodes": Num(1, integer=True),
+                                   "splits": Each(Tensor(None, "int", None))})
+    index = Tensor(None, "int", Num(0, "num_nodes", high_open=True, integer=True))
+    check_fields(path, record["splits"], {s: index for s in NODE_SPLITS}, {"num_nodes": record["num_nodes"]},
+                 "splits.")
+    _check_disjoint(path, record["splits"])
+    return record
+
+
+def load_link_target(path, num_nodes: int) -> dict:
+    """The link_target rule's file for a graph of `num_nodes` nodes."""
+    return load_tensor_file(path, LINK_TARGET, {"N": num_nodes})

@@ -1,0 +1,333 @@
+"""The image track's artefacts: the schemas of features, heads, releases, sensitivities, the LiRA
+heads and the attacker, the utility, MIA, LiRA, ROC and audit tables with the relations between
+their columns, and the loaders with cross-field checks (splits, sensitivity, release, LiRA heads,
+attacker, encoder, tuning folds, and the private sets a training-time release trains on)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+import pandas as pd
+
+from privssl.artefacts.specs import (
+    COUNT,
+    POSITIVE,
+    PROBABILITY,
+    Decisions,
+    Each,
+    Flag,
+    Names,
+    Num,
+    Params,
+    Shapes,
+    Tensor,
+    Text,
+    _label,
+    check_fields,
+    check_numbers,
+    fail,
+)
+from privssl.artefacts.splits import _check_disjoint, _check_pool
+from privssl.artefacts.tables import _METHOD, _METRICS, _first_line, load_json_file, load_tensor_file
+from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
+from privssl.audit.audit_names import CANARY_ATTACK, CRAFTED_ATTACK, THREAT_MODELS
+from privssl.data.splits import DATASETS, LABELLED_SPLITS, SPLITS
+from privssl.release.methods import ADD_REMOVE, GUARANTEE_KINDS, METHODS, REGISTRY
+from privssl.training.encoder_names import ENCODERS
+
+if TYPE_CHECKING:
+    import torch
+
+    from privssl.release.training_time import PrivateSets
+
+
+# --------------------------------------------------------------------------------- relations
+
+def one_run_counts(path, frame: pd.DataFrame) -> None:
+    """A one-run audit row guesses on at most its canaries and is right at most on every guess:
+    correct <= n (guesses) <= canaries; otherwise its lower bound is computed from impossible counts."""
+    if "canaries" not in frame.columns:  # a hypothesis-test audit only
+        return
+    one_run = frame.audit.str.startswith("one_run").to_numpy()
+    for name in ("canaries", "correct"):
+        check_numbers(path, name, frame[name], Num(0, integer=True), nan_ok=~one_run)
+    _first_line(path, "n", one_run & (frame.n > frame.canaries).to_numpy(), frame.n,
+                "at most the row's canaries (the auditor guesses on canary slots only)")
+    _first_line(path, "correct", one_run & (frame.correct > frame.n).to_numpy(), frame.correct,
+                "at most the row's n, the guesses made")
+
+
+def bounds_within_ceilings(path, frame: pd.DataFrame) -> None:
+    """An audit row's ceiling is its own bound with every decision right (privssl.audit.bounds), and
+    the bound only falls as errors are added: a bound above its ceiling was not computed from the
+    row's counts. A parametric canary audit's ceiling is the claim (privssl.audit.gradient_canary),
+    which its rule never lets a bound pass. The tolerance is float rounding only."""
+    over = (frame.eps_lower_bound > frame.eps_ceiling * (1 + 1e-9) + 1e-12).to_numpy()
+    _first_line(path, "eps_lower_bound", over, frame.eps_lower_bound,
+                "at most the row's eps_ceiling, the bound of the same audit with every decision right")
+
+
+# the audits whose claim is the release's own adjacency (the canary: add/remove for DP-SGD; the crafted
+# pair: substitution); every other audit tests the substitution of one record (release.methods.substitution_claim)
+OWN_ADJACENCY_ATTACKS = (CANARY_ATTACK, CRAFTED_ATTACK)
+PARAMETRIC_AUDITS = ("white_box_gdp", "final_model_gdp", "crafted_pair_gdp")  # their ceiling is the claim
+PROVEN_BY_CONSTRUCTION = ("certified_gaussian", "certified_pure", "dpsgd")  # no sampled sensitivity: never weaker
+
+
+def audit_claims_are_the_releases(path, frame: pd.DataFrame) -> None:
+    """Each row's claim is its release's (privssl.release.methods), so that an edited claim or kind
+    cannot move the ledger: `claimed_eps` is ε for the canary and crafted-pair audits and the
+    substitution claim for the others (ε, or 2ε or ∞ for DP-SGD's addition/removal); a release whose
+    guarantee rests on no sampled sensitivity has its registry kind at every finite ε; a parametric
+    audit's ceiling is its claim."""
+    claimed, eps = frame.claimed_eps.to_numpy(dtype=float), frame.eps.to_numpy(dtype=float)
+    released = (frame.method != "none").to_numpy()
+    own = frame.attack.isin(OWN_ADJACENCY_ATTACKS).to_numpy()
+    add_remove = frame.method.map(lambda m: m in REGISTRY and REGISTRY[m].adjacency == ADD_REMOVE).to_numpy(bool)
+    doubled = np.isclose(claimed, 2 * eps, rtol=1e-12) | np.isinf(claimed)
+    wrong = released & ~np.where(own | ~add_remove, np.isclose(claimed, eps, rtol=1e-12), doubled)
+    wrong |= ~released & ~np.isinf(claimed)
+    _first_line(path, "claimed_eps", wrong, frame.claimed_eps,
+                "the release's own claim: ε for the canary and crafted-pair audits, the substitution claim (ε; 2ε or "
+                "∞ for DP-SGD) for the others, ∞ for the unprotected head")
+    kind = frame.method.map(lambda m: REGISTRY[m].dp_kind if m in PROVEN_BY_CONSTRUCTION else None)
+    wrong = (kind.notna() & np.isfinite(eps) & (frame.guarantee_kind != kind)).to_numpy()
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        fail(path, "guarantee_kind", f"{frame.guarantee_kind.iloc[i]!r} for {frame.method.iloc[i]} on line {i + 2}",
+             f"{kind.iloc[i]!r}, the registry's guarantee of {frame.method.iloc[i]} (privssl.release.methods)")
+    parametric = frame.audit.isin(PARAMETRIC_AUDITS).to_numpy()
+    _first_line(path, "eps_ceiling", parametric & ~np.isclose(frame.eps_ceiling.to_numpy(dtype=float), claimed,
+                                                              rtol=1e-12), frame.eps_ceiling,
+                "the row's claimed_eps: a parametric audit's ceiling is its claim")
+
+
+def audit_relations(path, frame: pd.DataFrame) -> None:
+    """A table's schema names one relation check; audit.csv has three."""
+    one_run_counts(path, frame)
+    bounds_within_ceilings(path, frame)
+    audit_claims_are_the_releases(path, frame)
+
+
+def noise_free_limits(path, frame: pd.DataFrame) -> None:
+    """A utility row at ε = ∞ is its method's noise-free limit (privssl.release.tuning: the same
+    training, no noise) and claims nothing; a row at a finite ε is a release, whose noise is never 0."""
+    limit = np.isinf(frame.eps.to_numpy())
+    _first_line(path, "noise_scale", limit & (frame.noise_scale != 0).to_numpy(), frame.noise_scale,
+                "0 at eps = inf (the noise-free limit)")
+    _first_line(path, "noise_scale", ~limit & (frame.noise_scale <= 0).to_numpy(), frame.noise_scale,
+                "> 0 at a finite eps (a release adds noise)")
+    bad_kind = limit & (frame.guarantee_kind != "none").to_numpy()
+    if bad_kind.any():
+        i = int(np.flatnonzero(bad_kind)[0])
+        fail(path, "guarantee_kind", f"{frame.guarantee_kind.iloc[i]!r} on line {i + 2}",
+             "none at eps = inf (the noise-free limit is not a release)")
+
+
+# --------------------------------------------------------------------------------- schemas
+
+OPTIONAL_CLIP = Num(0, low_open=True, optional=True)  # the certified head's input clipping; None: none
+
+
+def features(*splits: str) -> dict:
+    """A features file (encode, graph_encode rules) with the splits a script reads: rows of one
+    width, one label below n_classes per row."""
+    return {"n_classes": Num(2, integer=True),
+            **{k: v for s in splits for k, v in ((s, Tensor((f"|{s}|", "width"))), (f"{s}_labels", _label(f"|{s}|")))}}
+
+
+FEATURES = features(*LABELLED_SPLITS)  # every split; the graph track's NODE_SPLITS are the same names
+# finetune/metrics.json: the released head's accuracy on d and on the test split
+HEAD_METRICS = {"train_accuracy": PROBABILITY, "test_accuracy": PROBABILITY, "finetune_size": Num(1, integer=True)}
+HEAD = {"n_classes": Num(2, integer=True), "shapes": Shapes(), "params": Params(), "clip_norm": OPTIONAL_CLIP}
+RELEASE = {"method": Text(METHODS), "shapes": Shapes(), "eps": Tensor(("E",), values=POSITIVE),
+           # σ, b or θ at a finite ε of a positive sensitivity: never 0 (0 would release the head as it is)
+           "noise_scale": Tensor(("E",), values=POSITIVE), "flat": Tensor(("E", "draws", "P")),
+           "clip_norm": OPTIONAL_CLIP}
+LIRA_HEADS = {"shadows": Num(2, integer=True), "targets": Num(1, integer=True), "pool_size": Num(2, integer=True),
+              "pool": Names(LABELLED_SPLITS), "head_kind": Text(("finetune", "certified")), "shapes": Shapes(),
+              "flat": Tensor(("heads", "P")),
+              "sets": Tensor(("heads", "|d|"), "int", Num(0, "pool_size", high_open=True, integer=True)),
+              "clip_norm": OPTIONAL_CLIP, "seed": COUNT}
+ATTACKER = {"in_dim": Num(2, integer=True), "spec": Each(POSITIVE), "mlp": Each(Tensor(None)),
+            "shadow_shapes": Shapes(), "shadow_flat": Tensor(("P",)),
+            "inside": Tensor(("in",), "int", Num(0, "|shadow|", high_open=True, integer=True)),
+            "pairs": Tensor(("K",), "int", Num(0, "|shadow|", high_open=True, integer=True)),
+            "pair_is_member": Tensor(("K",), values=Num(0, 1, integer=True)), "seed": COUNT,
+            "thresholds": Each(Num(finite=False))}  # a threshold may be ±inf (always / never "member")
+ENCODER = {"encoder": Text(ENCODERS), "width": Num(1, integer=True),
+           "in_channels": Num(1, integer=True), "image_size": Num(1, integer=True),
+           "state": Each(Tensor(None, "number"))}  # a state dict may hold integer buffers (batch-norm counts)
+
+_SENSITIVITY = {"finetune_size": Num(1, integer=True), "statement": Text(), "delta2": POSITIVE}
+SAMPLED_SENSITIVITY = {  # sensitivity rule: Δ̂ = the k-th smallest of m sampled distances
+    **_SENSITIVITY, "sampling": Text(("population", "paper")), "guarantee_kind": Text(GUARANTEE_KINDS),
+    "m": Num(1, integer=True), "k": Num(1, "m", integer=True), "delta1": POSITIVE,
+    "distances_l1": Tensor(("m",), values=Num(0)), "distances_l2": Tensor(("m",), values=Num(0)),
+    "pretrain_size": Num(1, integer=True, optional=True)}
+POPULATION = {"rho": Num(0, 1, low_open=True, high_open=True),
+              "gamma": Num("rho", 1, low_open=True, high_open=True)}
+CERTIFIED_SENSITIVITY = {**_SENSITIVITY, "sampling": Text(("certified",)), "lipschitz": POSITIVE,
+                         "clip_norm": POSITIVE, "l2": POSITIVE, "tolerance": Num(0),
+                         "beta": POSITIVE, "iterations": COUNT}  # the solver's data-independent step count
+
+_KEY = {"dataset": Text(), "attack": Text(), "adaptive": Flag()}
+# the lira rule's attacks other than RMIA: their rows leave RMIA's a empty, and only theirs may
+_NOT_RMIA = tuple(a for a in (*REFERENCE_ATTACKS, *METRIC_ATTACKS) if a not in RMIA_ATTACKS)
+# eps = inf: the method's noise-free limit (noise_scale 0, no claim; relation noise_free_limits)
+UTILITY = {"dataset": Text(), "mechanism": Text(METHODS), "eps": Num(0, low_open=True, finite=False),
+           "delta": Num(0, 1, high_open=True), "repeat": COUNT, "noise_scale": Num(0),
+           "sensitivity_norm": Text(("l1", "l2")), "sensitivity": POSITIVE,
+           "guarantee_kind": Text(GUARANTEE_KINDS), "guarantee": Text(), "clean_accuracy": Num(0, 1, low_open=True),
+           "accuracy": PROBABILITY, "utility_loss": Num(None, 1), "n_test": Num(2, integer=True),
+           "decisions": Decisions(("n_test",)), "clean_decisions": Decisions(("n_test",), optional=True),
+           # the tuning grid's best noise-free head on the same records (rule finetune's best_head.pt)
+           "best_clean_decisions": Decisions(("n_test",), optional=True),
+           "grid": (("dataset", "mechanism"), ("eps", "repeat")),
+           "relations": noise_free_limits}
+MIA = {**_KEY, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("mechanism", "none")), "repeat": COUNT,
+       **_METRICS, "decisions": Decisions(("n_members", "n_nonmembers")),
+       "grid": (("dataset", "mechanism", "attack", "adaptive"), ("eps", "repeat"))}
+LIRA = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
+        "guarantee_kind": Text(GUARANTEE_KINDS), "targets": Num(1, integer=True), **_METRICS,
+        "records": Num(2, integer=True), "draws": Num(1, integer=True),
+        "rmia_a": Num(0, 1, nan_where=("attack", _NOT_RMIA)),  # RMIA's offline a, chosen on the shadows
+        "grid": (("dataset", "method", "attack", "adaptive"), ("eps",))}
+# lira_references rule: the clean heads attacked with 1, 2, 4, … shadows as references
+LIRA_REFERENCES = {"dataset": Text(), "attack": Text(REFERENCE_ATTACKS), "references": Num(1, integer=True),
+                   "targets": Num(1, integer=True), **_METRICS, "records": Num(2, integer=True),
+                   "draws": Num(1, integer=True),
+                   "rmia_a": Num(0, 1, nan_where=("attack", _NOT_RMIA)),
+                   "grid": (("dataset", "attack"), ("references",))}
+ROC = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")), "fpr": PROBABILITY,
+       "tpr": PROBABILITY, "curves": True}  # many rows per key: one ROC curve
+AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
+         "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
+         "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "threat_model": Text(THREAT_MODELS), "eps_lower_bound": Num(0),
+         "eps_ceiling": Num(0),  # the bound were every decision right: what the audit could prove at its n
+         "n": COUNT, "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",)),
+         "relations": audit_relations}
+
+
+# --------------------------------------------------------------------------------- loaders with cross-field checks
+
+def load_image_splits(path) -> dict:
+    """The data rule's splits.json: every split a list of indices into its dataset's pool, no index twice."""
+    record = load_json_file(path, {"dataset": Text(tuple(DATASETS)), "splits": Each(Tensor(None, "int", None))})
+    info = DATASETS[record["dataset"]]
+    index = Tensor(None, "int", Num(0, "pool", high_open=True, integer=True))
+    check_fields(path, record["splits"], {s: index for s in SPLITS}, {"pool": info.labelled + info.unlabelled},
+                 "splits.")
+    _check_disjoint(path, record["splits"])
+    _check_pool(path, record)
+    return record
+
+
+def load_sensitivity(path, recorded: dict | None = None) -> dict:
+    """A sensitivity record: the sensitivity rule's (Δ̂1, Δ̂2 the k-th smallest of the m sampled
+    distances; population sampling also ρ < γ) or the certified head's (proven Δ2). Every Δ the
+    release calibrates on is finite and > 0; `recorded`: the settings the reading rule expects."""
+    record = load_json_file(path, {"sampling": Text(("population", "paper", "certified"))}, recorded)
+    if record["sampling"] == "certified":
+        return check_fields(path, record, CERTIFIED_SENSITIVITY)
+    schema = SAMPLED_SENSITIVITY | (POPULATION if record["sampling"] == "population" else {})
+    check_fields(path, record, schema)
+    for norm in ("l1", "l2"):
+        kth = sorted(record[f"distances_{norm}"])[record["k"] - 1]
+        if record[f"delta{norm[1]}"] != kth:
+            fail(path, f"delta{norm[1]}", f"{record[f'delta{norm[1]}']:g}",
+                 f"the k = {record['k']}-th smallest of distances_{norm}, {kth:g}")
+    return record
+
+
+def load_release(path, method: str, recorded: dict | None = None) -> dict:
+    """A protect rule's release file of `method`: one positive noise scale per ε of a positive
+    grid, the released heads (ε, draw, parameter) of the length its shapes give. A DP-SGD
+    release also records each ε's training settings (`specs`, the tune rule's choice), returned
+    as DPSGDSpecs: the attacks train their shadow heads with them."""
+    from privssl.release.dpsgd_spec import DPSGDSpec
+
+    release = load_tensor_file(path, RELEASE, recorded={"method": method} | (recorded or {}))
+    if method == "dpsgd":
+        specs = release.get("specs")
+        if not isinstance(specs, list) or len(specs) != len(release["eps"]):
+            fail(path, "specs", f"{type(specs).__name__} of {len(specs) if isinstance(specs, list) else 0} entries",
+                 f"a list of {len(release['eps'])} DP-SGD settings, one per ε")
+        try:
+            release["specs"] = [DPSGDSpec.from_config(spec) for spec in specs]
+        except (TypeError, ValueError) as err:
+            fail(path, "specs", str(err), "DP-SGD settings (privssl.release.dpsgd_spec.DPSGDSpec)")
+    return release
+
+
+def load_lira_heads(path, set_size: int, recorded: dict | None = None) -> dict:
+    """The lira_heads rule's file: finite heads, and per head the training set the rule drew, a
+    uniform random subset of |d| = `set_size` pool records by the recorded seed. The sets are
+    redrawn and compared: the attack's membership labels come from them, and a set that is not
+    the head's (identical rows, a half-balanced design, another seed) inflates or deflates every AUC."""
+    from privssl.attacks.lira import draw_training_sets  # the attack's own draw, imported only here
+
+    heads = load_tensor_file(path, LIRA_HEADS, {"|d|": set_size}, recorded)
+    if heads["flat"].shape[0] != heads["shadows"] + heads["targets"]:
+        fail(path, "flat", f"{heads['flat'].shape[0]} heads",
+             f"shadows + targets = {heads['shadows'] + heads['targets']}")
+    drawn = draw_training_sets(heads["pool_size"], set_size, heads["flat"].shape[0], heads["seed"])
+    differ = (heads["sets"] != drawn).any(1)
+    if differ.any():
+        h = int(differ.nonzero()[0, 0])
+        fail(path, f"sets[{h}]", f"{heads['sets'][h, :8].tolist()}... ({int(differ.sum())} of {len(differ)} heads' "
+                                 f"sets differ)", f"the draw of seed {heads['seed']}: {drawn[h, :8].tolist()}...")
+    return heads
+
+
+def load_attacker(path, shadow_size: int) -> dict:
+    """The shadow rule's file; its indices point into the shadow split of `shadow_size` records."""
+    return load_tensor_file(path, ATTACKER, {"|shadow|": shadow_size})
+
+
+def load_encoder(path, device: torch.device) -> torch.nn.Module:
+    """Rebuild the encoder saved by scripts/pretrain.py."""
+    from privssl.training.encoders import build_encoder
+
+    saved = load_tensor_file(path, ENCODER)
+    encoder = build_encoder(saved["encoder"], saved["in_channels"], saved["image_size"], saved["width"])
+    encoder.load_state_dict(saved["state"])
+    return encoder.to(device)
+
+
+def load_tuning_folds(path, config: dict, seed: int,
+                      log: Callable[[str], None]) -> tuple[torch.Tensor, torch.Tensor, int, int, list]:
+    """What rule `tune` scores on: the reference split's features (float64, the heads' dtype) and
+    labels, the class count, |d| (the training size of each fold) and the folds
+    (privssl.release.tuning.folds, `tuning.folds` of them, drawn from `seed`), said in `log`."""
+    import torch
+
+    from privssl.release.tuning import folds  # here only: its accountants' imports would slow every reader
+
+    feats = load_tensor_file(path, features("finetune", "reference"))
+    x, y, n = feats["reference"].to(torch.float64), feats["reference_labels"], len(feats["finetune_labels"])
+    splits = folds(len(y), n, config.get("tuning", {}).get("folds", 2), seed)
+    log(f"{len(splits)} folds, each trains on |d| = {n} of {len(y)} reference records")
+    return x, y, int(feats["n_classes"]), n, splits
+
+
+def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> PrivateSets:
+    """What a training-time release trains on and is queried on: the images and labels of d, of
+    the evaluated splits and of the attacker's shadow records (those `inside` its shadow model and
+    its balanced pairs), from the splits file, the data set and the shadow rule's attacker file."""
+    import torch
+
+    from privssl.data.images import load_pool
+    from privssl.release.training_time import EVALUATED, PrivateSets
+
+    splits = load_image_splits(splits_path)
+    pool = load_pool(splits["dataset"], data_root, recorded=splits["pool"])
+    index = {name: torch.tensor(splits["splits"][name], dtype=torch.long)
+             for name in (*EVALUATED, "shadow", "pretrain")}
+    attacker = load_attacker(attacker_path, len(index["shadow"]))
+    index["shadow_inside"] = index["shadow"][attacker["inside"].long()]
+    index["shadow_pairs"] = index["shadow"][attacker["pairs"].long()]
+    del index["shadow"]
+    return PrivateSets({k: pool.images[v] for k, v in index.items()}, {k: pool.labels[v] for k, v in index.items()},
+                       pool.n_classes, attacker)

@@ -1,0 +1,48 @@
+"""The training-time branch's artefacts (DPCL, DPAdapter): the training-time release record, the
+DPAdapter results table and the DPCL accounting table with its relation."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from privssl.artefacts.specs import COUNT, POSITIVE, PROBABILITY, Decisions, Num, Tensor, Text
+from privssl.artefacts.tables import _first_line
+from privssl.release.methods import GUARANTEE_KINDS, TRAINING_TIME_METHODS
+
+
+def accountant_within_target(path, frame: pd.DataFrame) -> None:
+    """The calibration returns the smallest noise whose accountant ε is at most the target, so a
+    row whose accountant ε exceeds its target ε (beyond float rounding) was not produced by it and
+    would publish a budget the release does not meet. At a fixed noise multiplier there is no target.
+    The calibrating accountant is the RDP one for sampling without replacement; the PLD ε of the
+    Poisson analogue beside it is no claim and has no such bound."""
+    over = (frame.eps_rdp_without_replacement > frame.eps_target * (1 + 1e-9)).to_numpy()  # NaN target: never over
+    _first_line(path, "eps_rdp_without_replacement", over, frame.eps_rdp_without_replacement,
+                "at most the row's eps_target: the calibrated noise reaches the target")
+
+
+# a training-time release (privssl.release.training_time): posteriors (ε, repeat, records, classes) of the
+# released network on each queried split, and of the attacker's shadow network on its pairs
+TRAINING_RELEASE = {"method": Text(TRAINING_TIME_METHODS), "eps": Tensor(("E",), values=POSITIVE),
+                    "repeats": Num(1, integer=True), "n_classes": Num(2, integer=True),
+                    **{name: Tensor(("E", "repeats", size, "n_classes"), values=PROBABILITY) for name, size in
+                       (("finetune", "|d|"), ("nonmember", "|nonmember|"), ("test", "|test|"), ("shadow_pairs", "K"))}}
+# training-time branch: dpadapter_train's results, dpcl_train's accounting (read by its report)
+DPADAPTER_RESULTS = {"dataset": Text(), "pretraining": Text(("standard", "sam", "dpadapter")), "rho": Num(0),
+                     "eps": POSITIVE, "repeat": COUNT,
+                     # the pre-training a row's fine-tuning starts from: the procedure the claims compare
+                     "pretraining_seed": COUNT,
+                     "accuracy": PROBABILITY, "n_test": Num(2, integer=True), "decisions": Decisions(("n_test",)),
+                     "robust_accuracy": PROBABILITY, "pretrain_accuracy": PROBABILITY,
+                     "pretrain_robust_accuracy": PROBABILITY, "robust_noise": POSITIVE,
+                     "robust_draws": Num(1, integer=True), "noise_multiplier": POSITIVE, "eps_spent": Num(0),
+                     "grid": (("dataset", "pretraining", "rho"), ("eps", "repeat"))}
+DPCL_ACCOUNTING = {"dataset": Text(), "method": Text(TRAINING_TIME_METHODS), "variant": Text(("naive", "dpcl")),
+                   "role": Text(("target", "shadow")), "n": Num(1, integer=True), "delta": Num(0, 1, low_open=True,
+                                                                                             high_open=True),
+                   "noise_multiplier": POSITIVE, "mechanisms": Text(), "encoder_steps": COUNT, "head_steps": COUNT,
+                   "encoder_batch": Num(1, integer=True), "head_batch": Num(1, integer=True),
+                   "eps_target": Num(0, low_open=True, nan=True),  # empty at a fixed noise multiplier
+                   "eps_rdp_without_replacement": Num(0), "eps_pld_poisson": Num(0),
+                   "guarantee_kind": Text(GUARANTEE_KINDS), "sensitivities": Text(),
+                   "relations": accountant_within_target}
