@@ -45,7 +45,8 @@ if WARM_START is not None:
 PYTHONPATH = f"export PYTHONPATH={shlex.quote(SRC)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
 shell.prefix(f"set -euo pipefail; {PYTHONPATH}{JOB_PATH}")
 
-from privssl.config import advisories, load_config_file, validate_config
+from privssl.config import load_config_file, validate_config
+from privssl.config_checks import advisories
 
 # Snakemake names neither the file nor the line of a YAML error in config.yaml, and lets the last
 # of a key given twice win silently: every config file is read strictly first. (A --configfile is

@@ -16,7 +16,7 @@ from privssl import claim_sources
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports import run_tables
-from privssl.reports.claims_ledger import markdown
+from privssl.reports.ledger_markdown import markdown
 
 
 def main() -> None:

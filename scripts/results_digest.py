@@ -23,7 +23,8 @@ from privssl import claim_sources
 from privssl.cli import expect_argument
 from privssl.graphs import link_report
 from privssl.io import atomic_path, script_logger
-from privssl.reports import claims_ledger, contrastive_report, digest, release_table, run_tables, semileak_report
+from privssl.reports import contrastive_report, digest, ledger_markdown, release_table, run_tables, semileak_report
+from privssl.reports import semileak_trend
 from privssl.reports import table1
 from privssl.reports import training_time_report as training_time
 
@@ -118,9 +119,9 @@ def branch_sections(args: argparse.Namespace, inputs: Inputs, shown: Callable[..
     and DPAdapter."""
     parts = []
     if inputs.semileak is not None:
-        trend = semileak_report.steps_trend(load_semileak_metrics(args.semileak, args.semileak_scores, args.expect))
+        trend = semileak_trend.steps_trend(load_semileak_metrics(args.semileak, args.semileak_scores, args.expect))
         parts.append(shown("Semi-supervised learning (Semi-Leak)", "semileak",
-                           semileak_report.markdown(inputs.semileak) + semileak_report.trend_markdown(trend)))
+                           semileak_report.markdown(inputs.semileak) + semileak_trend.trend_markdown(trend)))
     if inputs.contrastive is not None:
         parts.append(shown("Contrastive privacy", "contrastive", contrastive_report.markdown(inputs.contrastive)))
     if inputs.accounting is not None:
@@ -150,7 +151,7 @@ def main() -> None:
     inputs = read_inputs(args)
     where = Path(args.out).parent / "tables"
     shown = lambda title, name, text, level=2: digest.section(title, where / f"{name}.md", text, level)  # noqa: E731
-    parts = [digest.HEADER, shown("Claims ledger", "claims", claims_ledger.markdown(inputs.ledger))]
+    parts = [digest.HEADER, shown("Claims ledger", "claims", ledger_markdown.markdown(inputs.ledger))]
     parts += image_sections(args, inputs, shown) + branch_sections(args, inputs, shown) + graph_sections(inputs, shown)
     with atomic_path(args.out) as tmp:
         tmp.write_text("\n\n".join(parts) + "\n", encoding="utf-8")

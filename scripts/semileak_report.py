@@ -14,7 +14,8 @@ from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.plotting import save_figure
 from privssl.reports.semileak_plots import ablations_figure, attacks_figure, steps_figure
-from privssl.reports.semileak_report import claims_table, markdown, steps_trend, trend_markdown
+from privssl.reports.semileak_report import claims_table, markdown
+from privssl.reports.semileak_trend import steps_trend, trend_markdown
 
 
 def main() -> None:

@@ -15,7 +15,8 @@ from privssl.artefacts.claims import PAPER_CLAIMS
 from privssl.artefacts.tables import load_csv_file
 from privssl.audit.gdp import expected_gdp_bound, gdp_epsilon
 from privssl.reports.audit_claims import audit_claims
-from privssl.reports.claims_ledger import Ledger, markdown
+from privssl.reports.claims_ledger import Ledger
+from privssl.reports.ledger_markdown import markdown
 from privssl.reports.run_tables import ledger as run_ledger
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "resources" / "claims.csv"

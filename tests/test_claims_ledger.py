@@ -28,7 +28,6 @@ from privssl.reports.claims_ledger import (
     dpadapter_claims,
     dpcl_accounting_claims,
     dpcl_claims,
-    markdown,
     semileak_claims,
     side,
 )
@@ -40,6 +39,7 @@ from privssl.reports.claims_spec import (
     LEDGER_CLAIMS,
     SEMILEAK_CLAIMS,
 )
+from privssl.reports.ledger_markdown import markdown
 from privssl.reports.regime import FEW_TRAININGS
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "resources" / "claims.csv"

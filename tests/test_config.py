@@ -18,11 +18,11 @@ from privssl.config import (
     GRAPH_FILES,
     IMAGE_FILES,
     ConfigError,
-    advisories,
     apply_nested_overrides,
     load_config_file,
     validate_config,
 )
+from privssl.config_checks import advisories
 from privssl.data.splits import DATASETS
 
 REPO = Path(__file__).resolve().parents[1]

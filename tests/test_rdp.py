@@ -18,7 +18,7 @@ import privssl.accounting.rdp
 from privssl.accounting.dpcl import epsilon
 from privssl.accounting.dpcl_spec import dpcl_phases
 from privssl.accounting.rdp import MAX_MULTIPLIER, RDP_ORDERS, Phase, reachable_by_bound
-from privssl.config import ConfigError, check_training_time
+from privssl.config_checks import ConfigError, check_training_time
 
 DELTA = 1e-5
 ROOT = Path(__file__).resolve().parents[1]

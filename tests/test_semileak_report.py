@@ -36,9 +36,8 @@ from privssl.reports.semileak_report import (  # noqa: E402
     CLAIM_COLUMNS,
     claims_table,
     markdown,
-    steps_trend,
-    trend_markdown,
 )
+from privssl.reports.semileak_trend import steps_trend, trend_markdown  # noqa: E402
 from privssl.reports.verdicts import BARELY_MARGIN, CONTRADICTED, REPRODUCED, UNRESOLVED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

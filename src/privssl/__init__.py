@@ -4,7 +4,8 @@ The library is laid out by stage of the DAG, one sub-package per stage; imports 
 the top of this list down (a layers contract of import-linter in pyproject.toml, checked by
 `make lint` and tests/test_layers.py):
 
-- `config` (the config check) and `claim_sources` (the claim branches' files, loaded for the
+- `config` (the config check; `config_checks` below it, the checks a schema cannot express) and
+  `claim_sources` (the claim branches' files, loaded for the
   claims ledger and the digest);
 - `artefacts` (the validated loader of every file a rule reads), which knows every stage below;
 - `reports`: the figures and tables of every branch;

@@ -260,7 +260,7 @@ def over_trainings(estimates: list[Estimate], confidence: float = 0.95) -> Estim
     must be of distinct trainings: a copy would shrink s² and pass one training's own variance off
     as Ĉov₂. Equal numbers cannot tell a copy (two trainings that both separate members perfectly
     have the same placements), so the caller drops copies by the models' own fingerprints
-    (reports.semileak_report.training_fingerprints).
+    (reports.semileak_pooling.training_fingerprints).
 
     Of that variance, `var_draws` is the trainings' own effect, s² / R less the records' error that
     differs between trainings (σ̄² − Ĉov₂) / R with σ̄² the trainings' mean record variance, at

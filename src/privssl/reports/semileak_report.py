@@ -50,7 +50,6 @@ whose inputs were not measured (no DP-SGD, one checkpoint, a grid of one K) has 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import warnings
 from functools import partial
 from typing import Callable
@@ -59,8 +58,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from privssl.attacks.paired_auc import log_step_slope, paired_auc_difference, placements
-from privssl.attacks.repeated import Estimate, over_trainings, unpaired_difference, versus_bound
+from privssl.attacks.paired_auc import paired_auc_difference, placements
+from privssl.attacks.repeated import Estimate, unpaired_difference, versus_bound
 from privssl.attacks.semi_leak_spec import DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.attacks.statistics import newcombe_difference
 from privssl.reports.contrastive_report import _cell, difference_text, interval_text, need_text
@@ -68,13 +67,10 @@ from privssl.reports.decisions import paired
 from privssl.reports.claims_spec import MIN_TRAININGS
 from privssl.reports.regime import PAPER_LEAKS
 from privssl.reports.release_table import check_frame
+from privssl.reports.semileak_pooling import distinct_drafts, pooled, training_fingerprints, trainings_of
 from privssl.reports.verdicts import (
     BARELY_MARGIN,
-    CONTRADICTED,
-    REPRODUCED,
-    combined,
     directional,
-    largest_need,
     within,
 )
 from privssl.training.semi_supervised_spec import ALGORITHMS, CLAIMS, DPSGD_TARGET
@@ -180,12 +176,7 @@ def _part(name: str, d: Estimate, test: Callable[[Estimate], tuple[str, float]],
     return {"name": name, "d": d, "test": test, "b": b, "compared": compared}
 
 
-def _parts_note(parts: list[dict]) -> str:
-    return "; ".join(f"{p['name']}: {difference_text(p['d'].value, p['d'].lo, p['d'].hi)} ({p['verdict']})"
-                     for p in parts)
-
-
-def _side(row, column: str = "auc", n_column: str = "n_members") -> Estimate:
+def estimate_of(row, column: str = "auc", n_column: str = "n_members") -> Estimate:
     """One model's or attack's value with its interval; an AUC with its DeLong placements too, the
     per-record terms over_trainings pools across trainings on the same records (the other sides,
     an over-fitting or a JS distance, are known by their interval only)."""
@@ -207,68 +198,11 @@ def _row(dataset, claim, target, eps, quantity, compared, a: Estimate, b: Estima
          note, quote=None, design: str = "paired by record (DeLong)", arms=None, least_settled_first=False) -> dict:
     """A claim's row as one training measured it: its sides a and b, its parts and the models
     (target, ε) whose trainings it compares (`arms`: the row's target alone unless given); the
-    trainings' rows are pooled into the table's row by `_pooled`."""
+    trainings' rows are pooled into the table's row by `semileak_pooling.pooled`."""
     return {"key": (dataset, claim, target, np.nan if eps is None else float(eps)), "quantity": quantity,
             "compared": compared, "a": a, "b": b, "parts": parts, "test": test, "note": note,
             "quote": quote or claim, "design": design, "arms": arms or [(target, eps)],
             "least_settled_first": least_settled_first}
-
-
-def _least_settled_first(part: dict) -> tuple[int, float]:
-    """A part's place in a claim whose row shows its least settled part: a contradicted part first,
-    then an unresolved one, then a reproduced one; within each, the lowest interval first."""
-    return {CONTRADICTED: 0, REPRODUCED: 2}.get(part["verdict"], 1), part["d"].lo
-
-
-def _same(texts: list[str]) -> str:
-    """One text where every training gives it, else the first with each training's in order."""
-    distinct = list(dict.fromkeys(texts))
-    return distinct[0] if len(distinct) == 1 else f"{texts[0]} (by training: {' | '.join(texts)})"
-
-
-def _pooled(drafts: list[dict], trainings: int, quotes) -> dict:
-    """The table's row of one claim from its rows of R trainings (one each): every side and part
-    the mean over the trainings with over_trainings' interval (records and trainings), each part
-    judged on its pooled difference; the claim's verdict from its parts (verdicts.combined) and,
-    while unresolved, the largest need of the parts not reproduced. `trainings`: the independent
-    trainings behind the fewer-trained arm (`trainings_of`), for the ledger's rule; the drafts are of
-    distinct trainings (`_distinct_drafts`)."""
-    first = drafts[0]
-    names = [p["name"] for p in first["parts"]]
-    by_name = [{p["name"]: p for p in d["parts"]} for d in drafts]
-    if any(sorted(parts) != sorted(names) for parts in by_name):
-        raise ValueError(f"metrics.csv: the trainings of {first['key']} compare different parts "
-                         f"({[sorted(parts) for parts in by_name]})")
-    parts = []
-    for name in names:
-        d = over_trainings([parts_of[name]["d"] for parts_of in by_name])
-        verdict, need = first["parts"][names.index(name)]["test"](d)
-        parts.append({"name": name, "d": d, "verdict": verdict, "need": need})
-    if first["least_settled_first"]:  # parts each training ordered by its own AUCs: the pooled verdicts decide
-        parts.sort(key=_least_settled_first)
-    verdict = combined([p["verdict"] for p in parts])
-    need = largest_need([p["need"] for p in parts if p["verdict"] != REPRODUCED]) if verdict not in (
-        REPRODUCED, CONTRADICTED) else np.nan
-    a, b = (over_trainings([d[side] for d in drafts]) for side in ("a", "b"))
-    compared = _same([d["compared"] for d in drafts])
-    if first["least_settled_first"]:  # side b: the least settled part's, pooled over the trainings alike
-        lead = parts[0]["name"]
-        b, compared = over_trainings([parts_of[lead]["b"] for parts_of in by_name]), by_name[0][lead]["compared"]
-    note = first["note"] if len(drafts) == 1 else (
-        f"the mean over {len(drafts)} trainings (interval: records and trainings, attacks.repeated.over_trainings)"
-        + (f"; training 0: {first['note']}" if first["note"] else ""))
-    if len(parts) > 1:
-        note = (note + "; " if note else "") + "parts: " + _parts_note(parts)
-    dataset, claim, target, eps = first["key"]
-    thesis, main = quotes[first["quote"]], parts[0]["d"]
-    return {"dataset": dataset, "claim": claim, "target": target, "eps": eps,
-            "quantity": _same([d["quantity"] for d in drafts]), "compared": compared,
-            **{f"value_{k}{s}": getattr(side, key) for k, side in (("a", a), ("b", b)) for s, key in
-               (("", "value"), ("_lo", "lo"), ("_hi", "hi"))}, "n_a": a.n, "n_b": b.n,
-            "difference": main.value, "difference_lo": main.lo, "difference_hi": main.hi, "design": first["design"],
-            "test": first["test"], "trainings": trainings, "verdict": verdict, "n_for_80pct_power": need,
-            "note": note, "thesis_statement": thesis["statement"], "thesis_values": thesis["quoted_values"],
-            "thesis_source": thesis["source"]}
 
 
 # --------------------------------------------------------------------------------- claims
@@ -290,13 +224,13 @@ def _ada_claims(dataset, rows, algorithm) -> list[dict]:
             raise ValueError(f"metrics.csv: {algorithm} ({kind} members, step {int(attack.step)}) lacks the "
                              f"baseline rows {', '.join(missing)} (allowed: every one of {', '.join(BASELINES)})")
         baselines = baselines.sort_values(["auc", "_order"], ascending=[False, True])
-        parts = [_part(f"A_DA − {_label(b.attack)}", _auc_difference(attack, b), directional, b=_side(b),
+        parts = [_part(f"A_DA − {_label(b.attack)}", _auc_difference(attack, b), directional, b=estimate_of(b),
                        compared=f"A_DA vs {_label(b.attack)} (the least settled part)")
                  for _, b in baselines.iterrows()]
         best = baselines.iloc[0]
         out.append(_row(dataset, claim, algorithm, None, f"membership AUC, {kind} members, step {int(attack.step)}",
-                        f"A_DA vs {_label(best.attack)} (the least settled part)", _side(attack), _side(best), parts,
-                        "A_DA − each baseline > 0", "", least_settled_first=True))
+                        f"A_DA vs {_label(best.attack)} (the least settled part)", estimate_of(attack),
+                        estimate_of(best), parts, "A_DA − each baseline > 0", "", least_settled_first=True))
     return out
 
 
@@ -312,15 +246,15 @@ def _no_overfitting(dataset, rows, model_rows, algorithm) -> list[dict]:
     tol = OVERFITTING_TOLERANCE
     over = _from_interval(model.overfitting, model.overfitting_lo, model.overfitting_hi, model.n_train)
     parts = [_part(f"over-fitting within ±{tol:g}", over, partial(within, margin=tol)),
-             _part("A_DA AUC − 0.5", versus_bound(_side(attack), 0.5), directional)]
-    train = _side(model, "train_accuracy", "n_train")
+             _part("A_DA AUC − 0.5", versus_bound(estimate_of(attack), 0.5), directional)]
+    train = estimate_of(model, "train_accuracy", "n_train")
     note = (f"tolerance ±{tol:g} on train − test accuracy (the thesis: 'nearly 0 overfitting', no number); "
             f"train {_text(train, True)}, test {_text(_accuracy(model), True)}; over-fitting interval: Newcombe "
             f"hybrid score (members and test records are different records)")
     return [_row(dataset, "no_overfitting", algorithm, None,
                  f"over-fitting | A_DA AUC (all members), step {int(model.step)}",
-                 f"over-fitting within ±{tol:g} | A_DA AUC above 0.5", _side(model, "overfitting", "n_train"),
-                 _side(attack), parts, f"|over-fitting| < {tol:g} and AUC − 0.5 > 0", note,
+                 f"over-fitting within ±{tol:g} | A_DA AUC above 0.5", estimate_of(model, "overfitting", "n_train"),
+                 estimate_of(attack), parts, f"|over-fitting| < {tol:g} and AUC − 0.5 > 0", note,
                  design="over-fitting: train vs test records (independent); AUC: bootstrap over records")]
 
 
@@ -345,7 +279,7 @@ def _js_rises(dataset, rows, algorithm) -> list[dict]:
     note = f"{_spearman(series.js_entropy, series.auc)}"
     return [_row(dataset, "js_rises_with_auc", algorithm, None, "JS distance (entropy) | A_DA AUC (all members)",
                  f"last (step {int(last.step)}) vs first checkpoint (step {int(first.step)})",
-                 _side(last, "js_entropy"), _side(first, "js_entropy"), parts, "both differences > 0", note,
+                 estimate_of(last, "js_entropy"), estimate_of(first, "js_entropy"), parts, "both differences > 0", note,
                  design="JS: bootstrap intervals combined as independent; AUC: paired by record (DeLong)")]
 
 
@@ -356,10 +290,10 @@ def _views(dataset, rows, algorithm, views: int, similarity: str) -> list[dict]:
         return []
     small, large = min(by_k), max(by_k)
     d = _auc_difference(by_k[large], by_k[small])
-    note = "; ".join(f"K = {k}: {_text(_side(r))}" for k, r in by_k.items()) + f"; similarity {similarity}"
+    note = "; ".join(f"K = {k}: {_text(estimate_of(r))}" for k, r in by_k.items()) + f"; similarity {similarity}"
     return [_row(dataset, "views", algorithm, None, "A_DA AUC (all members), last step",
-                 f"K = {large} vs K = {small} (the grid's largest and smallest)", _side(by_k[large]),
-                 _side(by_k[small]), [_part(f"AUC at K = {large} − at K = {small}", d, directional)],
+                 f"K = {large} vs K = {small} (the grid's largest and smallest)", estimate_of(by_k[large]),
+                 estimate_of(by_k[small]), [_part(f"AUC at K = {large} − at K = {small}", d, directional)],
                  "a − b > 0", note)]
 
 
@@ -368,16 +302,16 @@ def _similarity(dataset, rows, algorithm, views: int) -> list[dict]:
     js, others = _one(grid[grid.similarity == JS]), grid[grid.similarity != JS].sort_values("auc", ascending=False)
     if js is None or others.empty:
         return []
-    parts = [_part(f"JS − {other.similarity}", _auc_difference(js, other), directional, b=_side(other),
+    parts = [_part(f"JS − {other.similarity}", _auc_difference(js, other), directional, b=estimate_of(other),
                    compared=f"JS vs {other.similarity} (the least settled part)")
              for _, other in others.iterrows()]
     return [_row(dataset, "similarity", algorithm, None, f"A_DA AUC (all members), K = {views}, last step",
-                 f"JS vs {others.iloc[0].similarity} (the least settled part)", _side(js), _side(others.iloc[0]), parts,
-                 "JS − each other similarity > 0", "", least_settled_first=True)]
+                 f"JS vs {others.iloc[0].similarity} (the least settled part)", estimate_of(js),
+                 estimate_of(others.iloc[0]), parts, "JS − each other similarity > 0", "", least_settled_first=True)]
 
 
 def _accuracy(model) -> dict:
-    return _side(model, "test_accuracy", "n_test")
+    return estimate_of(model, "test_accuracy", "n_test")
 
 
 def _early_stopping(dataset, rows, algorithm, early: int) -> list[dict]:
@@ -391,14 +325,14 @@ def _early_stopping(dataset, rows, algorithm, early: int) -> list[dict]:
         note = (f"test accuracy {_text(_accuracy(last), True)} at step {int(last.step)} vs "
                 f"{_text(_accuracy(stopped), True)} at step {early}")
         out.append(_row(dataset, "early_stopping", algorithm, None, "A_DA AUC (all members) | test accuracy",
-                        f"last step ({int(last.step)}) vs early stopping (step {early})", _side(last), _side(stopped),
-                        parts, "both differences > 0", note,
+                        f"last step ({int(last.step)}) vs early stopping (step {early})", estimate_of(last),
+                        estimate_of(stopped), parts, "both differences > 0", note,
                         design="AUC: paired by record (DeLong); accuracy: paired by test record"))
     top1 = _one(ada(last_step(of(rows, algorithm, defence="top1", member_kind="all"))))
     if last is not None and top1 is not None:
         d = _auc_difference(last, top1)
         out.append(_row(dataset, "top1", algorithm, None, f"A_DA AUC (all members), step {int(last.step)}",
-                        "no defence vs top-1 answer", _side(last), _side(top1),
+                        "no defence vs top-1 answer", estimate_of(last), estimate_of(top1),
                         [_part(f"AUC drop within ±{BARELY_MARGIN:g}", d, partial(within, margin=BARELY_MARGIN))],
                         f"|a − b| < {BARELY_MARGIN:g}",
                         f"'barely lowers': the AUC the top-1 answer removes must lie within ±{BARELY_MARGIN:g}, the "
@@ -433,87 +367,11 @@ def _dpsgd(dataset, rows, early: int) -> list[dict]:
                 f"σ = {dp.noise_multiplier:.3g}; the thesis's σ = 1e-5 gives no guarantee; model stacking is not run")
         out.append(_row(dataset, "dpsgd", DPSGD_TARGET, eps, "A_DA AUC (all members) | test accuracy, last step",
                         f"FixMatch (step {int(reference.step)}) vs FixMatch by DP-SGD, target ε = {eps:g} "
-                        f"(step {int(dp.step)})", _side(reference), _side(dp), parts,
+                        f"(step {int(dp.step)})", estimate_of(reference), estimate_of(dp), parts,
                         "every difference > 0 (the lowest AUC of the defences measured)", note,
                         design="AUC: paired by record (DeLong); accuracy: paired by test record",
                         arms=[(DPSGD_BASE, None), (DPSGD_TARGET, eps)]))
     return out
-
-
-TREND_COLUMNS = ["dataset", "target", "trainings", "steps", "aucs", "auc_last", "auc_last_lo", "auc_last_hi",
-                 "n_members", "slope_per_doubling", "slope_lo", "slope_hi", "thesis_auc", "steps_to_thesis", "steps_to_thesis_lo",
-                 "steps_to_thesis_hi"]
-
-
-def steps_trend(metrics: pd.DataFrame) -> pd.DataFrame:
-    """A_DA's AUC (all members, no defence) against the training steps, per dataset and algorithm
-    with two or more checkpoints: the least-squares slope per doubling of the steps with DeLong's
-    interval (every checkpoint is queried on the same records: privssl.attacks.paired_auc), and the
-    steps at which that line would reach the thesis's AUC from the last checkpoint. The steps are an
-    extrapolation on a log scale, with the slope's interval (the last AUC's own is left out); inf
-    where the slope's edge is not above 0 (no rise measured, no number of steps implied); the last
-    step where the last AUC already reaches the thesis's. Several trainings: the slope, the AUCs
-    and the last AUC are their means, with over_trainings' intervals; `trainings` counts the
-    independent ones (trainings_of), and a copied model's curve is pooled once."""
-    fingerprints = training_fingerprints(metrics)
-    out, trainings = [], trainings_of(fingerprints)
-    for dataset in dict.fromkeys(metrics.dataset):
-        own = metrics[metrics.dataset == dataset]
-        for algorithm in algorithms(own):
-            distinct = {fingerprints[dataset, algorithm, None, int(r)]: int(r)
-                        for r in sorted(own.repeat.unique(), reverse=True)}  # the first repeat of each training
-            curves = [ada(of(training, algorithm, defence="none", member_kind="all")).sort_values("step")
-                      for repeat, training in own.groupby("repeat", sort=True) if int(repeat) in distinct.values()]
-            curves = [c for c in curves if not c.empty]
-            curve = curves[0]
-            if (curve.step.nunique() != len(curve) or len(curve) < 2
-                    or any(list(c.step) != list(curve.step) for c in curves)):
-                continue
-            members = int(curve.n_members.iloc[0])
-            slope = over_trainings([log_step_slope(list(c.ranks), c.step, members) for c in curves])
-            last = over_trainings([_side(c.iloc[-1]) for c in curves])
-            aucs = np.mean([c.auc.to_numpy() for c in curves], axis=0)
-            last_step_ = int(curve.step.iloc[-1])
-
-            def reach(per_doubling: float) -> float:
-                if last.value >= THESIS_AUC:  # reached: nothing to extrapolate
-                    return float(last_step_)
-                if per_doubling <= 0:
-                    return np.inf
-                return float(last_step_ * 2 ** ((THESIS_AUC - last.value) / per_doubling))
-
-            out.append({"dataset": dataset, "target": algorithm, "trainings": trainings[dataset, algorithm, None],
-                        "steps": " ".join(f"{s:d}" for s in curve.step), "aucs": " ".join(f"{a:.3f}" for a in aucs),
-                        "auc_last": last.value, "auc_last_lo": last.lo, "auc_last_hi": last.hi, "n_members": members,
-                        "slope_per_doubling": slope.value, "slope_lo": slope.lo, "slope_hi": slope.hi,
-                        "thesis_auc": THESIS_AUC, "steps_to_thesis": reach(slope.value),
-                        "steps_to_thesis_lo": reach(slope.hi), "steps_to_thesis_hi": reach(slope.lo)})
-    return pd.DataFrame(out, columns=TREND_COLUMNS)
-
-
-def _steps_text(steps: float) -> str:
-    return "∞" if np.isinf(steps) else f"2^{np.log2(steps):.1f}"
-
-
-def trend_markdown(trend: pd.DataFrame) -> str:
-    """The steps trend as a Markdown section (empty when no target has two checkpoints)."""
-    if trend.empty:
-        return ""
-    lines = ["", "A_DA's AUC (all members, no defence) against the training steps: the slope per doubling of the "
-             "steps (least squares on log2 steps, DeLong's interval: every checkpoint on the same records), and the "
-             f"steps at which that line would reach the thesis's {THESIS_AUC:.3f} (FixMatch, WRN-28-2, CIFAR-10, "
-             "2^20 steps) from the last checkpoint, an extrapolation whose range is the slope's interval's (∞: no "
-             "rise measured).", "",
-             "| dataset | target | trainings | steps | A_DA AUC at each | last [95 % CI] (members) "
-             "| AUC per doubling [95 % CI] | steps to the thesis's AUC [range] |",
-             "|---|---|---:|---|---|---:|---:|---:|"]
-    for r in trend.itertuples(index=False):
-        lines.append(f"| {r.dataset} | {r.target} | {r.trainings} | {r.steps} | {r.aucs} "
-                     f"| {interval_text(r.auc_last, r.auc_last_lo, r.auc_last_hi, r.n_members)} "
-                     f"| {difference_text(r.slope_per_doubling, r.slope_lo, r.slope_hi)} "
-                     f"| {_steps_text(r.steps_to_thesis)} [{_steps_text(r.steps_to_thesis_lo)}, "
-                     f"{_steps_text(r.steps_to_thesis_hi)}] |")
-    return "\n".join(lines) + "\n"
 
 
 def thesis_claims(thesis: pd.DataFrame) -> dict[str, dict]:
@@ -524,46 +382,6 @@ def thesis_claims(thesis: pd.DataFrame) -> dict[str, dict]:
     if problems:
         raise ValueError(f"thesis_semileak.csv must have one row per claim; {', '.join(problems)}")
     return {r["claim"]: r for r in thesis.to_dict("records")}
-
-
-def training_fingerprints(metrics: pd.DataFrame) -> dict[tuple, tuple]:
-    """(dataset, target, ε, repeat) -> what its models decided: every metric attack's score ranks
-    and test decisions (as decisions.distinct_trainings reads a repeat). Two repeats of equal
-    fingerprints are one training, their models copies (a cached model, the same seed). Only the
-    metric attacks' scores count: they are functions of the model's posteriors alone, where A_NN's
-    and A_DA's also move with the attack's seed (a copied model attacked again would pass for a
-    new training). ε is None for the undefended targets."""
-    own = metrics[metrics.attack.isin(METRIC_ATTACKS)]
-    digests = own.assign(ranks_digest=[hashlib.sha256(np.asarray(r, dtype=np.float64).tobytes()).hexdigest()
-                                       for r in own.ranks], eps=own.eps.fillna(-1.0))  # NaN keys do not group
-    return {(dataset, target, None if e == -1.0 else float(e), int(repeat)):
-            tuple(tuple(sorted(group[c].astype(str))) for c in ("ranks_digest", "test_decisions"))
-            for (dataset, target, e, repeat), group in digests.groupby(["dataset", "target", "eps", "repeat"],
-                                                                        sort=False)}
-
-
-def trainings_of(fingerprints: dict[tuple, tuple]) -> dict[tuple, int]:
-    """(dataset, target, ε) -> its independent trainings: the distinct fingerprints of its repeats
-    (`training_fingerprints`)."""
-    distinct: dict[tuple, set] = {}
-    for (dataset, target, eps, _), fingerprint in fingerprints.items():
-        distinct.setdefault((dataset, target, eps), set()).add(fingerprint)
-    return {key: len(found) for key, found in distinct.items()}
-
-
-def _distinct_drafts(group: list[dict], fingerprints: dict[tuple, tuple]) -> list[dict]:
-    """The rows of one claim from distinct trainings: a repeat whose models in every arm of the
-    claim are copies of an earlier repeat's is dropped, so that over_trainings pools each training
-    once. (A repeat that copies one arm only stays: its other arm is a training of its own, and the
-    row's `trainings` counts the fewer-trained arm.)"""
-    dataset, seen, kept = group[0]["key"][0], set(), []
-    for draft in group:
-        signature = tuple(fingerprints[dataset, target, None if eps is None else float(eps), draft["repeat"]]
-                          for target, eps in draft["arms"])
-        if signature not in seen:
-            seen.add(signature)
-            kept.append(draft)
-    return kept
 
 
 def _training_rows(own: pd.DataFrame, early_stopping: int, views: int, similarity: str) -> list[dict]:
@@ -597,7 +415,7 @@ def claims_table(metrics: pd.DataFrame, thesis: pd.DataFrame, early_stopping: in
     for key, group in drafts.items():
         dataset = key[0]
         arms = [trainings[dataset, target, None if eps is None else float(eps)] for target, eps in group[0]["arms"]]
-        rows.append(_pooled(_distinct_drafts(group, fingerprints), min(arms), quotes))
+        rows.append(pooled(distinct_drafts(group, fingerprints), min(arms), quotes))
     if not rows:
         raise ValueError("metrics.csv: no claim can be compared; it needs A_DA and baseline rows of FixMatch, "
                          "FlexMatch or UDA at their last step")
