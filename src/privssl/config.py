@@ -32,6 +32,13 @@ from privssl.data.splits import (
 )
 from privssl.graphs.splits import check_node_split_sizes
 
+# libyaml's loader where PyYAML was built with it: the schema (~2,300 nodes) takes 0.1 s in pure
+# Python, paid by every Snakemake start and every validation
+try:
+    from yaml import CSafeLoader as SchemaLoader
+except ImportError:
+    from yaml import SafeLoader as SchemaLoader
+
 # The key that makes Snakemake read a config file as a YTE template, whose `?` expressions are Python
 YTE_SWITCH = "__use_yte__"
 
@@ -197,9 +204,7 @@ def validate_config(config: dict, schema_path: str | Path, overrides: Mapping | 
     (workflow.config_settings.config), whose nested scalars are re-typed in `config` first."""
     if overrides:
         apply_nested_overrides(config, overrides)
-    # libyaml's loader where PyYAML has it: the schema (~2,300 nodes) takes 0.1 s in pure Python,
-    # paid by every Snakemake start and every validation
-    schema = yaml.load(Path(schema_path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    schema = yaml.load(Path(schema_path).read_text(), Loader=SchemaLoader)
     errors = sorted(Validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         lines = [f"config key '{_key(err.absolute_path)}': {_message(err)}" for err in errors]
