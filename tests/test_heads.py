@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from privssl.training import heads
 from privssl.training.heads import (
     DTYPE,
     HeadSpec,
@@ -196,3 +197,27 @@ def test_heads_on_sets_equal_separate_trainings_on_each_set(spec, batch_size):
 def test_a_head_spec_from_a_file_is_refused_naming_its_bad_field(field, value):
     with pytest.raises(ValueError, match=rf"head\.{field} = .* is not allowed; allowed: "):
         HeadSpec(**{field: value})
+
+
+@pytest.mark.parametrize("ratio", [0, 100], ids=["gathered-rows", "pool-logits"])
+@pytest.mark.parametrize("batch_size", [None, 7])
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.architecture}-{s.optimizer}")
+def test_both_ways_to_a_batchs_logits_train_the_heads_each_set_alone_gives(spec, batch_size, ratio, monkeypatch):
+    """A linear head's logits from the pool's (one GEMM, then each head's rows picked) or from its
+    gathered rows: the same A_S either way, equal to separate trainings up to rounding; an MLP
+    always gathers its rows."""
+    monkeypatch.setattr(heads, "POOL_LOGITS_RATIO", ratio)
+    spec = replace(spec, batch_size=batch_size)
+    assert heads.logits_from_pool(spec, N, 17 if batch_size is None else batch_size) == (
+        spec.architecture == "linear" and ratio == 100)
+    features, labels = make_data()
+    sets = torch.randint(0, N, (4, 17), generator=torch.Generator().manual_seed(6))
+    batched = train_heads_on_sets(spec, features, labels, sets, N_CLASSES)
+    for b, rows in enumerate(sets):
+        assert_heads_close(one_head(batched, b), train_head(spec, features[rows], labels[rows], N_CLASSES))
+
+
+def test_a_linear_head_takes_its_logits_from_the_pool_only_up_to_the_ratio():
+    linear, mlp = HeadSpec(architecture="linear"), HeadSpec(architecture="mlp")
+    assert heads.logits_from_pool(linear, 4 * 150, 150) and not heads.logits_from_pool(linear, 4 * 150 + 1, 150)
+    assert not heads.logits_from_pool(mlp, 10, 150)

@@ -189,21 +189,41 @@ def train_heads(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, ma
     return _fit(spec, params, features.shape[0], batch_loss, on_epoch)
 
 
+POOL_LOGITS_RATIO = 4  # the largest pool, in batches, whose logits a linear head computes whole
+
+
+def logits_from_pool(spec: HeadSpec, pool_size: int, batch: int) -> bool:
+    """Whether a batch's logits come from the logits of every pool row (one GEMM of the shared
+    features, then each head's rows picked) rather than from each head's gathered rows (B × batch
+    × F copied, then a batched product). Only a linear head: its product has C columns, so the
+    gather costs more than the product, and the shared GEMM wins while the pool is at most
+    POOL_LOGITS_RATIO batches (benchmarks/head_step.py: 3.7x faster at pool = 2 batches, even at
+    8). An MLP's first layer has `hidden` columns: its product dominates, and the pool's is
+    pool / batch times larger."""
+    return spec.architecture == "linear" and pool_size <= POOL_LOGITS_RATIO * batch
+
+
 def train_heads_on_sets(spec: HeadSpec, features: torch.Tensor, labels: torch.Tensor, sets: torch.Tensor,
                         n_classes: int, on_epoch: Callable[[], None] | None = None) -> dict[str, torch.Tensor]:
     """A_S on B data sets of one size n at once: data set b is the rows features[sets[b]], in
     that order (repeats allowed). Head b equals `train_head(spec, features[sets[b]], ...)`
     exactly as A_S defines it (same positions in each batch), up to rounding; each
-    batch gathers only its own rows, so memory is B × batch × F, not B × n × F."""
+    batch gathers only its own rows (or, see `logits_from_pool`, their logits), so memory is
+    B × batch × F, not B × n × F."""
     features = features.to(spec.dtype)
     sets = sets.to(features.device)
     if sets.ndim != 2 or sets.shape[1] < 1:
         raise ValueError(f"sets must be (heads, n) row indices, got {tuple(sets.shape)}")
     params = init_heads(spec, features.shape[1], n_classes, sets.shape[0], features.device)
+    batch = sets.shape[1] if spec.batch_size is None else min(spec.batch_size, sets.shape[1])
+    from_pool = logits_from_pool(spec, features.shape[0], batch)
 
     def batch_loss(idx: torch.Tensor) -> torch.Tensor:
         rows = sets[:, idx]
-        logits = head_logits(params, features[rows])
+        if from_pool:
+            logits = head_logits(params, features).gather(1, rows[..., None].expand(-1, -1, n_classes))
+        else:
+            logits = head_logits(params, features[rows])
         return F.cross_entropy(logits.transpose(1, 2), labels[rows], reduction="none").mean(1).sum()
 
     return _fit(spec, params, sets.shape[1], batch_loss, on_epoch)
