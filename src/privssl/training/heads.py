@@ -19,7 +19,7 @@ differ. Adam is element-wise, so one optimiser over stacked parameters is B inde
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -80,7 +80,7 @@ class HeadSpec:
                 raise ValueError(f"head.{field} = {getattr(self, field)!r} is not allowed; allowed: {allowed[field]}")
 
     @classmethod
-    def from_config(cls, cfg: dict) -> "HeadSpec":
+    def from_config(cls, cfg: dict) -> HeadSpec:
         return cls(**{k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg})
 
 
