@@ -197,7 +197,7 @@ def logits_from_pool(spec: HeadSpec, pool_size: int, batch: int) -> bool:
     features, then each head's rows picked) rather than from each head's gathered rows (B × batch
     × F copied, then a batched product). Only a linear head: its product has C columns, so the
     gather costs more than the product, and the shared GEMM wins while the pool is at most
-    POOL_LOGITS_RATIO batches (benchmarks/head_step.py: 3.7x faster at pool = 2 batches, even at
+    POOL_LOGITS_RATIO batches (benchmarks/head_step.py: 3.6x faster at pool = 2 batches, even at
     8). An MLP's first layer has `hidden` columns: its product dominates, and the pool's is
     pool / batch times larger."""
     return spec.architecture == "linear" and pool_size <= POOL_LOGITS_RATIO * batch
@@ -208,8 +208,8 @@ def train_heads_on_sets(spec: HeadSpec, features: torch.Tensor, labels: torch.Te
     """A_S on B data sets of one size n at once: data set b is the rows features[sets[b]], in
     that order (repeats allowed). Head b equals `train_head(spec, features[sets[b]], ...)`
     exactly as A_S defines it (same positions in each batch), up to rounding; each
-    batch gathers only its own rows (or, see `logits_from_pool`, their logits), so memory is
-    B × batch × F, not B × n × F."""
+    batch gathers only its own rows (or, see `logits_from_pool`, their logits out of the pool's,
+    B × pool × C), so memory is B × batch × F, not B × n × F."""
     features = features.to(spec.dtype)
     sets = sets.to(features.device)
     if sets.ndim != 2 or sets.shape[1] < 1:
