@@ -52,23 +52,25 @@ def main() -> None:
           f"per training, median of {args.repeats}, {args.threads} thread(s); the code takes the pool's logits "
           f"for a linear head up to POOL_LOGITS_RATIO = {heads.POOL_LOGITS_RATIO} batches")
     print("architecture precision pool/batch  gathered ms/step  pool ms/step  gathered/pool")
-    generator = torch.Generator().manual_seed(0)
-    for architecture in ("linear", "mlp"):
-        for precision in ("float32", "float64"):
-            spec = HeadSpec(architecture=architecture, hidden=HIDDEN, epochs=args.epochs, precision=precision)
-            for ratio in args.pool_ratios:
-                pool = int(ratio * SET_SIZE)
-                features = torch.randn(pool, WIDTH, generator=generator, dtype=torch.float64)
-                labels = torch.randint(0, CLASSES, (pool,), generator=generator)
-                sets = torch.randint(0, pool, (N_HEADS, SET_SIZE), generator=generator)
-                times = {True: [], False: []}
-                for _ in range(args.repeats):
-                    for from_pool in (False, True):
-                        times[from_pool].append(timed_training(spec, features, labels, sets, from_pool))
-                gathered, from_pool = statistics.median(times[False]), statistics.median(times[True])
-                print(f"{architecture:12s} {precision:9s} {ratio:10g}  {1e3 * gathered:16.2f}  {1e3 * from_pool:12.2f}"
-                      f"  {gathered / from_pool:13.2f}")
-    heads.logits_from_pool = rule
+    try:
+        generator = torch.Generator().manual_seed(0)
+        for architecture in ("linear", "mlp"):
+            for precision in ("float32", "float64"):
+                spec = HeadSpec(architecture=architecture, hidden=HIDDEN, epochs=args.epochs, precision=precision)
+                for ratio in args.pool_ratios:
+                    pool = int(ratio * SET_SIZE)
+                    features = torch.randn(pool, WIDTH, generator=generator, dtype=torch.float64)
+                    labels = torch.randint(0, CLASSES, (pool,), generator=generator)
+                    sets = torch.randint(0, pool, (N_HEADS, SET_SIZE), generator=generator)
+                    times = {True: [], False: []}
+                    for _ in range(args.repeats):
+                        for from_pool in (False, True):
+                            times[from_pool].append(timed_training(spec, features, labels, sets, from_pool))
+                    gathered, from_pool = statistics.median(times[False]), statistics.median(times[True])
+                    print(f"{architecture:12s} {precision:9s} {ratio:10g}  {1e3 * gathered:16.2f}  {1e3 * from_pool:12.2f}"
+                          f"  {gathered / from_pool:13.2f}")
+    finally:
+        heads.logits_from_pool = rule
 
 
 if __name__ == "__main__":
