@@ -21,8 +21,14 @@ $(STAMP): requirements.txt pyproject.toml
 # --max-threads 1: the scheduler gives every job one core, so the paper's chain (rule priority,
 # rules/common.smk) starts each job as soon as it is ready; a script still runs the torch threads
 # of config `torch_threads`, so the outputs are those of any other scheduling.
+# PRIVSSL_WARM_START=1: every job forks from one interpreter that imported torch once
+# (src/privssl/warm; outputs byte for byte a fresh interpreter's): most of the default's ~100 jobs
+# are seconds of work behind seconds of imports (docs/benchmarks.md). Its jobs' benchmark files then
+# measure the client only: `make run PRIVSSL_WARM_START=0` to measure each job's CPU and memory.
+PRIVSSL_WARM_START ?= 1
 run: $(STAMP)
-	snakemake --cores $(CORES) --max-threads 1 --rerun-incomplete --show-failed-logs
+	PRIVSSL_WARM_START=$(PRIVSSL_WARM_START) snakemake --cores $(CORES) --max-threads 1 --rerun-incomplete \
+	--show-failed-logs
 
 dry-run: $(STAMP)
 	snakemake -n
