@@ -52,8 +52,9 @@ def main() -> None:
     client_only = warm_start_files(tsvs)
     if client_only:  # before anything is written: the peaks of the last cold run stay
         sys.exit(f"{len(client_only)} benchmark files measured the warm-start client, not the job (peak RSS under "
-                 f"{CLIENT_ONLY_MB:g} MB), e.g. {client_only[0]}: rerun them with PRIVSSL_WARM_START=0 "
-                 f"(make run PRIVSSL_WARM_START=0, or --forcerun) and measure again")
+                 f"{CLIENT_ONLY_MB:g} MB), e.g. {client_only[0]}: measure in a cold run, `make run "
+                 f"PRIVSSL_WARM_START=0` in a fresh clone (or PRIVSSL_WARM_START=0 snakemake --cores 2 "
+                 f"--max-threads 1 --forceall here)")
     rules = workflow_rules()
     peaks: dict[str, dict] = {}
     for tsv in tsvs:

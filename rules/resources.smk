@@ -25,7 +25,8 @@ def measured(name, column):
     if name not in MEASURED_PEAKS:
         raise WorkflowError(
             f"no measured peak for {name!r} in benchmarks/measured_peaks.csv; measure it by running the default "
-            f"config and then `python benchmarks/measure_peaks.py` (measured: {', '.join(sorted(MEASURED_PEAKS))})"
+            f"config cold (`make run PRIVSSL_WARM_START=0`) and then `python benchmarks/measure_peaks.py` "
+            f"(measured: {', '.join(sorted(MEASURED_PEAKS))})"
         )
     return float(MEASURED_PEAKS[name][column])
 
