@@ -10,14 +10,14 @@ import math
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 import torch
+from scipy import stats
+from warm_scripts import script_python
 
 from privssl.artefacts.claims import PAPER_CLAIMS, THESIS_CLAIMS, THESIS_SEMILEAK
 from privssl.artefacts.graphs import GRAPH, load_graph_splits, load_link_target
@@ -396,8 +396,9 @@ def test_a_truncated_gzip_table_is_refused(tmp_path):
 # --------------------------------------------------------------------------------- the scripts
 
 def run_script(name: str, *args: str) -> subprocess.CompletedProcess:
+    python = script_python()  # first: its server's socket goes into os.environ
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    return subprocess.run([sys.executable, str(REPO / "scripts" / name), *map(str, args)], env=env,
+    return subprocess.run([python, str(REPO / "scripts" / name), *map(str, args)], env=env,
                           capture_output=True, text=True, timeout=300)
 
 

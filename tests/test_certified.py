@@ -10,7 +10,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from scipy import stats
 from scipy.optimize import minimize
 from scipy.special import log_softmax
 from sklearn.linear_model import LogisticRegression
+from warm_scripts import script_python
 
 from privssl.release.certified import (
     MAX_ITERATIONS,
@@ -315,11 +315,12 @@ def run_script(tmp_path, certified, iterations=None):
     for round-off, the only way its released point can miss the tolerance)."""
     outputs = {name: tmp_path / f"{name}.{ext}" for name, ext in
                (("head", "pt"), ("sensitivity", "json"), ("metrics", "json"))}
+    python = script_python()  # first: its server's socket goes into os.environ (a `-c` launcher runs fresh)
     launcher = [str(SCRIPT)] if iterations is None else [
         "-c", "import runpy, sys; from privssl.release.certified import CertifiedSpec; "
               f"CertifiedSpec.iterations = lambda self, n_classes=None: {iterations}; "
               "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')", str(SCRIPT)]
-    command = [sys.executable, *launcher, "--features", str(tmp_path / "features.pt"),
+    command = [python, *launcher, "--features", str(tmp_path / "features.pt"),
                "--certified", json.dumps(certified), "--out-head", str(outputs["head"]),
                "--out-sensitivity", str(outputs["sensitivity"]), "--out-metrics", str(outputs["metrics"]),
                "--threads", "1", "--device", "cpu"]

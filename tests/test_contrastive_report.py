@@ -6,7 +6,6 @@ every row, both figures render, the script runs end to end, and bad input is ref
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -17,6 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
+from warm_scripts import script_python
 
 import privssl  # noqa: E402
 from privssl.artefacts.claims import THESIS_CLAIMS  # noqa: E402
@@ -426,9 +426,10 @@ def test_script_end_to_end(csv_paths, tmp_path):
     figure as PNG and the other as PDF, no temporary file left."""
     out = tmp_path / "out"
     library = Path(privssl.__file__).parents[1]  # the privssl this test imported
+    python = script_python()  # first: its server's socket goes into os.environ
     env = {**os.environ, "PYTHONPATH": str(library), "MPLBACKEND": "Agg"}
     utkface = next(p for p in csv_paths if p.name.startswith("utkface"))
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "contrastive_report.py"), "--metrics", str(utkface),
+    subprocess.run([python, str(ROOT / "scripts" / "contrastive_report.py"), "--metrics", str(utkface),
                     "--thesis", str(THESIS_CSV), "--fig-privacy", str(out / "privacy.png"),
                     "--fig-lambda", str(out / "lambda.pdf"), "--csv", str(out / "claims.csv"),
                     "--md", str(out / "claims.md")], check=True, env=env, timeout=120)

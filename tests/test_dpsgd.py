@@ -16,6 +16,7 @@ import pytest
 import torch
 from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
 from dp_accounting.rdp import RdpAccountant
+from warm_scripts import script_python
 
 from privssl.accounting.dpsgd import UnreachableEpsilon, accountant_epsilon, calibrate_grid, noise_multiplier
 from privssl.release.dpsgd import DPSGDSpec, sampling_plan, train_dpsgd_head
@@ -207,7 +208,7 @@ def script_arguments(tmp_path: Path, eps: list[str], head_spec: dict) -> list[st
 
 def test_script_end_to_end(tmp_path):
     head_spec = {"architecture": "mlp", "hidden": 4, "epochs": 50, "lr": 0.05}
-    cmd = [sys.executable, str(ROOT / "scripts" / "protect_dpsgd.py"),
+    cmd = [script_python(), str(ROOT / "scripts" / "protect_dpsgd.py"),
            *script_arguments(tmp_path, ["1", "0.0001", "100"], head_spec)]
     done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                           timeout=300)

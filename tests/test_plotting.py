@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
+from warm_scripts import script_python  # noqa: E402
 
 from privssl.attacks.repeated import paired_ratio, proportion  # noqa: E402
 from privssl.io import pack_decisions  # noqa: E402
@@ -346,8 +347,9 @@ def test_make_table2_script_writes_csv_and_md(frames, tmp_path):
             paths.setdefault(name, []).append(str(tmp_path / f"{dataset}_{name}.csv"))
             frame[frame.dataset == dataset].to_csv(paths[name][-1], index=False)
     csv, md = tmp_path / "tables" / "table2.csv", tmp_path / "tables" / "table2.md"
+    python = script_python()  # first: its server's socket goes into os.environ
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLBACKEND": "Agg"}
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_table2.py"), "--utility", *paths["utility"],
+    subprocess.run([python, str(ROOT / "scripts" / "make_table2.py"), "--utility", *paths["utility"],
                     "--mia", *paths["mia"], "--csv", str(csv), "--md", str(md)], check=True, env=env)
     table = pd.read_csv(csv)
     assert list(table.columns) == TABLE2_COLUMNS

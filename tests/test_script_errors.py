@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from warm_scripts import script_python
 
 from privssl.artefacts.specs import ArtefactError
 from privssl.io import input_error_hook
@@ -22,7 +23,7 @@ def test_a_script_with_a_missing_input_says_so_in_one_line(tmp_path):
     args = ["--dataset", "digits", "--method", "none", "--features", missing, "--heads", tmp_path / "heads.pt",
             "--attacks", "loss", "--fpr", "0.01", "--delta", "1e-5", "--out-csv", tmp_path / "lira.csv",
             "--out-roc", tmp_path / "roc.csv", "--out-audit", tmp_path / "audit.csv"]
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "lira.py", *map(str, args)],
+    proc = subprocess.run([script_python(), REPO / "scripts" / "lira.py", *map(str, args)],
                           env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 1
@@ -65,7 +66,7 @@ def test_rmia_without_its_population_is_refused_before_any_input_is_read(tmp_pat
     args = ["--dataset", "digits", "--method", "none", "--features", tmp_path / "missing.pt", "--heads",
             tmp_path / "heads.pt", "--attacks", "lira_online", "rmia_offline", "--fpr", "0.01", "--delta", "1e-5",
             "--out-csv", tmp_path / "lira.csv", "--out-roc", tmp_path / "roc.csv", "--out-audit", tmp_path / "a.csv"]
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "lira.py", *map(str, args)],
+    proc = subprocess.run([script_python(), REPO / "scripts" / "lira.py", *map(str, args)],
                           env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 2
@@ -76,7 +77,7 @@ def test_the_crafted_pair_refuses_a_release_of_another_head_before_any_input_is_
     args = ["--dataset", "digits", "--sensitivity", tmp_path / "missing.json", "--methods", "certified_gaussian",
             "gaussian", "--releases", tmp_path / "a.pt", tmp_path / "b.pt", "--eps", "1", "--draws", "100",
             "--delta", "1e-5", "--out", tmp_path / "out.csv"]
-    proc = subprocess.run([sys.executable, REPO / "scripts" / "audit_crafted_pair.py", *map(str, args)],
+    proc = subprocess.run([script_python(), REPO / "scripts" / "audit_crafted_pair.py", *map(str, args)],
                           env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 2

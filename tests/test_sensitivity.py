@@ -5,12 +5,12 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from warm_scripts import script_python
 
 from privssl.release.random_dp import minimum_pairs, order_statistic_index
 from privssl.release.sensitivity import (
@@ -176,7 +176,7 @@ SCRIPT_HEAD = {"hidden": 6, "epochs": 10, "lr": 0.05}  # the head that the sensi
 
 
 def run_sensitivity_script(features: Path, out: Path, sampling: str) -> dict:
-    cmd = [sys.executable, str(REPO / "scripts" / "sensitivity.py"), "--features", str(features),
+    cmd = [script_python(), str(REPO / "scripts" / "sensitivity.py"), "--features", str(features),
            "--head", json.dumps(SCRIPT_HEAD), "--sampling", sampling, "--m", "16",
            "--rho", "0.3", "--gamma", "0.5", "--chunk-size", "8", "--seed", "1", "--out", str(out), "--device", "cpu"]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}

@@ -23,7 +23,6 @@ import socket
 import struct
 import sys
 import threading
-import traceback
 import types
 import warnings
 
@@ -101,8 +100,8 @@ def run_job(connection: socket.socket, streams: list[int], request: dict, base_p
         else:  # sys.exit("message"): printed, status 1, as the interpreter does
             print(exit_.code, file=sys.stderr)
             code = 1
-    except BaseException as error:  # noqa: BLE001 - the interpreter's behaviour: the traceback, status 1
-        print_from_script(error, os.path.abspath(script))
+    except BaseException as error:  # noqa: BLE001 - the interpreter's behaviour: sys.excepthook, status 1
+        report_uncaught(error, os.path.abspath(script))
         code = 1
     # what a normal exit does for the job: non-daemon threads joined, atexit run, the globals of
     # __main__ finalised, the streams flushed (without them their writes are lost); then os._exit
@@ -138,13 +137,17 @@ def runs_here(request: dict) -> bool:
     return same and request["nice"] >= os.nice(0)
 
 
-def print_from_script(error: BaseException, script: str) -> None:
-    """The traceback as `python SCRIPT` prints it: from the script's frame on, without this
-    module's and runpy's frames above it."""
+def report_uncaught(error: BaseException, script: str) -> None:
+    """What `python SCRIPT` does with an exception the script did not catch: sys.excepthook (the
+    script's own where it set one, e.g. privssl.io.input_error_hook's one-line input errors; else
+    the interpreter's traceback), given the traceback from the script's frame on, without this
+    module's frames above it."""
     tb = error.__traceback__
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
         tb = tb.tb_next
-    traceback.print_exception(type(error), error, tb or error.__traceback__)
+    # on the exception too: the interpreter's hook prints the exception's own __traceback__
+    error = error.with_traceback(tb or error.__traceback__)
+    sys.excepthook(type(error), error, error.__traceback__)
 
 
 def exit_code(status: int) -> int:
