@@ -88,8 +88,8 @@ def test_a_warm_job_writes_what_a_fresh_interpreter_writes(server, tmp_path):
     ("import sys; sys.exit('a message')", 1, "a message\n"),
     ("raise RuntimeError('boom')", 1, "RuntimeError: boom\n"),
     # the script's own sys.excepthook, as privssl.io.input_error_hook reports an input error in one line
-    ("import sys; sys.excepthook = lambda kind, error, tb: print('job.py: error:', error, file=sys.stderr)\n"
-     "raise ValueError('bad input')", 1, "job.py: error: bad input\n"),
+    (("import sys; sys.excepthook = lambda kind, error, tb: print('job.py: error:', error, file=sys.stderr)\n"
+      "raise ValueError('bad input')"), 1, "job.py: error: bad input\n"),
 ])
 def test_exit_status_and_error_output_are_the_interpreters(server, tmp_path, body, status, stderr):
     script = tmp_path / "job.py"
