@@ -7,7 +7,10 @@ SmallCNN of privssl.training.wide_resnet at the preset's width; B = 16 labelled 
 unlabelled images seen twice: 240 images of 28 × 28 per forward pass), in parts:
 
 - weak and strong augmentation of the batch (privssl.training.augment, whole batches);
-- forward + backward + SGD step of the network, as `semi_supervised.train` runs it;
+- forward + backward + SGD step of the network on all 240 images;
+- the step as `semi_supervised.train` runs it (`_forward_views`): the three views in one forward
+  (a network with batch statistics), or the weak views without a graph (without), the loss on the
+  labelled and strong images only, as the weak views give detached targets;
 - the same with the weights and images in channels_last layout, and with oneDNN (mkldnn) off
   (PyTorch's native convolutions): the two layouts/kernels a CPU run could choose;
 - the forward pass alone, whose FLOPs are counted from the layers (2 · k² · C_in · C_out · H_out · W_out
@@ -36,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from privssl.training.augment import AugmentSpec, strong, weak  # noqa: E402
+from privssl.training.semi_supervised import _forward_views  # noqa: E402
 from privssl.training.wide_resnet import seeded_network  # noqa: E402
 
 PRESET_AUGMENT = {"padding": 2, "horizontal_flip": True, "randaugment": {"ops": 2, "magnitude": 10, "images_per_draw": 8}}
@@ -89,7 +93,18 @@ def step_parts(width: int, repeats: int) -> dict:
         loss.backward()
         optimiser.step()
 
+    views = batch.split([16, 112, 112])
+
+    def views_step(batch_statistics: bool) -> None:
+        logits_l, _, logits_s = _forward_views(net, *views, batch_statistics, torch.device("cpu"))
+        loss = F.cross_entropy(logits_l, targets[:16]) + F.cross_entropy(logits_s, targets[:112])
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+
     out = {"width": width, "images_per_step": len(batch)}
+    out["views_joint_s"] = median_seconds(lambda: views_step(True), repeats)
+    out["views_split_s"] = median_seconds(lambda: views_step(False), repeats)
     out["weak_s"] = median_seconds(lambda: (weak(labelled, augment, generator), weak(unlabelled, augment, generator)),
                                    repeats)
     out["strong_s"] = median_seconds(lambda: strong(unlabelled, augment, generator), repeats)
@@ -135,7 +150,9 @@ def main() -> None:
               f"{1e3 * r['strong_s']:.1f} + train {1e3 * r['train_s']:.1f} ms; {r['images_per_s']:.0f} images/s; "
               f"train {r['train_gflops']:.0f} GFLOP/s = {r['train_gflops'] / peaks['conv_gflops']:.2f} of the conv "
               f"peak; channels_last {r['train_channels_last_s'] / r['train_s']:.2f}×, oneDNN off "
-              f"{r['train_native_s'] / r['train_s']:.2f}× the train time")
+              f"{r['train_native_s'] / r['train_s']:.2f}× the train time; the train step's views: one forward "
+              f"{1e3 * r['views_joint_s']:.1f} ms, weak views without a graph {1e3 * r['views_split_s']:.1f} ms "
+              f"({r['views_split_s'] / r['views_joint_s']:.2f}×)")
 
 
 if __name__ == "__main__":

@@ -152,6 +152,60 @@ def test_boundary_distance_reproducible_and_independent_of_chunk():
     assert not torch.equal(boundary_distance_scores(mean_threshold, images, labels, seed=8, **kwargs), scores)
 
 
+def bisection_reference(predict, images: torch.Tensor, labels: torch.Tensor, directions: int, steps: int,
+                        seed: int) -> tuple[torch.Tensor, int]:
+    """The boundary attack as its docstring states it, one image and one direction at a time, every
+    direction bisected to the end: (scores, images queried)."""
+    generator = torch.Generator().manual_seed(seed)
+    r_max, queries, scores = math.sqrt(images[0].numel()), 0, []
+    for image, label in zip(images, labels):
+        noise = torch.randn(directions, image.numel(), generator=generator, dtype=image.dtype)
+        units = (noise / noise.norm(dim=-1, keepdim=True)).view(directions, *image.shape)
+
+        def flips(unit, radius):
+            nonlocal queries
+            queries += 1
+            moved = image + torch.tensor(radius, dtype=torch.float64).to(image.dtype) * unit
+            return bool(predict(moved.clamp(0, 1)[None])[0] != label)
+
+        queries += 1
+        if predict(image[None])[0] != label:
+            scores.append(0.0)
+            continue
+        best = r_max
+        for unit in units:
+            if not flips(unit, r_max):
+                continue
+            lo, hi = 0.0, r_max
+            for _ in range(steps):
+                mid = (lo + hi) / 2
+                lo, hi = (lo, mid) if flips(unit, mid) else (mid, hi)
+            best = min(best, hi)
+        scores.append(best)
+    return torch.tensor(scores, dtype=torch.float64), queries
+
+
+def test_boundary_distance_is_the_bisection_of_every_direction_with_fewer_queries():
+    """The same scores, bit for bit, as bisecting every direction to the end (a pair stops once it
+    can no longer lower its image's minimum), from fewer label queries."""
+    images = smooth_images(40, torch.Generator().manual_seed(3))
+    predict = linear_predictor(3, tuple(images.shape[1:]), 11)
+    labels = predict(images)
+    labels[::7] = (labels[::7] + 1) % 3  # some wrongly predicted images, which score 0
+    queried = 0
+
+    def counting(batch):
+        nonlocal queried
+        queried += len(batch)
+        return predict(batch)
+
+    scores = boundary_distance_scores(counting, images, labels, directions=5, steps=8, seed=2)
+    reference, reference_queries = bisection_reference(predict, images, labels, 5, 8, 2)
+    assert torch.equal(scores, reference)
+    assert (scores > 0).sum() > 20 and len(set(scores.tolist())) > 20
+    assert queried < 0.8 * reference_queries, (queried, reference_queries)
+
+
 @pytest.mark.parametrize("name", ["directions", "steps", "chunk"])
 def test_boundary_distance_rejects_bad_counts(name):
     kwargs = {"directions": 2, "steps": 2, "seed": 0, name: 0}

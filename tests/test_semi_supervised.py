@@ -24,8 +24,10 @@ from privssl.training.semi_supervised import (
     TrainingSet,
     TrainSpec,
     _Cycle,
+    _forward_views,
     cosine_lr,
     flexmatch_thresholds,
+    has_batch_statistics,
     posteriors,
     sampling_rate,
     train,
@@ -461,6 +463,61 @@ def test_one_step_is_sgd_on_the_algorithms_objective(algorithm):
     assert history[0]["mask_rate"] == (1.0 if algorithm == "flexmatch" else 0.5)
     for name, want in expected.items():
         assert torch.allclose(kept[1][name], want, atol=1e-6), name
+
+
+def three_views(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    return tuple(torch.rand(n, 3, 32, 32, generator=generator) for n in (2, 4, 4))
+
+
+def test_batchnorm_sees_every_view_in_one_forward():
+    """With BatchNorm (the paper presets' WRN) the weak views share the batch's statistics with the
+    others, as in the reference implementations: the logits are the joint forward's, which a
+    forward of the weak views alone would not give."""
+    torch.manual_seed(0)
+    model = build_network("wrn", 3, 10, 1).train()
+    assert has_batch_statistics(model)
+    x, u_weak, u_strong = three_views()
+    joint = copy.deepcopy(model)(torch.cat([x, u_weak, u_strong])).float().split([2, 4, 4])
+    got = _forward_views(model, x, u_weak, u_strong, True, CPU)
+    for name, a, b in zip(("labelled", "weak", "strong"), got, joint):
+        assert torch.allclose(a, b, atol=1e-6), name
+    alone = copy.deepcopy(model)(u_weak).float()
+    assert not torch.allclose(got[1], alone, atol=1e-4)  # the batch's statistics do matter
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_without_batch_statistics_the_weak_views_give_the_same_logits_without_a_graph(private):
+    """A network without batch statistics (the CNN, the private WRN's GroupNorm): the joint
+    forward's logits, the weak views' with no graph behind them (their backward is skipped)."""
+    torch.manual_seed(0)
+    model = build_network("cnn", 3, 10, 4) if not private else build_network("wrn", 3, 10, 1, private=True)
+    assert not has_batch_statistics(model)
+    x, u_weak, u_strong = three_views(1)
+    joint = model(torch.cat([x, u_weak, u_strong])).float().split([2, 4, 4])
+    got = _forward_views(model, x, u_weak, u_strong, False, CPU)
+    for name, a, b in zip(("labelled", "weak", "strong"), got, joint):
+        assert torch.allclose(a, b, atol=1e-6), name
+    assert got[1].grad_fn is None and not got[1].requires_grad
+    assert got[0].requires_grad and got[2].requires_grad
+
+
+@pytest.mark.parametrize("architecture, batch_statistics", [("wrn", True), ("cnn", False)])
+def test_train_takes_the_joint_forward_exactly_when_the_network_has_batch_statistics(architecture,
+                                                                                      batch_statistics, monkeypatch):
+    import privssl.training.semi_supervised as semi
+
+    seen, forward_views = [], semi._forward_views
+
+    def recording(*args):
+        seen.append(args[4])
+        return forward_views(*args)
+
+    monkeypatch.setattr(semi, "_forward_views", recording)
+    torch.manual_seed(0)
+    train("fixmatch", build_network(architecture, 1, 2, 1 if architecture == "wrn" else 4), training_set(),
+          one_step_spec(THRESHOLDS), PLAIN, 0, CPU, log=quiet)
+    assert seen == [batch_statistics]
 
 
 # ------------------------------------------------------------------------------ DP-SGD

@@ -150,12 +150,19 @@ def _block_distances(predict_labels: LabelPredictor, images: torch.Tensor, label
     # Only correctly predicted images, along directions that change the label by r_max, need bisection.
     pairs = torch.cartesian_prod(torch.nonzero(correct).view(-1), torch.arange(directions)).view(-1, 2)
     pairs = pairs[flips(pairs, hi[pairs[:, 0], pairs[:, 1]])]
-    lo_active = torch.zeros(pairs.shape[0], dtype=torch.float64)
-    hi_active = hi[pairs[:, 0], pairs[:, 1]]
+    lo = torch.zeros(pairs.shape[0], dtype=torch.float64)
     for _ in range(steps):
-        mid = (lo_active + hi_active) / 2
+        # A pair whose lower end has reached its image's smallest upper end over every direction
+        # cannot lower the score (a minimum over directions): its queries stop, the score is the
+        # same bit for bit (issue 50: fewer queries, one label each)
+        best = hi.min(dim=1).values
+        going = lo < best[pairs[:, 0]]
+        pairs, lo = pairs[going], lo[going]
+        if not len(pairs):
+            break
+        upper = hi[pairs[:, 0], pairs[:, 1]]
+        mid = (lo + upper) / 2
         changed = flips(pairs, mid)
-        hi_active = torch.where(changed, mid, hi_active)
-        lo_active = torch.where(changed, lo_active, mid)
-    hi[pairs[:, 0], pairs[:, 1]] = hi_active
+        hi[pairs[:, 0], pairs[:, 1]] = torch.where(changed, mid, upper)
+        lo = torch.where(changed, lo, mid)
     return torch.where(correct, hi.min(dim=1).values, 0.0)
