@@ -9,7 +9,7 @@ unlabelled images seen twice: 240 images of 28 × 28 per forward pass), in parts
 - weak and strong augmentation of the batch (privssl.training.augment, whole batches);
 - forward + backward + SGD step of the network on all 240 images;
 - the step as `semi_supervised.train` runs it (`_forward_views`): the three views in one forward
-  (a network with batch statistics), or the weak views without a graph (without), the loss on the
+  (a network with batch statistics or dropout), or the weak views without a graph, the loss on the
   labelled and strong images only, as the weak views give detached targets;
 - the same with the weights and images in channels_last layout, and with oneDNN (mkldnn) off
   (PyTorch's native convolutions): the two layouts/kernels a CPU run could choose;
@@ -95,8 +95,8 @@ def step_parts(width: int, repeats: int) -> dict:
 
     views = batch.split([16, 112, 112])
 
-    def views_step(batch_statistics: bool) -> None:
-        logits_l, _, logits_s = _forward_views(net, *views, batch_statistics, torch.device("cpu"))
+    def views_step(joint: bool) -> None:
+        logits_l, _, logits_s = _forward_views(net, *views, joint, torch.device("cpu"))
         loss = F.cross_entropy(logits_l, targets[:16]) + F.cross_entropy(logits_s, targets[:112])
         optimiser.zero_grad(set_to_none=True)
         loss.backward()

@@ -1204,6 +1204,18 @@ def test_a_claim_against_a_fixed_value_counts_the_trainings_of_its_one_arm(catal
     assert list(table.frame().verdict) == ["unresolved", "reproduced"]
 
 
+def test_a_measured_arm_that_lost_its_count_of_trainings_is_refused_not_counted_as_enough(catalogue):
+    """A measured side (it has an n) whose draws are missing is not a fixed reference: the row is
+    refused, on either side, rather than read as ∞ trainings and judged."""
+    for draws_a, draws_b in ((np.nan, 3), (3, np.nan), (np.nan, np.nan)):
+        with pytest.raises(ValueError, match="trainings per arm are missing"):
+            _procedure_row(Ledger(catalogue), "dpcl_above_naive", draws_a, draws_b)
+    with pytest.raises(ValueError, match="trainings per arm are missing"):
+        Ledger(catalogue).add("d", "semileak_ada_above_baselines", "x", "q", "c", side(0.7, 0.65, 0.75, 300, np.nan),
+                              side(0.5, 0.5, 0.5, np.nan, np.nan), Estimate(0.2, 0.15, 0.25, 300, 3, 1e-4, 0.0, 299.0),
+                              "against a fixed value", "a − 0.5 > 0", "reproduced")
+
+
 def test_a_semileak_row_is_judged_only_with_three_trainings_behind_it(catalogue):
     """The report's `trainings` (its fewer-trained arm's independent trainings) decides, not the
     report's own verdict: 2 leave a reproduced row unresolved, 3 keep it; a row without its count

@@ -125,3 +125,24 @@ def test_the_attacks_train_each_eps_with_that_releases_own_settings():
     assert torch.equal(alone, flatten(train_dpsgd_heads(x, y, sets, c, head_spec, moves, sigma, seed=4)))
     with pytest.raises(ValueError, match="one DP-SGD spec per noise multiplier"):
         dpsgd_releases(x, y, sets, c, head_spec, [moves], sigma, seed=4)
+
+
+def test_every_record_joins_a_step_at_the_accounted_rate():
+    """The records' own Poisson rate, read from the heads (the white-box audit sees only the
+    canary's coordinate): record i's feature is e_i, so with σ = 0, no clipping and a step too
+    small to move the gradient, weight row i moves by −lr·(times i was sampled)·g_i / B. Across
+    200 heads × 20 records the times sampled over T steps average q·T."""
+    n, c, heads = 20, 2, 200
+    x, y = torch.eye(n, dtype=DTYPE), torch.zeros(n, dtype=torch.long)
+    head_spec = HeadSpec(architecture="linear", init_seed=5)
+    spec = DPSGDSpec(clip_norm=1e6, batch_size=5, epochs=4, lr=1e-6, momentum=0.0)
+    q, steps = sampling_plan(n, spec)
+    initial = init_heads(head_spec, n, c, 1)
+    start = initial["weight"][0]
+    trained = train_dpsgd_heads(x, y, torch.arange(n).expand(heads, -1), c, head_spec, spec, torch.zeros(heads),
+                                seed=2)["weight"]
+    g = torch.softmax(start + initial["bias"][0], -1)[:, 0] - 1  # ∂CE/∂logit_0 of record i (label 0) at the start
+    times = (trained[:, :, 0] - start[:, 0]) * int(n * q) / (-spec.lr * g)
+    assert torch.allclose(times, times.round(), atol=1e-3)  # whole numbers of steps: the reading is exact
+    rate = times.round().mean().item() / steps
+    assert abs(rate - q) < 0.01, (rate, q)  # binomial sd of the mean: sqrt(q(1-q) / (200·20·T)) ≈ 0.002

@@ -172,3 +172,31 @@ def test_a_groups_members_scale_together(session_folder, config):
         scales = {rule: round(int(res["runtime"]) / max(10, PEAKS.loc[rule, "s"] * 3 / 60), 1)  # resources.smk
                   for rule, res in members}
         assert len(set(scales.values())) == 1, f"{config}: group {group}'s runtime scales {scales}"
+
+
+def planned_priorities(proc: subprocess.CompletedProcess) -> dict[str, set[int]]:
+    """{rule: the priorities of its jobs} of a dry run (a job without one has priority 0)."""
+    priorities, rule = {}, None
+    for line in output_of(proc).splitlines():
+        if match := re.match(r"\s*(?:local)?rule (\w+):$", line):
+            rule = match.group(1)
+            priorities.setdefault(rule, set())
+        elif rule and (match := re.match(r"\s+priority: (\d+)$", line)):
+            priorities[rule].add(int(match.group(1)))
+        elif rule and re.match(r"\s+resources: ", line):  # the job's listing ends with its resources
+            priorities[rule] = priorities[rule] or {0}
+            rule = None
+    return priorities
+
+
+LONGEST_CHAIN = ("contrastive_data", "contrastive_train", "contrastive_attack")  # thesis Ch. 4's, rules/common.smk
+
+
+@pytest.mark.parametrize("config", ["config.yaml", "configs/paper-cifar10.yaml"])
+def test_every_job_of_the_longest_chain_goes_before_every_other_ready_job(config, session_folder):
+    """Snakemake starts the ready job of the highest priority first: each job of the chain, its
+    first one too, must outrank every job outside it, or the chain waits behind ties."""
+    priorities = planned_priorities(shipped_dry_run(config, session_folder))
+    chain = min(min(priorities[rule]) for rule in LONGEST_CHAIN)
+    others = max(max(p) for rule, p in priorities.items() if rule not in LONGEST_CHAIN)
+    assert chain > others, {rule: priorities[rule] for rule in LONGEST_CHAIN}

@@ -27,7 +27,7 @@ from privssl.training.semi_supervised import (
     _forward_views,
     cosine_lr,
     flexmatch_thresholds,
-    has_batch_statistics,
+    needs_joint_forward,
     posteriors,
     sampling_rate,
     train,
@@ -476,7 +476,7 @@ def test_batchnorm_sees_every_view_in_one_forward():
     forward of the weak views alone would not give."""
     torch.manual_seed(0)
     model = build_network("wrn", 3, 10, 1).train()
-    assert has_batch_statistics(model)
+    assert needs_joint_forward(model)
     x, u_weak, u_strong = three_views()
     joint = copy.deepcopy(model)(torch.cat([x, u_weak, u_strong])).float().split([2, 4, 4])
     got = _forward_views(model, x, u_weak, u_strong, True, CPU)
@@ -486,13 +486,21 @@ def test_batchnorm_sees_every_view_in_one_forward():
     assert not torch.allclose(got[1], alone, atol=1e-4)  # the batch's statistics do matter
 
 
+def test_dropout_needs_the_joint_forward_too():
+    """Dropout draws its masks in the forward's order: a separate forward of the weak views would
+    give other logits, so a network with dropout takes the joint forward like BatchNorm's."""
+    assert needs_joint_forward(nn.Sequential(nn.Flatten(), nn.Dropout(0.1), nn.Linear(64, 2)))
+    assert needs_joint_forward(nn.Sequential(nn.Dropout2d(0.1), nn.Flatten(), nn.Linear(64, 2)))
+    assert not needs_joint_forward(nn.Sequential(nn.Flatten(), nn.ReLU(), nn.Linear(64, 2)))
+
+
 @pytest.mark.parametrize("private", [False, True])
-def test_without_batch_statistics_the_weak_views_give_the_same_logits_without_a_graph(private):
+def test_without_a_joint_forward_the_weak_views_give_the_same_logits_without_a_graph(private):
     """A network without batch statistics (the CNN, the private WRN's GroupNorm): the joint
     forward's logits, the weak views' with no graph behind them (their backward is skipped)."""
     torch.manual_seed(0)
     model = build_network("cnn", 3, 10, 4) if not private else build_network("wrn", 3, 10, 1, private=True)
-    assert not has_batch_statistics(model)
+    assert not needs_joint_forward(model)
     x, u_weak, u_strong = three_views(1)
     joint = model(torch.cat([x, u_weak, u_strong])).float().split([2, 4, 4])
     got = _forward_views(model, x, u_weak, u_strong, False, CPU)
@@ -502,9 +510,8 @@ def test_without_batch_statistics_the_weak_views_give_the_same_logits_without_a_
     assert got[0].requires_grad and got[2].requires_grad
 
 
-@pytest.mark.parametrize("architecture, batch_statistics", [("wrn", True), ("cnn", False)])
-def test_train_takes_the_joint_forward_exactly_when_the_network_has_batch_statistics(architecture,
-                                                                                      batch_statistics, monkeypatch):
+@pytest.mark.parametrize("architecture, joint", [("wrn", True), ("cnn", False)])
+def test_train_takes_the_joint_forward_exactly_when_the_network_needs_it(architecture, joint, monkeypatch):
     import privssl.training.semi_supervised as semi
 
     seen, forward_views = [], semi._forward_views
@@ -517,7 +524,7 @@ def test_train_takes_the_joint_forward_exactly_when_the_network_has_batch_statis
     torch.manual_seed(0)
     train("fixmatch", build_network(architecture, 1, 2, 1 if architecture == "wrn" else 4), training_set(),
           one_step_spec(THRESHOLDS), PLAIN, 0, CPU, log=quiet)
-    assert seen == [batch_statistics]
+    assert seen == [joint]
 
 
 # ------------------------------------------------------------------------------ DP-SGD

@@ -74,10 +74,14 @@ VERSUS_BOUND = "against a fixed value"
 
 def trainings_per_arm(claim: str, a: dict, b: dict) -> float:
     """The independent trainings behind each arm of a claim about a training procedure (the fewer
-    of the two sides', a fixed reference having none); ∞ for every other claim."""
+    of the two sides', a fixed reference, `bound`, having none); ∞ for every other claim; NaN
+    where a measured side lost its count (refused by `Ledger.add`: it must not pass as ∞)."""
     if claim not in TRAINING_PROCEDURE_CLAIMS:
         return np.inf
-    return float(np.nanmin([a["draws"], b["draws"], np.inf]))
+    measured = [s["draws"] for s in (a, b) if not np.isnan(s["n"])]  # a bound has no n
+    if any(np.isnan(draws) for draws in measured):
+        return np.nan
+    return float(min(measured, default=np.inf))
 
 
 def side(value: float, lo: float, hi: float, n, draws=1) -> dict:

@@ -290,24 +290,27 @@ def _keep(run: _Run, checkpoint: Path | None, fingerprint: dict[str, str] | None
         atomic_torch_save(run.state(fingerprint), checkpoint)
 
 
-def has_batch_statistics(model: nn.Module) -> bool:
-    """Whether a module normalises by statistics of its batch (BatchNorm in training mode): then an
-    image's output depends on the other images of its forward pass."""
-    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+def needs_joint_forward(model: nn.Module) -> bool:
+    """Whether a step's views must go through the network in one forward: BatchNorm normalises by
+    its batch's statistics (an image's output depends on the others), and dropout draws its masks
+    in the forward's order (a forward of the weak views alone would draw other masks)."""
+    return any(isinstance(m, (nn.modules.batchnorm._BatchNorm, nn.modules.dropout._DropoutNd))
+               for m in model.modules())
 
 
 def _forward_views(model: nn.Module, x: torch.Tensor, u_weak: torch.Tensor, u_strong: torch.Tensor,
-                   batch_statistics: bool, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The logits of the labelled batch, the weak views and the strong views. With batch statistics
-    all three go through one forward, so that BatchNorm sees every view, as in the reference
-    implementations. Without, each image's logits are the same in any batch (to rounding), and the weak views,
+                   joint: bool, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The logits of the labelled batch, the weak views and the strong views. `joint`
+    (`needs_joint_forward`): all three go through one forward, so that BatchNorm sees every view,
+    as in the reference implementations. Otherwise each image's logits are the same in any batch
+    (to rounding), and the weak views,
     which only give the targets (detached), go through a forward without a graph: the backward
     then runs over the labelled and strong images alone (0.65x the network's time in a step on
     the Fashion-MNIST preset's CNN, `benchmarks/training_throughput.py`). The same logits; the
     gradient's float sums run over fewer rows (the weak rows' terms were zeros), so the weights
     agree to rounding, not bit for bit, with a training by one forward."""
     with autocast(device):  # bf16 on CUDA (this target has no privacy claim; train_private has no autocast)
-        if batch_statistics:
+        if joint:
             logits = model(channels_last(torch.cat([x, u_weak, u_strong]), device)).float()
             return logits.split([len(x), len(u_weak), len(u_strong)])
         with torch.no_grad():
@@ -332,7 +335,7 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
         raise ValueError(f"{algorithm} needs unlabelled images; the training set has none")
     run = _start(network, data, spec, seed, device, algorithm == "flexmatch")
     run.model = channels_last(run.model, device)
-    batch_statistics = has_batch_statistics(run.model)
+    joint = needs_joint_forward(run.model)
     _resume(run, checkpoint, fingerprint, log)
     sums = {"loss_labelled": 0.0, "loss_unlabelled": 0.0, "mask_rate": 0.0}
     run.model.train()
@@ -347,7 +350,7 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
             idx_u = run.unlabelled.take(spec.batch_size * spec.unlabelled_ratio)
             u = data.unlabelled[idx_u]
             u_weak, u_strong = weak(u, augment, run.generator).to(device), strong(u, augment, run.generator).to(device)
-            logits_l, logits_w, logits_s = _forward_views(run.model, x, u_weak, u_strong, batch_statistics, device)
+            logits_l, logits_w, logits_s = _forward_views(run.model, x, u_weak, u_strong, joint, device)
         else:
             with autocast(device):
                 logits_l = run.model(channels_last(x, device)).float()
