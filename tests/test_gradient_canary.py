@@ -33,6 +33,7 @@ from privssl.audit.white_box import (
     observed_sums,
     run_statistics,
     step_log_likelihood_ratio,
+    white_box_audit,
 )
 from privssl.release.dpsgd_batched import GradientCanary, train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
@@ -318,3 +319,18 @@ def test_an_audit_above_its_claim_stops_the_script_and_writes_nothing(tmp_path):
     with pytest.raises(SystemExit, match="audit.py: error: certified_gaussian at ε = 1: the crafted_pair_gdp audit"):
         write_below_claim(over, tmp_path / "over.csv", logging.getLogger("test"), "audit.py")
     assert not (tmp_path / "over.csv").exists()
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.9])
+def test_the_split_tests_two_error_rates_hold_jointly_at_the_stated_confidence(confidence):
+    """The in-versus-out test bounds FPR and FNR each at 1 − (1 − c) / 2, so that both hold at c
+    (union bound): its ceiling, the bound with every decision right, is scipy's Clopper–Pearson
+    with 0 events at that level on the evaluation half's counts (a bound per rate at c would give
+    a ceiling above it, the pair holding only at 2c − 1)."""
+    rng = np.random.default_rng(4)
+    obs_in, obs_out = rng.normal(0.3, 1.0, (60, 5)), rng.normal(0.0, 1.0, (60, 5))
+    row = next(r for r in white_box_audit(obs_in, obs_out, 1.0, 0.5, 1e-5, confidence) if r["audit"] == "white_box_test")
+    per_rate = 1 - (1 - confidence) / 2
+    n = row["n"] // 2  # the evaluation half: as many trainings with the canary as without
+    upper = stats.beta.ppf(per_rate, 1, n)  # Clopper–Pearson's upper end with 0 events of n
+    assert row["n"] == 60 and row["eps_ceiling"] == pytest.approx(math.log((1 - 1e-5 - upper) / upper), rel=1e-9)

@@ -12,11 +12,13 @@ mapped and unmapped on every call: an attack that queries a network batch after 
 label-only attacks, A_DA's views, the robust accuracy's noisy networks) ran its batches of 2048
 Fashion-MNIST images through Semi-Leak's CNN at 4.3x the time per image of batches of 64, and the
 contrastive encoder's at 2.0x (benchmarks/inference_batch.py). `MALLOC_MMAP_MAX_=0` maps no block:
-every batch size runs at the small batches' speed, the outputs bit for bit the same. The price is
-memory kept: peak RSS up to 1.25x for some jobs (DPAdapter's), the same for others
-(benchmarks/malloc_env.py). Torch-free and stdlib-only: the Snakefile applies it before any job
-starts, so that every job, the warm-start server (privssl.warm) and a cluster job's own Snakemake
-inherit it.
+every batch size runs at the small batches' speed, the outputs bit for bit the same; the preset's
+system CPU fell from 1184 s to 335 s. The price is memory kept: the fixed thresholds raised peak
+RSS up to 1.25x for some jobs (DPAdapter's; benchmarks/malloc_env.py); with no block mapped, freed
+large blocks fragment the heap, and the preset's peaks rose 1.0-2.0x, median 1.25x (the head's
+tuning 2.0x, the contrastive attacks 1.6x to 3.7 GB; benchmarks/fashion_peaks.csv). Torch-free
+and stdlib-only: the Snakefile applies it before any job starts, so that every job, the
+warm-start server (privssl.warm) and a cluster job's own Snakemake inherit it.
 """
 
 from __future__ import annotations
