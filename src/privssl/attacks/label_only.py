@@ -153,8 +153,9 @@ def _block_distances(predict_labels: LabelPredictor, images: torch.Tensor, label
     lo = torch.zeros(pairs.shape[0], dtype=torch.float64)
     for _ in range(steps):
         # A pair whose lower end has reached its image's smallest upper end over every direction
-        # cannot lower the score (a minimum over directions): its queries stop, the score is the
-        # same bit for bit (issue 50: fewer queries, one label each)
+        # cannot lower the score (a minimum over directions): its queries stop (issue 50). The
+        # score is the same bit for bit where the predictor labels an image alike in any batch
+        # (the workflow's networks do: benchmarks/inference_batch.py); the batches are smaller now
         best = hi.min(dim=1).values
         going = lo < best[pairs[:, 0]]
         pairs, lo = pairs[going], lo[going]

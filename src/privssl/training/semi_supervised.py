@@ -303,12 +303,12 @@ def _forward_views(model: nn.Module, x: torch.Tensor, u_weak: torch.Tensor, u_st
     """The logits of the labelled batch, the weak views and the strong views. `joint`
     (`needs_joint_forward`): all three go through one forward, so that BatchNorm sees every view,
     as in the reference implementations. Otherwise each image's logits are the same in any batch
-    (to rounding), and the weak views,
-    which only give the targets (detached), go through a forward without a graph: the backward
-    then runs over the labelled and strong images alone (0.65x the network's time in a step on
-    the Fashion-MNIST preset's CNN, `benchmarks/training_throughput.py`). The same logits; the
-    gradient's float sums run over fewer rows (the weak rows' terms were zeros), so the weights
-    agree to rounding, not bit for bit, with a training by one forward."""
+    (to rounding), and the weak views, which only give the targets (detached), go through a
+    forward without a graph: the backward then runs over the labelled and strong images alone
+    (0.65x the network's time in a step on the Fashion-MNIST preset's CNN,
+    `benchmarks/training_throughput.py`). The same logits; the gradient's float sums run over
+    fewer rows (the weak rows' terms were zeros), so the weights agree to rounding, not bit for
+    bit, with a training by one forward."""
     with autocast(device):  # bf16 on CUDA (this target has no privacy claim; train_private has no autocast)
         if joint:
             logits = model(channels_last(torch.cat([x, u_weak, u_strong]), device)).float()
