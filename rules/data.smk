@@ -53,7 +53,7 @@ rule contrastive_data:
     benchmark:
         f"{RESULTS}/{{dataset}}/benchmarks/contrastive_data.tsv"
     # the first job of the longest chain: without the chain's priority it lost every tie to the
-    # other branches' ready jobs (33 minutes of the preset's run at 4e4e0ca) and its chain started late
+    # other branches' ready jobs, and in the preset's run at 4e4e0ca its chain started 54 minutes in
     priority: LONGEST_CHAIN_PRIORITY
     group:
         GROUP_SPLITS

@@ -329,7 +329,8 @@ def test_the_split_tests_two_error_rates_hold_jointly_at_the_stated_confidence(c
     a ceiling above it, the pair holding only at 2c − 1)."""
     rng = np.random.default_rng(4)
     obs_in, obs_out = rng.normal(0.3, 1.0, (60, 5)), rng.normal(0.0, 1.0, (60, 5))
-    row = next(r for r in white_box_audit(obs_in, obs_out, 1.0, 0.5, 1e-5, confidence) if r["audit"] == "white_box_test")
+    rows = white_box_audit(obs_in, obs_out, 1.0, 0.5, 1e-5, confidence)
+    row = next(r for r in rows if r["audit"] == "white_box_test")
     per_rate = 1 - (1 - confidence) / 2
     n = row["n"] // 2  # the evaluation half: as many trainings with the canary as without
     upper = stats.beta.ppf(per_rate, 1, n)  # Clopper–Pearson's upper end with 0 events of n
