@@ -10,7 +10,9 @@ unlabelled images seen twice: 240 images of 28 × 28 per forward pass), in parts
 - forward + backward + SGD step of the network on all 240 images;
 - the step as `semi_supervised.train` runs it (`_forward_views`): the three views in one forward
   (a network with batch statistics or dropout), or the weak views without a graph, the loss on the
-  labelled and strong images only, as the weak views give detached targets;
+  labelled and strong images only, as the weak views give detached targets; and the latter with
+  the weak views in the channels_last strides a permuted single-channel gather has (what `weak`
+  returned before 2026-12-04: GroupNorm is slow in that layout);
 - the same with the weights and images in channels_last layout, and with oneDNN (mkldnn) off
   (PyTorch's native convolutions): the two layouts/kernels a CPU run could choose;
 - the forward pass alone, whose FLOPs are counted from the layers (2 · k² · C_in · C_out · H_out · W_out
@@ -95,7 +97,12 @@ def step_parts(width: int, repeats: int) -> dict:
 
     views = batch.split([16, 112, 112])
 
-    def views_step(joint: bool) -> None:
+    # the weak views as `augment._crop_and_flip` returned them before 2026-12-04: a single-channel
+    # batch gathered through a permute, whose channels_last strides pass `.contiguous()`
+    permuted = (views[0], views[1].reshape(len(views[1]), 28, 28, 1).permute(0, 3, 1, 2), views[2])
+    assert permuted[1].is_contiguous() and permuted[1].stride() != views[1].stride()
+
+    def views_step(joint: bool, views=views) -> None:
         logits_l, _, logits_s = _forward_views(net, *views, joint, torch.device("cpu"))
         loss = F.cross_entropy(logits_l, targets[:16]) + F.cross_entropy(logits_s, targets[:112])
         optimiser.zero_grad(set_to_none=True)
@@ -105,6 +112,7 @@ def step_parts(width: int, repeats: int) -> dict:
     out = {"width": width, "images_per_step": len(batch)}
     out["views_joint_s"] = median_seconds(lambda: views_step(True), repeats)
     out["views_split_s"] = median_seconds(lambda: views_step(False), repeats)
+    out["views_split_permuted_s"] = median_seconds(lambda: views_step(False, permuted), repeats)
     out["weak_s"] = median_seconds(lambda: (weak(labelled, augment, generator), weak(unlabelled, augment, generator)),
                                    repeats)
     out["strong_s"] = median_seconds(lambda: strong(unlabelled, augment, generator), repeats)
@@ -152,7 +160,9 @@ def main() -> None:
               f"peak; channels_last {r['train_channels_last_s'] / r['train_s']:.2f}×, oneDNN off "
               f"{r['train_native_s'] / r['train_s']:.2f}× the train time; the train step's views: one forward "
               f"{1e3 * r['views_joint_s']:.1f} ms, weak views without a graph {1e3 * r['views_split_s']:.1f} ms "
-              f"({r['views_split_s'] / r['views_joint_s']:.2f}×)")
+              f"({r['views_split_s'] / r['views_joint_s']:.2f}×), the weak views in the permuted layout "
+              f"{1e3 * r['views_split_permuted_s']:.1f} ms ({r['views_split_permuted_s'] / r['views_split_s']:.2f}× "
+              "the standard layout's)")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from privssl.release.training_time import EVALUATED, draw_seed, release_record, 
 from privssl.training.dpadapter import downstream_model, pretrain_classifier
 from privssl.training.encoders import split_for_training, unit_float
 from privssl.training.private_sgd import REPLACE_ONE_FACTOR, PrivateSGDSpec, predict_proba, train_private_classifier
-from privssl.training.sam import SAMSpec, SharedTrunkRobustness, robust_accuracy
+from privssl.training.sam import SAMSpec, SharedTrunkRobustness
 
 METHOD = "dpadapter"
 ROLES = ("target", "shadow")
@@ -89,26 +89,29 @@ def calibrated_noise(section: dict, delta: float, sizes: dict[str, int], log) ->
 
 @dataclass
 class PreTraining:
-    """One pre-trained network with its seed and its test accuracy, clean and under weight noise."""
+    """One pre-trained network with its seed and its test accuracy, clean and under weight noise,
+    and the noisy outputs of its frozen trunk, which its fine-tunings' robust accuracies reuse."""
 
     network: torch.nn.Module
     seed: int
     accuracy: float
     robust_accuracy: float
+    robustness: SharedTrunkRobustness
 
 
-def pretrainings(kind: str, rho: float, args, public: dict, sets, device, history: list, log) -> list[PreTraining]:
+def pretrainings(kind: str, rho: float, tuning: "FineTuning", public: dict, history: list, log) -> list[PreTraining]:
     """One pre-training of `kind` at radius `rho` per repeat (a verdict about pre-training needs
     independent ones), each repeat's initialisation and batch order shared by every kind, which
     then differ only in the perturbation; repeat 0 keeps the seed of the single pre-training of
     earlier versions. Appends the trainings' rows to `history`."""
+    args, sets, device = tuning.args, tuning.sets, tuning.device
     section = args.dpadapter
     sam_spec = SAMSpec.from_config(section["pretrain"], prefix="dpadapter.pretrain")
     labelled = sets.labels["pretrain"] >= 0  # the classifier learns the public labels: labelled images only
     public_images, public_labels = sets.images["pretrain"][labelled], sets.labels["pretrain"][labelled]
     sam_spec.check_data_size(len(public_labels), prefix="dpadapter.pretrain")
     test_images, test_labels = sets.images["test"], sets.labels["test"]
-    robust, trained = section["robust"], []
+    trained = []
     for repeat in range(section["repeats"]):
         start = time.monotonic()
         seed = draw_seed(args.seed, 0, *((repeat,) if repeat else ()))
@@ -118,9 +121,9 @@ def pretrainings(kind: str, rho: float, args, public: dict, sets, device, histor
         history += [{"dataset": args.dataset, "pretraining": kind, "rho": rho, "repeat": repeat, **row}
                     for row in rows]
         clean = accuracy(network, test_images, test_labels)
-        noisy, _ = robust_accuracy(network, unit_float(test_images).to(device), test_labels.to(device),
-                                   robust["noise"], robust["draws"], torch.Generator().manual_seed(args.seed))
-        trained.append(PreTraining(network, seed, clean, noisy))
+        # robust_accuracy's number bit for bit, the noisy trunk's outputs kept for the fine-tunings
+        robustness = tuning.robustness()
+        trained.append(PreTraining(network, seed, clean, tuning.robust_accuracy(network, robustness), robustness))
         log.info("%s ρ = %g pre-training %d pre-trained in %.1f s: accuracy %.4f, robust accuracy %.4f", kind, rho,
                  repeat, time.monotonic() - start, trained[-1].accuracy, trained[-1].robust_accuracy)
     return trained
@@ -161,8 +164,9 @@ class FineTuning:
                 "steps": self.spec.steps(n)}
 
     def robustness(self) -> SharedTrunkRobustness:
-        """The robust accuracy of the fine-tunings of one pre-trained network, its frozen trunk's
-        noisy outputs computed once for all of them (the same numbers as `robust_accuracy`)."""
+        """The robust accuracy of one pre-trained network and of its fine-tunings, its frozen
+        trunk's noisy outputs computed once for all of them (the same numbers as `robust_accuracy`:
+        the pre-trained network's top has the fine-tunings' shapes, its classes being the task's)."""
         robust = self.args.dpadapter["robust"]
         return SharedTrunkRobustness(unit_float(self.sets.images["test"]).to(self.device), robust["noise"],
                                      robust["draws"], self.args.seed)
@@ -193,7 +197,6 @@ def fine_tunings(tuning: FineTuning, kind: str, rho: float, pretrained: list[Pre
     to `out`."""
     args, sets, section = tuning.args, tuning.sets, tuning.args.dpadapter
     test_images, test_labels = sets.images["test"], sets.labels["test"]
-    robustness = [tuning.robustness() for _ in pretrained]
     progress = Progress(log.info, f"{kind} ρ = {rho:g} fine-tunings (ε × repeat)",
                         len(section["eps"]) * section["repeats"])
     for e, eps in enumerate(section["eps"]):
@@ -209,7 +212,7 @@ def fine_tunings(tuning: FineTuning, kind: str, rho: float, pretrained: list[Pre
                                     "repeat": repeat, "pretraining_seed": pretrained[repeat].seed,
                                     "accuracy": down_correct.double().mean().item(), "n_test": len(test_labels),
                                     "decisions": pack_decisions(down_correct.cpu().numpy()),
-                                    "robust_accuracy": tuning.robust_accuracy(model, robustness[repeat]),
+                                    "robust_accuracy": tuning.robust_accuracy(model, pretrained[repeat].robustness),
                                     "pretrain_accuracy": pretrained[repeat].accuracy,
                                     "pretrain_robust_accuracy": pretrained[repeat].robust_accuracy,
                                     "robust_noise": section["robust"]["noise"],
@@ -253,7 +256,7 @@ def main() -> None:
     kinds = [("standard", 0.0)] + [(kind, rho) for kind in ("sam", "dpadapter") for rho in section["radii"]]
     out = Outputs()
     for kind, rho in kinds:
-        pretrained = pretrainings(kind, rho, args, public, sets, device, out.history, log)
+        pretrained = pretrainings(kind, rho, tuning, public, out.history, log)
         released = kind == METHOD and rho == section["release_radius"]
         fine_tunings(tuning, kind, rho, pretrained, released, out, log)
         if released:

@@ -13,7 +13,14 @@ from privssl.artefacts.contrastive import CONTRASTIVE, load_contrastive_models
 from privssl.artefacts.specs import ArtefactError
 from privssl.artefacts.tables import load_csv_file
 from privssl.attacks.attribute_inference import AttributeAttackSpec, train_attribute_attack
-from privssl.attacks.contrastive_privacy import AttackSettings, Split, evaluate, nn_inputs, pair_models
+from privssl.attacks.contrastive_privacy import (
+    AttackSettings,
+    Split,
+    evaluate,
+    nn_inputs,
+    pair_models,
+    shared_label_predictor,
+)
 from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS
 from privssl.attacks.mia import AttackSpec, best_threshold
 from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, unpack_decisions
@@ -418,6 +425,22 @@ def test_membership_task_rows_query_the_membership_models_with_the_membership_la
                      == data["target_train"].membership).double().mean())
         assert rows[(rows.target == target.kind) & (rows.inference == "membership_task")
                     ].queried_train_accuracy.unique().tolist() == pytest.approx([fit])
+
+
+def test_a_shared_label_predictor_encodes_each_batch_once_per_encoder_and_answers_each_models_labels():
+    data = evaluation_data()
+    models = with_membership(varied_models(0, data), 5, data)
+    images = torch.cat([split.images for split in data.values()])
+    calls = []
+    for encoder in {id(m.encoder): m.encoder for model in models for m in (model, model.membership)}.values():
+        encoder.register_forward_hook(lambda module, *_: calls.append(module))
+    for model in models:  # the supervised model's membership model has its own encoder
+        calls.clear()
+        labels = shared_label_predictor([model, model.membership_model()])(images)
+        assert len(calls) == (2 if model.kind == "supervised" else 1), model.kind
+        assert torch.equal(labels[0], model.predict_labels(images))
+        assert torch.equal(labels[1], model.membership.predict_labels(images))
+        assert not torch.equal(labels[0], labels[1])  # the layers differ: a swap would show
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2**31 - 1])

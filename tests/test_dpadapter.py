@@ -235,3 +235,27 @@ def test_shared_trunk_robustness_is_robust_accuracy_of_every_fine_tuning():
         next(trunk.parameters()).add_(1e-3)
     with pytest.raises(ValueError, match="trunk or top differs"):
         shared.accuracy(trunk, torch.nn.Sequential(top, model.classifier), y)
+
+
+def test_one_shared_trunk_serves_the_pretrained_network_then_its_fine_tunings():
+    """scripts/dpadapter_train.py measures the pre-trained network's robust accuracy through the
+    shared trunk that its fine-tunings then reuse: the pre-trained network's number must be
+    robust_accuracy's of it, and the fine-tunings' numbers after it unchanged."""
+    from privssl.training.encoders import split_for_training
+    from privssl.training.sam import SharedTrunkRobustness, robust_accuracy
+
+    torch.manual_seed(1)
+    pretrained = Classifier(ConvEncoder(1, 8, width=8), 3).eval()
+    x, y = torch.rand(40, 1, 8, 8), torch.randint(0, 3, (40,))
+    expected = robust_accuracy(pretrained, x, y, 0.3, 3, torch.Generator().manual_seed(5), batch_size=16)
+    fine_tuned = downstream_model(pretrained, 3, seed=2)
+    alone = SharedTrunkRobustness(x, 0.3, 3, seed=5, batch_size=16)
+    trunk, top = split_for_training(fine_tuned.encoder, "top")
+    fine_tuned_alone = alone.accuracy(trunk, nn.Sequential(top, fine_tuned.classifier), y)
+
+    shared = SharedTrunkRobustness(x, 0.3, 3, seed=5, batch_size=16)
+    trunk, top = split_for_training(pretrained.encoder, "top")
+    assert shared.accuracy(trunk, nn.Sequential(top, pretrained.classifier), y) == expected
+    assert len(set(expected[1])) > 1
+    trunk, top = split_for_training(fine_tuned.encoder, "top")
+    assert shared.accuracy(trunk, nn.Sequential(top, fine_tuned.classifier), y) == fine_tuned_alone

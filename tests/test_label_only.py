@@ -77,6 +77,25 @@ def test_augmentation_scores_match_per_image_loop():
         assert torch.equal(augmentation_scores(predict, images, labels, radius, chunk=chunk), scores)
 
 
+def test_augmentation_scores_of_k_models_are_each_models_own_scores():
+    """A predictor of K models answering (K, M) at once gives each model the scores it gets alone,
+    with its own labels: the rows are neither swapped nor mixed."""
+    generator = torch.Generator().manual_seed(5)
+    images = torch.rand(9, 1, 5, 5, generator=generator)
+    models = [linear_predictor(3, (1, 5, 5), seed) for seed in (6, 7)]
+    labels = torch.randint(0, 3, (2, 9), generator=generator)
+    joint = augmentation_scores(lambda batch: torch.stack([model(batch) for model in models]), images, labels, 1,
+                                chunk=10)
+    assert joint.shape == (2, 9)
+    for k, model in enumerate(models):
+        assert torch.equal(joint[k], augmentation_scores(model, images, labels[k], 1))
+    assert not torch.equal(joint[0], joint[1])
+    with pytest.raises(ValueError, match="one label row per model"):
+        augmentation_scores(models[0], images, labels, 1)
+    with pytest.raises(ValueError, match=r"\(K, 9\)"):
+        augmentation_scores(models[0], images, labels[:, :5], 1)
+
+
 def test_attacks_query_at_most_chunk_images_without_gradients():
     sizes = []
     predict = linear_predictor(2, (1, 4, 4), seed=4)

@@ -109,6 +109,56 @@ def test_step_equals_hand_computation():
         torch.testing.assert_close(p.detach(), p0 - lr * g, rtol=0, atol=1e-12)
 
 
+def test_at_rho_zero_the_perturb_batch_is_never_evaluated():
+    x, y = make_data()
+    model = make_model()
+    batches = []
+
+    def recording_loss(out, target):
+        batches.append(len(target))
+        return LOSS(out, target)
+
+    out = sam_step(model, recording_loss, batch(x, y, 0, 48), batch(x, y, 48, 64), 0.0, sgd(model))
+    assert batches == [16]  # B_u only
+    assert math.isnan(out["perturb_loss"]) and math.isnan(out["perturbed_loss"])
+
+
+def test_a_step_without_measuring_takes_the_same_step_and_skips_only_the_loss_at_w_plus_e():
+    x, y = make_data()
+    perturb, update = batch(x, y, 0, 48), batch(x, y, 48, 64)
+    measured, skipped = make_model(), make_model()
+    evaluations = []
+
+    def recording_loss(out, target):
+        evaluations.append(len(target))
+        return LOSS(out, target)
+
+    full = sam_step(measured, LOSS, perturb, update, 0.2, sgd(measured))
+    out = sam_step(skipped, recording_loss, perturb, update, 0.2, sgd(skipped), measure=False)
+    assert evaluations == [48, 16]  # B_p at w (its gradient), B_u at w + e: no B_p at w + e
+    assert math.isnan(out["perturbed_loss"]) and out["perturb_loss"] == full["perturb_loss"]
+    assert out["update_loss"] == full["update_loss"]
+    assert all(torch.equal(a, b) for a, b in zip(measured.parameters(), skipped.parameters()))
+
+
+def test_train_sam_measures_the_perturbed_loss_every_tenth_step_of_each_epoch(monkeypatch):
+    x, y = make_data(n=40)
+    flags, losses = [], iter(range(1000))
+
+    def spy(model, loss_fn, perturb, update, rho, optimizer, measure):
+        flags.append(measure)
+        return {"perturb_loss": 0.0, "perturbed_loss": float(next(losses)) if measure else math.nan,
+                "update_loss": 1.0}
+
+    monkeypatch.setattr(sam, "sam_step", spy)
+    spec = SAMSpec(rho=0.1, perturb_batch=8, update_batch=2, epochs=2, warmup_epochs=0)
+    history = train_sam(make_model(), LOSS, x, y, spec, torch.Generator().manual_seed(0))
+    every = sam.PERTURBED_LOSS_EVERY
+    assert flags == [step % every == 0 for step in range(20)] * 2  # 20 steps an epoch, counted from each epoch's first
+    k = math.ceil(20 / every)  # measured steps an epoch: the losses 0 .. k - 1, then k .. 2k - 1
+    assert [row["perturbed_loss"] for row in history] == [sum(range(k)) / k, sum(range(k, 2 * k)) / k]
+
+
 def test_perturbation_is_reverted_exactly():
     x, y = make_data()
     model = make_model(batchnorm=True)
@@ -126,7 +176,7 @@ def test_train_sam_draws_perturb_batch_separately_or_uses_the_update_batch(monke
     y = torch.arange(40) % 3
     calls = []
 
-    def spy(model, loss_fn, perturb, update, rho, optimizer):
+    def spy(model, loss_fn, perturb, update, rho, optimizer, measure):
         calls.append((perturb[0][:, 0].long(), update[0][:, 0].long()))
         return {"perturb_loss": 1.0, "perturbed_loss": 1.0, "update_loss": 1.0}
 

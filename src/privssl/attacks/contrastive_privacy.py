@@ -104,14 +104,14 @@ def _model_row(dataset: str, target: TargetModel, test: Split) -> dict:
             "n_test": len(test.task), "task_decisions": pack_decisions(right.cpu().numpy())}
 
 
-def _fit(model: TargetModel, labels: Callable[[Split], torch.Tensor], train: Split, test: Split) -> dict:
-    """The queried model's accuracy on the members and on the non-members: the over-fitting the
-    membership attacks meet."""
+def _fit(probs: torch.Tensor, labels: torch.Tensor, n_members: int) -> dict:
+    """The queried model's accuracy on the members and on the non-members, from its posteriors
+    (N, C) on the members then the non-members: the over-fitting the membership attacks meet."""
+    hits = probs.argmax(-1) == labels
     fit = {}
-    for name, split in (("train", train), ("test", test)):
-        hits = model.predict_labels(split.images) == labels(split)
+    for name, part in (("train", hits[:n_members]), ("test", hits[n_members:])):
         fit |= dict(zip((f"queried_{name}_accuracy", f"queried_{name}_accuracy_lo", f"queried_{name}_accuracy_hi"),
-                        accuracy_interval(int(hits.sum()), len(hits))))
+                        accuracy_interval(int(part.sum()), len(part))))
     return fit
 
 
@@ -121,6 +121,22 @@ def attack_seed(seed: int, repeat: int) -> int:
     directions, the attribute attack's, the bootstrap's), so that each independent training meets
     independently drawn attacks and the spread between repeats holds the attacks' luck too."""
     return seed if repeat == 0 else draw_seed(seed, repeat)
+
+
+def shared_label_predictor(models: list[TargetModel]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The predicted labels (K, M) of K models on one batch, each distinct encoder run once: a
+    contrastive or Talos encoder serves both its task's and its membership task's layer, so the
+    label-only queries of both inferences cost one encoding (the labels are those of
+    `TargetModel.predict_labels`, bit for bit)."""
+
+    def predict(images: torch.Tensor) -> torch.Tensor:
+        embedded = {}
+        for model in models:
+            if id(model.encoder) not in embedded:
+                embedded[id(model.encoder)] = model.embed(images)
+        return torch.stack([model.posteriors_of(embedded[id(model.encoder)]).argmax(-1) for model in models])
+
+    return predict
 
 
 def _nn_attacks(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec, seeds: list[int]) -> list:
@@ -169,23 +185,36 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
         rows.append(row)
         progress.advance()
 
+    labels = {inference: {"target": torch.cat([labels_of(members), labels_of(nonmembers)]),
+                          "shadow": torch.cat([labels_of(shadow_in), labels_of(shadow_out)])}
+              for inference, (_, labels_of) in queries.items()}
+    augmentation = {}  # (e, role): every inference's scores (K, N), computed when the first needs them
+
+    def augmentation_attack(e: int, role: str, model: TargetModel, images: torch.Tensor,
+                            inference: str) -> torch.Tensor:
+        # the same translated views for every inference: one pass serves them all (shared_label_predictor)
+        if (e, role) not in augmentation:
+            augmentation[e, role] = augmentation_scores(
+                shared_label_predictor([queried(model) for queried, _ in queries.values()]), images,
+                torch.stack([labels[name][role] for name in queries]), settings.translation)
+        return augmentation[e, role][list(queries).index(inference)]
+
     label_only = {
-        "label_only_augmentation": lambda model, images, labels, _: augmentation_scores(
-            model.predict_labels, images, labels, settings.translation),
-        "label_only_boundary": lambda model, images, labels, e: boundary_distance_scores(
-            model.predict_labels, images, labels, settings.directions, settings.steps, seeds[e]),
+        "label_only_augmentation": augmentation_attack,
+        "label_only_boundary": lambda e, role, model, images, inference: boundary_distance_scores(
+            queries[inference][0](model).predict_labels, images, labels[inference][role], settings.directions,
+            settings.steps, seeds[e]),
     }
     bases = [_model_row(dataset, target, nonmembers) for target, _ in pairs]
     nn_accuracy = {}
-    for inference, (queried, labels_of) in queries.items():
-        target_labels = torch.cat([labels_of(members), labels_of(nonmembers)])
-        shadow_labels = torch.cat([labels_of(shadow_in), labels_of(shadow_out)])
+    for inference, (queried, _) in queries.items():
+        target_labels, shadow_labels = labels[inference]["target"], labels[inference]["shadow"]
         target_probs = torch.stack([queried(t).posteriors(target_images) for t, _ in pairs])
         shadow_probs = torch.stack([queried(s).posteriors(shadow_images) for _, s in pairs])
         # the NN attacks of every repeat's models in one stacked training (privssl.attacks.mia.train_attack_mlps)
         nn_models = _nn_attacks(nn_inputs(shadow_probs, shadow_labels), shadow_member, settings.nn, seeds)
         for e, (target, shadow) in enumerate(pairs):
-            base = bases[e] | _fit(queried(target), labels_of, members, nonmembers)
+            base = bases[e] | _fit(target_probs[e], target_labels, len(members.task))
             with torch.no_grad():
                 nn_scores = torch.sigmoid(nn_models[e](nn_inputs(target_probs[e], target_labels)).squeeze(-1))
             nn_row = base | membership(inference, nn_scores, 0.5, NN_ATTACK, e)
@@ -197,10 +226,10 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
                 threshold = best_threshold(shadow_metrics[attack].numpy(), shadow_members)
                 add(base | membership(inference, target_metrics[attack], threshold, attack, e))
             for attack, scores in label_only.items():
-                threshold = best_threshold(scores(queried(shadow), shadow_images, shadow_labels, e).numpy(),
+                threshold = best_threshold(scores(e, "shadow", shadow, shadow_images, inference).numpy(),
                                            shadow_members)
-                add(base | membership(inference, scores(queried(target), target_images, target_labels, e),
-                                      threshold, attack, e))
+                add(base | membership(inference, scores(e, "target", target, target_images, inference), threshold,
+                                      attack, e))
     aux = data["aux"]
     for e, (target, _) in enumerate(pairs):
         attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, n_attributes, settings.attribute,

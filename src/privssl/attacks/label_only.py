@@ -33,9 +33,11 @@ def _check_images(images: torch.Tensor) -> None:
                          f"{tuple(images.shape)}")
 
 
-def _check_labels(images: torch.Tensor, labels: torch.Tensor) -> None:
-    if labels.shape != images.shape[:1]:
-        raise ValueError(f"labels must have shape ({images.shape[0]},) (one per image), got {tuple(labels.shape)}")
+def _check_labels(images: torch.Tensor, labels: torch.Tensor, models: bool = False) -> None:
+    """labels (N,), one per image; with `models`, (K, N) too: the labels of K models' tasks."""
+    if labels.shape != images.shape[:1] and not (models and labels.ndim == 2 and labels.shape[1:] == images.shape[:1]):
+        allowed = f"({images.shape[0]},) (one per image)" + (f" or (K, {images.shape[0]}) (K models)" if models else "")
+        raise ValueError(f"labels must have shape {allowed}, got {tuple(labels.shape)}")
 
 
 def _check_positive(name: str, value: int) -> None:
@@ -50,17 +52,18 @@ def _check_radius(images: torch.Tensor, radius: int) -> None:
 
 
 def _predict(predict_labels: LabelPredictor, images: torch.Tensor, chunk: int) -> torch.Tensor:
-    """Predicted labels (M,) of images (M, C, H, W), queried `chunk` images at a time."""
+    """Predicted labels (..., M) of images (M, C, H, W), queried `chunk` images at a time: (M,)
+    from one model, (K, M) from a predictor of K models."""
     predictions = []
     for start in range(0, images.shape[0], chunk):
         batch = images[start:start + chunk]
         predicted = predict_labels(batch)
-        if predicted.shape != batch.shape[:1]:
-            raise ValueError(f"predict_labels must return one label per image, shape ({batch.shape[0]},), "
-                             f"got {tuple(predicted.shape)}")
+        if predicted.shape[-1:] != batch.shape[:1] or predicted.ndim > 2:
+            raise ValueError(f"predict_labels must return one label per image, shape ({batch.shape[0]},) or "
+                             f"(K, {batch.shape[0]}), got {tuple(predicted.shape)}")
         predictions.append(predicted)
     # No queries at all (every pair already settled) is an empty answer, not an error.
-    return torch.cat(predictions) if predictions else torch.zeros(0, dtype=torch.long)
+    return torch.cat(predictions, -1) if predictions else torch.zeros(0, dtype=torch.long)
 
 
 def translations(images: torch.Tensor, radius: int) -> torch.Tensor:
@@ -83,9 +86,11 @@ def translations(images: torch.Tensor, radius: int) -> torch.Tensor:
 def augmentation_scores(predict_labels: LabelPredictor, images: torch.Tensor, labels: torch.Tensor, radius: int,
                         chunk: int = 4096) -> torch.Tensor:
     """Augmentation attack: the fraction (N,) of each image's translations (`translations`)
-    predicted as its true label, in float64."""
+    predicted as its true label, in float64. With labels (K, N) and a predictor of K models
+    returning (K, M), the K models' scores (K, N) from one pass over the views: models sharing an
+    encoder (a contrastive model's task and membership-task layers) then encode each view once."""
     _check_images(images)
-    _check_labels(images, labels)
+    _check_labels(images, labels, models=True)
     _check_radius(images, radius)
     _check_positive("chunk", chunk)
     n_views = (2 * radius + 1) ** 2
@@ -94,9 +99,13 @@ def augmentation_scores(predict_labels: LabelPredictor, images: torch.Tensor, la
     scores = []
     for start in range(0, images.shape[0], block):
         views = translations(images[start:start + block], radius)
-        predicted = _predict(predict_labels, views.flatten(0, 1), chunk).view(n_views, -1)
-        scores.append((predicted == labels[start:start + block]).double().mean(0))
-    return torch.cat(scores)
+        predicted = _predict(predict_labels, views.flatten(0, 1), chunk)
+        if predicted.shape[:-1] != labels.shape[:-1]:
+            raise ValueError(f"predict_labels answered for {tuple(predicted.shape[:-1]) or 'one'} model(s), the labels "
+                             f"are of {tuple(labels.shape[:-1]) or 'one'}: allowed: one label row per model")
+        predicted = predicted.unflatten(-1, (n_views, -1))  # (..., V, block)
+        scores.append((predicted == labels[..., None, start:start + block]).double().mean(-2))
+    return torch.cat(scores, -1)
 
 
 @torch.no_grad()

@@ -62,7 +62,20 @@ def _crop_and_flip(images: torch.Tensor, spec: AugmentSpec, dy: torch.Tensor | N
         shifted = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
     if flip is not None:
         shifted = torch.where(flip.to(images.device)[:, None, None, None], shifted.flip(-1), shifted)
-    return shifted.contiguous()
+    return standard_layout(shifted)
+
+
+def standard_layout(images: torch.Tensor) -> torch.Tensor:
+    """The batch with the standard (N, C, H, W) strides. `.contiguous()` is not enough: a
+    single-channel batch gathered through the permute above passes it with channels_last strides
+    (a size-1 dimension's stride is never checked), every convolution then keeps that layout, and
+    the CPU's GroupNorm runs about 20x slower in it: the Semi-Leak CNN's forward without a graph
+    took 2x as long (issue 50)."""
+    standard, step = [], 1
+    for size in reversed(images.shape):
+        standard.insert(0, step)
+        step *= size
+    return images if list(images.stride()) == standard else images.clone(memory_format=torch.contiguous_format)
 
 
 def weak(images: torch.Tensor, spec: AugmentSpec, generator: torch.Generator) -> torch.Tensor:

@@ -89,7 +89,12 @@ class TargetModel:
     @torch.no_grad()
     def posteriors(self, images: torch.Tensor) -> torch.Tensor:
         """Class probabilities (N, C), the black-box output of the model."""
-        return torch.softmax(head_logits(self.layer, self.embed(images).double())[0], -1)
+        return self.posteriors_of(self.embed(images))
+
+    @torch.no_grad()
+    def posteriors_of(self, embedded: torch.Tensor) -> torch.Tensor:
+        """`posteriors` from the images' embeddings h = f(x), for models that share f."""
+        return torch.softmax(head_logits(self.layer, embedded.double())[0], -1)
 
     @torch.no_grad()
     def predict_labels(self, images: torch.Tensor) -> torch.Tensor:

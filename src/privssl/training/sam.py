@@ -101,27 +101,35 @@ def _is_real(value) -> bool:
         and math.isfinite(value)
 
 
+# `perturbed_loss` of train_sam's history is measured on one step in this many: a diagnostic of the
+# ascent, whose forward pass over B_p would cost a fifth of every DPAdapter step (issue 50)
+PERTURBED_LOSS_EVERY = 10
+
+
 def sam_step(model: nn.Module, loss_fn, perturb_batch: tuple[Tensor, Tensor], update_batch: tuple[Tensor, Tensor],
-             rho: float, optimizer: torch.optim.Optimizer) -> dict[str, float]:
+             rho: float, optimizer: torch.optim.Optimizer, measure: bool = True) -> dict[str, float]:
     """One SAM step: ascend by ρ along the B_p gradient, take the B_u gradient there, revert, step.
 
     Returns the B_p loss at w (`perturb_loss`) and at w + e (`perturbed_loss`) and the B_u loss at
-    w + e (`update_loss`). With ρ = 0 (or a zero B_p gradient) this is a plain optimiser step on B_u."""
+    w + e (`update_loss`). With ρ = 0 this is a plain optimiser step on B_u and B_p is never
+    evaluated (both B_p losses NaN); so is one with a zero B_p gradient (perturbed_loss =
+    perturb_loss). `measure` False skips the forward pass that only measures `perturbed_loss`
+    (NaN then): a diagnostic, a fifth of a DPAdapter step's cost (|B_p| = 4 |B_u|)."""
     if not (_is_real(rho) and rho >= 0):
         raise ValueError(f"rho = {rho!r} is not allowed; allowed: a finite number >= 0")
     params = [p for p in model.parameters() if p.requires_grad]
     # The B_p passes only probe the loss surface: restore the buffers (BatchNorm running statistics)
     # after them, so that these follow the update batches exactly as in plain SGD.
     buffers = [b.clone() for b in model.buffers()]
-    with torch.set_grad_enabled(rho > 0):
-        perturb_loss = loss_fn(model(perturb_batch[0]), perturb_batch[1])
+    perturb_loss = perturbed_loss = math.nan
     scale = 0.0
     if rho > 0:
-        grads = torch.autograd.grad(perturb_loss, params, allow_unused=True)
+        loss = loss_fn(model(perturb_batch[0]), perturb_batch[1])
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
         grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
         norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item()
         scale = rho / norm if norm > 0 else 0.0
-    perturbed_loss = perturb_loss.item()
+        perturb_loss = perturbed_loss = loss.item()
     saved = None
     if scale > 0:
         with torch.no_grad():
@@ -129,7 +137,7 @@ def sam_step(model: nn.Module, loss_fn, perturb_batch: tuple[Tensor, Tensor], up
             saved = [p.detach().clone() for p in params]
             for p, g in zip(params, grads):
                 p.add_(g, alpha=scale)
-            perturbed_loss = loss_fn(model(perturb_batch[0]), perturb_batch[1]).item()
+            perturbed_loss = loss_fn(model(perturb_batch[0]), perturb_batch[1]).item() if measure else math.nan
     with torch.no_grad():
         for b, kept in zip(model.buffers(), buffers):
             b.copy_(kept)
@@ -141,7 +149,7 @@ def sam_step(model: nn.Module, loss_fn, perturb_batch: tuple[Tensor, Tensor], up
             for p, w in zip(params, saved):
                 p.copy_(w)
     optimizer.step()
-    return {"perturb_loss": perturb_loss.item(), "perturbed_loss": perturbed_loss, "update_loss": update_loss.item()}
+    return {"perturb_loss": perturb_loss, "perturbed_loss": perturbed_loss, "update_loss": update_loss.item()}
 
 
 def train_sam(model: nn.Module, loss_fn, x: Tensor, y: Tensor, spec: SAMSpec,
@@ -153,7 +161,8 @@ def train_sam(model: nn.Module, loss_fn, x: Tensor, y: Tensor, spec: SAMSpec,
     update batch itself (vanilla SAM). Batch randomness comes from the CPU `generator` only (dropout,
     if the model has any, uses torch's global generator). Returns one row per epoch: epoch (1-based),
     phase ("warmup" or "sam"), loss (mean update loss over the epoch's steps) and perturbed_loss
-    (mean B_p loss at w + e; NaN in the warm-up). Leaves the model in eval mode. `log` gets the
+    (the mean B_p loss at w + e over every PERTURBED_LOSS_EVERY-th step of the epoch, from its
+    first; NaN in the warm-up and at ρ = 0). Leaves the model in eval mode. `log` gets the
     progress, per step (an epoch of a large public set can take minutes)."""
     n = len(x)
     spec.check_data_size(n)
@@ -182,9 +191,11 @@ def train_sam(model: nn.Module, loss_fn, x: Tensor, y: Tensor, spec: SAMSpec,
             # draws as DPAdapter's and standard training's: the kinds differ only in the perturbation
             pidx = torch.randperm(n, generator=generator)[:spec.perturb_batch].to(x.device)
             perturb = (x[pidx], y[pidx]) if spec.two_batch else update
-            out = sam_step(model, loss_fn, perturb, update, spec.rho, optimizer)
+            measure = (start // spec.update_batch) % PERTURBED_LOSS_EVERY == 0
+            out = sam_step(model, loss_fn, perturb, update, spec.rho, optimizer, measure)
             losses.append(out["update_loss"])
-            perturbed.append(out["perturbed_loss"])
+            if measure and not math.isnan(out["perturbed_loss"]):
+                perturbed.append(out["perturbed_loss"])
             progress.advance()
         history.append({"epoch": epoch + 1, "phase": phase, "loss": float(np.mean(losses)),
                         "perturbed_loss": float(np.mean(perturbed)) if perturbed else math.nan})
