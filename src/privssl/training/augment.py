@@ -69,8 +69,8 @@ def standard_layout(images: torch.Tensor) -> torch.Tensor:
     """The batch with the standard (N, C, H, W) strides. `.contiguous()` is not enough: a
     single-channel batch gathered through the permute above passes it with channels_last strides
     (a size-1 dimension's stride is never checked), every convolution then keeps that layout, and
-    the CPU's GroupNorm runs about 20x slower in it: the Semi-Leak CNN's forward without a graph
-    took 2x as long (issue 50)."""
+    the CPU's GroupNorm runs about 20x slower in it: 400 steps of the Fashion-MNIST preset's
+    FixMatch took 25 s instead of 16 s (docs/benchmarks.md, issue 50)."""
     standard, step = [], 1
     for size in reversed(images.shape):
         standard.insert(0, step)
