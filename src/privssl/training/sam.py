@@ -114,7 +114,9 @@ def sam_step(model: nn.Module, loss_fn, perturb_batch: tuple[Tensor, Tensor], up
     w + e (`update_loss`). With ρ = 0 this is a plain optimiser step on B_u and B_p is never
     evaluated (both B_p losses NaN); so is one with a zero B_p gradient (perturbed_loss =
     perturb_loss). `measure` False skips the forward pass that only measures `perturbed_loss`
-    (NaN then): a diagnostic, a fifth of a DPAdapter step's cost (|B_p| = 4 |B_u|)."""
+    (NaN then): a diagnostic, a fifth of a DPAdapter step's cost (|B_p| = 4 |B_u|). A skipped pass
+    draws nothing from torch's global generator, so a network with dropout trains with other masks
+    than one that ran every pass (the same weights only without dropout, as the workflow's networks)."""
     if not (_is_real(rho) and rho >= 0):
         raise ValueError(f"rho = {rho!r} is not allowed; allowed: a finite number >= 0")
     params = [p for p in model.parameters() if p.requires_grad]
