@@ -220,3 +220,23 @@ def test_a_linear_head_takes_its_logits_from_the_pool_only_up_to_the_ratio():
     linear, mlp = HeadSpec(architecture="linear"), HeadSpec(architecture="mlp")
     assert heads.logits_from_pool(linear, 4 * 150, 150) and not heads.logits_from_pool(linear, 4 * 150 + 1, 150)
     assert not heads.logits_from_pool(mlp, 10, 150)
+
+
+def test_the_class_product_and_its_gradients_are_the_plain_batched_products():
+    """`class_product` computes x @ w and both gradients through transposed GEMMs (speed only):
+    each must be the plain product's, against torch.bmm's autograd and finite differences."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 5, 4, generator=g, dtype=DTYPE, requires_grad=True)
+    w = torch.randn(3, 4, 2, generator=g, dtype=DTYPE, requires_grad=True)
+    upstream = torch.randn(3, 5, 2, generator=g, dtype=DTYPE)
+    ours = heads.class_product(x, w)
+    plain = torch.bmm(x, w)
+    torch.testing.assert_close(ours, plain, rtol=0, atol=1e-12)
+    ours_grads = torch.autograd.grad((ours * upstream).sum(), (x, w))
+    plain_grads = torch.autograd.grad((plain * upstream).sum(), (x, w))
+    for a, b in zip(ours_grads, plain_grads):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    assert torch.autograd.gradcheck(heads.class_product, (x, w))
+    # features without a gradient (a linear head's rows): only the weights' is computed
+    assert torch.autograd.grad(heads.class_product(x.detach(), w).sum(), w)[0].shape == w.shape

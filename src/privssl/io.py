@@ -82,8 +82,9 @@ def atomic_write_csv(frame, path: str | Path) -> None:
     data = frame.to_csv(index=False).encode()
     if Path(path).suffix == ".gz":
         # A gzip header holds a name and a time (pandas writes the temporary name and now);
-        # gzip.compress leaves the name out, and mtime=0 the time.
-        data = gzip.compress(data, mtime=0)
+        # gzip.compress leaves the name out, and mtime=0 the time. Level 6 (zlib's default), not
+        # gzip's 9: a LiRA job's 89 MB of ROC curves in 1.1 s instead of 4.3 s, 4 % larger.
+        data = gzip.compress(data, compresslevel=6, mtime=0)
     atomic_write_bytes(data, path)
 
 

@@ -107,14 +107,53 @@ def init_heads(spec: HeadSpec, in_dim: int, n_classes: int, n_heads: int,
     return params
 
 
+class _ClassProduct(torch.autograd.Function):
+    """x @ w for B stacked heads, x (B, N, K) and w (B, K, C), where C (the classes) is few.
+
+    A GEMM with C = 10 columns runs at a fraction of its transpose's speed (10 rows): at the
+    Fashion-MNIST preset's MLP, 80 × (100 × 256) @ (256 × 10) at 14 GFLOP/s against 51, and the
+    weight's gradient x^T @ dy at 11 against 40 (one thread, float32; docs/benchmarks.md). Both are
+    computed transposed, w^T @ x^T and (dy^T @ x)^T; x's gradient dy @ w^T keeps x's layout, which
+    the ReLU's backward needs (given a transposed gradient it ran 10x slower). The same sums in
+    another order: the heads differ from the plain product's by rounding only."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        return torch.bmm(w.transpose(1, 2), x.transpose(1, 2)).transpose(1, 2)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        x, w = ctx.saved_tensors
+        grad_x = torch.bmm(grad, w.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+        grad_w = torch.bmm(grad.transpose(1, 2), x).transpose(1, 2) if ctx.needs_input_grad[1] else None
+        return grad_x, grad_w
+
+
+def class_product(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """(B, N, C) = x @ w for each head, x (B, N, K) its own rows, w (B, K, C): see _ClassProduct."""
+    return _ClassProduct.apply(x, w)
+
+
 def head_logits(params: dict[str, torch.Tensor], features: torch.Tensor) -> torch.Tensor:
     """Logits (B, N, C) of B stacked heads on shared features (N, F) or on their own (B, N, F)."""
-    pattern = "nf,bfh->bnh" if features.ndim == 2 else "bnf,bfh->bnh"
     if "weight" in params:
-        return torch.einsum(pattern, features, params["weight"]) + params["bias"][:, None, :]
-    hidden = torch.einsum(pattern, features, params["weight1"]) + params["bias1"][:, None, :]
-    hidden = torch.relu(hidden)
-    return torch.bmm(hidden, params["weight2"]) + params["bias2"][:, None, :]
+        if features.ndim == 2:  # one GEMM of the shared rows with every head's columns
+            return torch.einsum("nf,bfh->bnh", features, params["weight"]) + params["bias"][:, None, :]
+        return class_product(features, params["weight"]) + params["bias"][:, None, :]
+    pattern = "nf,bfh->bnh" if features.ndim == 2 else "bnf,bfh->bnh"
+    hidden = torch.relu(torch.einsum(pattern, features, params["weight1"]) + params["bias1"][:, None, :])
+    return class_product(hidden, params["weight2"]) + params["bias2"][:, None, :]
+
+
+def pool_logits(params: dict[str, torch.Tensor], features: torch.Tensor) -> torch.Tensor:
+    """Logits (B, C, pool) of B stacked linear heads on every row of the shared pool (pool, F):
+    one GEMM, (B·C, F) @ (F, pool), in the layout the cross-entropy reads. (Rows of C = 10
+    contiguous classes, (pool · B, C), made its softmax 6x slower on the CPU.)"""
+    weight = params["weight"]
+    heads, width, n_classes = weight.shape
+    logits = (weight.transpose(1, 2).reshape(heads * n_classes, width) @ features.T).view(heads, n_classes, -1)
+    return logits + params["bias"][:, :, None]
 
 
 def flatten(params: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -193,13 +232,12 @@ POOL_LOGITS_RATIO = 4  # the largest pool, in batches, whose logits a linear hea
 
 
 def logits_from_pool(spec: HeadSpec, pool_size: int, batch: int) -> bool:
-    """Whether a batch's logits come from the logits of every pool row (one GEMM of the shared
-    features, then each head's rows picked) rather than from each head's gathered rows (B × batch
-    × F copied, then a batched product). Only a linear head: its product has C columns, so the
-    gather costs more than the product, and the shared GEMM wins while the pool is at most
-    POOL_LOGITS_RATIO batches (benchmarks/head_step.py: 3.6x faster at pool = 2 batches, even at
-    8). An MLP's first layer has `hidden` columns: its product dominates, and the pool's is
-    pool / batch times larger."""
+    """Whether a batch's loss comes from the logits of every pool row (one GEMM of the shared
+    features; each row's loss weighed by how often the head's batch holds it) rather than from
+    each head's gathered rows (B × batch × F copied, then a batched product). Only a linear head:
+    its product has C columns, so the gather costs more than the product, and the shared GEMM wins
+    while the pool is at most POOL_LOGITS_RATIO batches (benchmarks/head_step.py). An MLP's first
+    layer has `hidden` columns: its product dominates, and the pool's is pool / batch times larger."""
     return spec.architecture == "linear" and pool_size <= POOL_LOGITS_RATIO * batch
 
 
@@ -208,8 +246,8 @@ def train_heads_on_sets(spec: HeadSpec, features: torch.Tensor, labels: torch.Te
     """A_S on B data sets of one size n at once: data set b is the rows features[sets[b]], in
     that order (repeats allowed). Head b equals `train_head(spec, features[sets[b]], ...)`
     exactly as A_S defines it (same positions in each batch), up to rounding; each
-    batch gathers only its own rows (or, see `logits_from_pool`, their logits out of the pool's,
-    B × pool × C), so memory is B × batch × F, not B × n × F."""
+    batch gathers only its own rows (or, see `logits_from_pool`, weighs the pool's, B × pool × C),
+    so memory is B × batch × F, not B × n × F."""
     features = features.to(spec.dtype)
     sets = sets.to(features.device)
     if sets.ndim != 2 or sets.shape[1] < 1:
@@ -217,13 +255,21 @@ def train_heads_on_sets(spec: HeadSpec, features: torch.Tensor, labels: torch.Te
     params = init_heads(spec, features.shape[1], n_classes, sets.shape[0], features.device)
     batch = sets.shape[1] if spec.batch_size is None else min(spec.batch_size, sets.shape[1])
     from_pool = logits_from_pool(spec, features.shape[0], batch)
+    pool_labels = labels.expand(sets.shape[0], -1)
 
     def batch_loss(idx: torch.Tensor) -> torch.Tensor:
         rows = sets[:, idx]
         if from_pool:
-            logits = head_logits(params, features).gather(1, rows[..., None].expand(-1, -1, n_classes))
-        else:
-            logits = head_logits(params, features[rows])
+            # a head's mean over its batch's positions = the pool rows' losses weighed by how often
+            # the batch holds each row / batch: no gather, and no scatter back in the backward
+            # (they took 40 % of a full-batch step; a cross-entropy over the pool takes less)
+            weights = torch.zeros(pool_labels.shape, dtype=features.dtype, device=features.device)
+            weights.scatter_add_(1, rows, torch.full(rows.shape, 1 / len(idx), dtype=features.dtype,
+                                                     device=features.device))
+            losses = F.cross_entropy(pool_logits(params, features), pool_labels, reduction="none")
+            return (losses * weights).sum()
+        # index_select, not features[rows]: the same rows, 5x faster (advanced indexing's CPU kernel)
+        logits = head_logits(params, features.index_select(0, rows.reshape(-1)).view(*rows.shape, -1))
         return F.cross_entropy(logits.transpose(1, 2), labels[rows], reduction="none").mean(1).sum()
 
     return _fit(spec, params, sets.shape[1], batch_loss, on_epoch)
