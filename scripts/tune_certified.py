@@ -32,10 +32,11 @@ def main() -> None:
         parser.error(f"--config: no certified release among protect.mechanisms {protect['mechanisms']}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    x, y, n_classes, n, splits = load_tuning_folds(args.features, args.config, args.seed, log.info)
+    data = load_tuning_folds(args.features, args.config, args.seed, log.info)
+    scoring = tuning.NoisyScoring(tuple(methods), tuple(protect["eps"]), protect["delta"], protect["repeats"],
+                                  args.seed)
     start = time.perf_counter()
-    rows = tuning.tune_certified(x, y, n_classes, points, splits, methods, protect["eps"], protect["delta"],
-                                 protect["repeats"], args.seed, log=log.info)
+    rows = tuning.tune_certified(data, points, scoring, log=log.info)
     chosen = tuning.least_regret_point(rows)
     write_choice(args.out_dir, "certified", grid_table(rows, points, varied_fields(args.config, "certified"),
                                                        lambda r: r["point"] == chosen), points[chosen])

@@ -33,10 +33,9 @@ def main() -> None:
         parser.error(f"--config: {err}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    x, y, n_classes, n, splits = load_tuning_folds(args.features, args.config, args.seed, log.info)
+    data = load_tuning_folds(args.features, args.config, args.seed, log.info)
     start = time.perf_counter()
-    rows = tuning.tune_dpsgd(x, y, n_classes, head_spec, points, splits, protect["eps"], protect["delta"],
-                             args.seed, log=log.info)
+    rows = tuning.tune_dpsgd(data, head_spec, points, protect["eps"], protect["delta"], args.seed, log=log.info)
     per_eps = {eps: tuning.best_point(rows, eps) for eps in [*protect["eps"], math.inf]}
     choice = {"per_eps": [{"eps": eps, "spec": points[p]} for eps, p in per_eps.items()
                           if p is not None and math.isfinite(eps)],

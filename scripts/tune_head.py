@@ -35,10 +35,10 @@ def main() -> None:
     family = [m for m in output_perturbation_methods(protect["mechanisms"]) if release_method(m).head == "finetune"]
     if args.threads:
         torch.set_num_threads(args.threads)
-    x, y, n_classes, n, splits = load_tuning_folds(args.features, args.config, args.seed, log.info)
+    data = load_tuning_folds(args.features, args.config, args.seed, log.info)
+    scoring = tuning.NoisyScoring(tuple(family), tuple(protect["eps"]), protect["delta"], protect["repeats"], args.seed)
     start = time.perf_counter()
-    rows = tuning.tune_head(x, y, n_classes, points, splits, tuple(family), tuple(protect["eps"]), protect["delta"],
-                            protect["repeats"], sampler, args.seed, log=log.info,
+    rows = tuning.tune_head(data, points, scoring, sampler, log=log.info,
                             precision=args.config["tuning"].get("head_precision"))
     chosen = tuning.least_regret_point(rows) if family else tuning.best_point(rows, math.inf)
     write_choice(args.out_dir, "head", grid_table(rows, points, varied_fields(args.config, "head"),

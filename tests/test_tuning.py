@@ -124,7 +124,7 @@ def test_head_scores_are_the_pooled_validation_accuracy_of_each_fold():
     splits = tuning.folds(60, 20, 2, seed=1)
     points = [{"architecture": "linear", "epochs": 1, "lr": 1e-4}, {"architecture": "linear", "epochs": 60,
                                                                      "lr": 0.05}]
-    rows = tuning.tune_head(x, y, 3, points, splits)
+    rows = tuning.tune_head(tuning.TuningFolds(x, y, 3, splits), points)
     for row, point in zip(rows, points):  # independent: each fold's head trained alone
         correct = 0
         for train, val in splits:
@@ -146,7 +146,8 @@ def test_head_scores_after_noise_use_each_points_own_delta_sampled_on_the_pool()
               for lr in (0.05, 0.5)]
     sampler = {"m": 12, "rho": 0.3, "gamma": 0.5, "chunk_size": 5}
     methods, eps_grid, draws = ("alm", "gaussian_analytic"), (0.5, 50.0), 3
-    rows = tuning.tune_head(x, y, 3, points, splits, methods, eps_grid, 1e-5, draws, sampler, seed=11)
+    rows = tuning.tune_head(tuning.TuningFolds(x, y, 3, splits), points,
+                            tuning.NoisyScoring(methods, eps_grid, 1e-5, draws, seed=11), sampler)
     by = {(r["point"], r["method"], r["eps"]): r for r in rows}
     assert len(rows) == len(points) * (1 + len(methods) * len(eps_grid))
     for p, point in enumerate(points):
@@ -213,7 +214,8 @@ def test_certified_scores_use_the_releases_noise_at_each_eps():
     x, y = blobs(80, spread=0.3)
     splits = tuning.folds(80, 40, 2, seed=2)
     points = [{"clip_norm": 1.0, "l2": 0.01, "tolerance": 1e-6}]
-    rows = tuning.tune_certified(x, y, 3, points, splits, ["certified_gaussian"], [0.01, 1e6], 1e-5, draws=4, seed=0)
+    rows = tuning.tune_certified(tuning.TuningFolds(x, y, 3, splits), points,
+                                 tuning.NoisyScoring(("certified_gaussian",), (0.01, 1e6), 1e-5, draws=4, seed=0))
     by = {(r["method"], r["eps"]): r for r in rows}
     # ε = ∞: the certified head without noise, fitted independently here
     spec = CertifiedSpec(1.0, 0.01)
@@ -231,7 +233,8 @@ def test_dpsgd_scores_calibrate_sigma_per_eps_and_add_the_noise_free_limit():
     splits = tuning.folds(60, 30, 2, seed=3)
     points = [{"clip_norm": 1.0, "batch_size": 10, "epochs": 5, "lr": 0.5, "momentum": 0.9, "repeats": 1,
                "accountant": "rdp"}]
-    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), points, splits, [0.5, 50.0], 1e-5, seed=0)
+    rows = tuning.tune_dpsgd(tuning.TuningFolds(x, y, 3, splits), HeadSpec(architecture="linear"), points, [0.5, 50.0],
+                             1e-5, seed=0)
     by = {r["eps"]: r for r in rows}
     assert set(by) == {0.5, 50.0, math.inf}
     assert by[math.inf]["noise_multiplier"] == 0.0
@@ -260,7 +263,7 @@ def split_rule(seed: int = 4):
 def test_head_tuning_fits_on_the_training_records_of_each_fold():
     x, y, splits = split_rule()
     point = {"architecture": "linear", "epochs": 60, "lr": 0.05}
-    row = tuning.tune_head(x, y, 3, [point], splits)[0]
+    row = tuning.tune_head(tuning.TuningFolds(x, y, 3, splits), [point])[0]
     correct = wrong_records = 0
     for train, val in splits:
         head = train_heads_on_sets(HeadSpec.from_config(point), x, y, train[None], 3)
@@ -274,8 +277,9 @@ def test_head_tuning_fits_on_the_training_records_of_each_fold():
 def test_certified_tuning_fits_and_releases_on_the_training_records_of_each_fold():
     x, y, splits = split_rule()
     point = {"clip_norm": 1.0, "l2": 0.01, "tolerance": 1e-6}
-    rows = tuning.tune_certified(x, y, 3, [point], splits, ["certified_gaussian", "certified_pure"], [0.5, 1e6],
-                                 1e-5, draws=3, seed=7)
+    rows = tuning.tune_certified(tuning.TuningFolds(x, y, 3, splits), [point],
+                                 tuning.NoisyScoring(("certified_gaussian", "certified_pure"), (0.5, 1e6), 1e-5,
+                                                     draws=3, seed=7))
     by = {(r["method"], r["eps"]): r for r in rows}
     spec = CertifiedSpec(1.0, 0.01)
     record = certified_sensitivity(15, 3, spec)  # n = |d| = the training sets' size, not the validation's 25
@@ -302,7 +306,8 @@ def test_dpsgd_tuning_trains_on_the_training_records_at_opacus_rate():
     x, y, splits = split_rule()
     points = [{"clip_norm": 1.0, "batch_size": 10, "epochs": 20, "lr": 0.5, "momentum": 0.5, "repeats": 1,
                "accountant": "rdp"}]
-    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), points, splits, [2.0], 1e-5, seed=0)
+    rows = tuning.tune_dpsgd(tuning.TuningFolds(x, y, 3, splits), HeadSpec(architecture="linear"), points, [2.0], 1e-5,
+                             seed=0)
     by = {r["eps"]: r for r in rows}
     # 15 records in batches of 10: Opacus samples at 1/⌈15/10⌉ = 1/2 (not 10/15), 2 steps an epoch
     assert {(r["sample_rate"], r["steps"]) for r in rows} == {(0.5, 40)}
@@ -356,12 +361,12 @@ def test_every_row_holds_its_fields_and_an_unreachable_eps_is_a_row_without_a_sc
     reached ε and at σ = 0, and one at an ε the accountant cannot reach (σ NaN, no decisions). The
     DP-SGD heads train with exactly the calibrated σ (float64, per fold) on the folds' training sets."""
     x, y, splits = split_rule()
-    head = tuning.tune_head(x, y, 3, [{"architecture": "linear", "epochs": 2, "lr": 0.05}], splits)
+    head = tuning.tune_head(tuning.TuningFolds(x, y, 3, splits), [{"architecture": "linear", "epochs": 2, "lr": 0.05}])
     assert list(head[0]) == ["point", "eps", "method", "correct", "decisions", "accuracy", "delta1", "delta2"]
     assert math.isnan(head[0]["delta1"]) and math.isnan(head[0]["delta2"])  # noise-free: no Δ sampled
     assert (head[0]["point"], head[0]["eps"], head[0]["method"], head[0]["decisions"]) == (0, math.inf, "head", 50)
-    certified = tuning.tune_certified(x, y, 3, [{"clip_norm": 1.0, "l2": 0.01}], splits, ["certified_pure"], [1.0],
-                                      1e-5, draws=1, seed=0)
+    certified = tuning.tune_certified(tuning.TuningFolds(x, y, 3, splits), [{"clip_norm": 1.0, "l2": 0.01}],
+                                      tuning.NoisyScoring(("certified_pure",), (1.0,), 1e-5, draws=1, seed=0))
     assert [(r["point"], r["method"], r["eps"]) for r in certified] == [(0, "noise_free", math.inf),
                                                                        (0, "certified_pure", 1.0)]
     assert all(list(r) == ["point", "eps", "method", "correct", "decisions", "accuracy"] for r in certified)
@@ -379,7 +384,8 @@ def test_every_row_holds_its_fields_and_an_unreachable_eps_is_a_row_without_a_sc
     monkeypatch.setattr(dpsgd_accounting, "calibrate_grid", calibrate)  # tune_dpsgd imports it at its call
     point = {"clip_norm": 1.0, "batch_size": 10, "epochs": 2, "lr": 0.5, "momentum": 0.5, "repeats": 1,
              "accountant": "rdp"}
-    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), [point], splits, [1e-6, 3.0], 1e-5, seed=0)
+    rows = tuning.tune_dpsgd(tuning.TuningFolds(x, y, 3, splits), HeadSpec(architecture="linear"), [point], [1e-6, 3.0],
+                             1e-5, seed=0)
     reached = tuning_calibrate_grid([3.0], 1e-5, 0.5, 4, "rdp")[0][0].noise_multiplier
     fields = ["point", "eps", "method", "noise_multiplier", "sample_rate", "steps", "correct", "decisions", "accuracy"]
     assert all(list(r) == fields for r in rows)
@@ -401,7 +407,8 @@ def test_points_of_different_sampling_plans_are_calibrated_each_for_its_own():
     x, y, splits = split_rule()
     points = [{"clip_norm": 1.0, "batch_size": b, "epochs": 2, "lr": 0.5, "momentum": 0.5, "repeats": 1,
                "accountant": "rdp"} for b in (5, 15)]
-    rows = [r for r in tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), points, splits, [3.0], 1e-5, seed=0)
+    data = tuning.TuningFolds(x, y, 3, splits)
+    rows = [r for r in tuning.tune_dpsgd(data, HeadSpec(architecture="linear"), points, [3.0], 1e-5, seed=0)
             if r["eps"] == 3.0]
     assert [(r["sample_rate"], r["steps"]) for r in rows] == [(1 / 3, 6), (1.0, 2)]
     for r in rows:
@@ -417,7 +424,8 @@ def test_the_prv_work_bound_reaches_the_tuning(monkeypatch):
     x, y, splits = split_rule()
     point = {"clip_norm": 1.0, "batch_size": 10, "epochs": 2, "lr": 0.5, "momentum": 0.5, "repeats": 1,
              "accountant": "prv"}
-    rows = tuning.tune_dpsgd(x, y, 3, HeadSpec(architecture="linear"), [point], splits, [3.0], 1e-5, seed=0)
+    rows = tuning.tune_dpsgd(tuning.TuningFolds(x, y, 3, splits), HeadSpec(architecture="linear"), [point], [3.0], 1e-5,
+                             seed=0)
     by = {r["eps"]: r for r in rows}
     assert by[3.0]["decisions"] == 0 and math.isnan(by[3.0]["noise_multiplier"]) and by[math.inf]["decisions"] == 50
 
@@ -455,14 +463,15 @@ def test_each_section_logs_its_grid_points_done_out_of_all():
     x, y, splits = split_rule()
     runs = {
         "head grid points": lambda log: tuning.tune_head(
-            x, y, 3, [{"architecture": "linear", "epochs": e, "lr": 0.05} for e in (1, 2)], splits, log=log),
+            tuning.TuningFolds(x, y, 3, splits), [{"architecture": "linear", "epochs": e, "lr": 0.05} for e in (1, 2)],
+            log=log),
         "certified grid points": lambda log: tuning.tune_certified(
-            x, y, 3, [{"clip_norm": 1.0, "l2": l2} for l2 in (0.01, 0.1)], splits, ["certified_pure"], [1.0], 1e-5,
-            draws=1, seed=0, log=log),
+            tuning.TuningFolds(x, y, 3, splits), [{"clip_norm": 1.0, "l2": l2} for l2 in (0.01, 0.1)],
+            tuning.NoisyScoring(("certified_pure",), (1.0,), 1e-5, draws=1, seed=0), log=log),
         "DP-SGD grid points": lambda log: tuning.tune_dpsgd(
-            x, y, 3, HeadSpec(architecture="linear"),
+            tuning.TuningFolds(x, y, 3, splits), HeadSpec(architecture="linear"),
             [{"clip_norm": 1.0, "batch_size": 10, "epochs": 1, "lr": lr, "momentum": 0.0, "repeats": 1,
-              "accountant": "rdp"} for lr in (0.1, 0.5)], splits, [3.0], 1e-5, seed=0,
+              "accountant": "rdp"} for lr in (0.1, 0.5)], [3.0], 1e-5, seed=0,
             log=log),
     }
     for what, run in runs.items():

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import torch
 
     from privssl.release.training_time import PrivateSets
+    from privssl.release.tuning import TuningFolds
 
 
 # --------------------------------------------------------------------------------- relations
@@ -296,20 +297,19 @@ def load_encoder(path, device: torch.device) -> torch.nn.Module:
     return encoder.to(device)
 
 
-def load_tuning_folds(path, config: dict, seed: int,
-                      log: Callable[[str], None]) -> tuple[torch.Tensor, torch.Tensor, int, int, list]:
+def load_tuning_folds(path, config: dict, seed: int, log: Callable[[str], None]) -> TuningFolds:
     """What rule `tune` scores on: the reference split's features (float64, the heads' dtype) and
-    labels, the class count, |d| (the training size of each fold) and the folds
-    (privssl.release.tuning.folds, `tuning.folds` of them, drawn from `seed`), said in `log`."""
+    labels, the class count and the folds (privssl.release.tuning.folds, `tuning.folds` of them,
+    each training on |d| records, drawn from `seed`), said in `log`."""
     import torch
 
-    from privssl.release.tuning import folds  # here only: its accountants' imports would slow every reader
+    from privssl.release.tuning import TuningFolds, folds  # here only: its accountants' imports would slow every reader
 
     feats = load_tensor_file(path, features("finetune", "reference"))
     x, y, n = feats["reference"].to(torch.float64), feats["reference_labels"], len(feats["finetune_labels"])
     splits = folds(len(y), n, config.get("tuning", {}).get("folds", 2), seed)
     log(f"{len(splits)} folds, each trains on |d| = {n} of {len(y)} reference records")
-    return x, y, int(feats["n_classes"]), n, splits
+    return TuningFolds(x, y, int(feats["n_classes"]), splits)
 
 
 def load_private_sets(splits_path: str, data_root: str, attacker_path: str) -> PrivateSets:

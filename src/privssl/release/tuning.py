@@ -32,6 +32,7 @@ stated (privssl.release.methods), and the chosen values are a function of public
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -59,6 +60,37 @@ def folds(n_reference: int, n_train: int, count: int, seed: int) -> list[tuple[t
     return out
 
 
+@dataclass(frozen=True)
+class TuningFolds:
+    """What the tuning trains and scores on, public data only: the reference split's features x and
+    labels y, its class count, and the folds' (train, validation) index pairs (`folds`)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    n_classes: int
+    splits: list[tuple[torch.Tensor, torch.Tensor]]
+
+    @property
+    def train_size(self) -> int:
+        """|d|: every fold trains on as many records as the release's fine-tuning set."""
+        return len(self.splits[0][0])
+
+    def validation_decisions(self) -> np.ndarray:
+        return np.array([len(val) for _, val in self.splits])
+
+
+@dataclass(frozen=True)
+class NoisyScoring:
+    """How a point's trained heads are scored after noise: released by each method of `methods` at
+    each ε of `eps` (δ = `delta`), `draws` noise draws per fold, seeded from `seed`."""
+
+    methods: tuple[str, ...]
+    eps: tuple[float, ...]
+    delta: float
+    draws: int
+    seed: int
+
+
 def _pooled(correct: np.ndarray, decisions: np.ndarray) -> float:
     return float(correct.sum() / decisions.sum())
 
@@ -68,26 +100,30 @@ def _correct(params: dict, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
     return (accuracy(params, x, y) * len(y)).round().numpy()
 
 
-def _noisy_hits(hits: dict, flat: torch.Tensor, shapes: dict, queries: torch.Tensor, labels: torch.Tensor,
-                methods, eps_grid: list[float], draws: int, delta: float, record: dict, seed: int, fold: int) -> None:
-    """Appends to hits[(method, ε)] the correct validation decisions of `draws` releases of one
-    fold's flat head by each method at each ε (noise calibrated to `record`, seeded per fold and
-    method)."""
-    for m, method in enumerate(methods):
-        noisy, _ = protected_heads(flat, method, eps_grid, draws, delta, record, seed + 1000 * fold + m)
+def _noisy_hits(hits: dict, head: dict[str, torch.Tensor], queries: torch.Tensor, labels: torch.Tensor,
+                scoring: NoisyScoring, record: dict, fold: int) -> None:
+    """Appends to hits[(method, ε)] the correct validation decisions of `scoring.draws` releases of
+    one fold's head (B = 1) by each method at each ε (noise calibrated to `record`, seeded per fold
+    and method)."""
+    flat = flatten(head)[0]
+    shapes = {k: tuple(v.shape[1:]) for k, v in head.items()}
+    eps_grid = list(scoring.eps)
+    for m, method in enumerate(scoring.methods):
+        noisy, _ = protected_heads(flat, method, eps_grid, scoring.draws, scoring.delta, record,
+                                   scoring.seed + 1000 * fold + m)
         right = _correct(unflatten(noisy.reshape(-1, flat.numel()), shapes), queries, labels)
         for e, eps in enumerate(eps_grid):
-            hits.setdefault((method, eps), []).append(right.reshape(len(eps_grid), draws)[e].sum())
+            hits.setdefault((method, eps), []).append(right.reshape(len(eps_grid), scoring.draws)[e].sum())
 
 
-def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dict],
-              splits: list[tuple[torch.Tensor, torch.Tensor]], methods: tuple[str, ...] = (),
-              eps_grid: tuple[float, ...] = (), delta: float = 0.0, draws: int = 1, sampler: dict | None = None,
-              seed: int = 0, log: Callable[[str], None] | None = None, precision: str | None = None) -> list[dict]:
+def tune_head(data: TuningFolds, points: list[dict], scoring: NoisyScoring | None = None,
+              sampler: dict | None = None, log: Callable[[str], None] | None = None,
+              precision: str | None = None) -> list[dict]:
     """Validation accuracy of A_S at every point: noise-free (method `head`, ε = ∞; one batched
-    training per point, its folds stacked) and, for each output-perturbation method of `methods`
-    at each ε, released with the noise of the point's own Δ: `sampler` ({m, rho, gamma,
-    chunk_size}) samples it on (x, y), the public pool, with data sets of |d| = the folds' size.
+    training per point, its folds stacked) and, given `scoring`, released by each of its
+    output-perturbation methods at each ε with the noise of the point's own Δ: `sampler` ({m, rho,
+    gamma, chunk_size}) samples it on (x, y), the public pool, with data sets of |d| = the folds'
+    size, from the pairs of `scoring.seed`.
 
     `precision` (config `tuning.head_precision`): the arithmetic of each point's sampled Δ (its 2m
     trainings, most of the tuning's time), whatever the point's own; None keeps the point's. The
@@ -96,29 +132,27 @@ def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dic
     (rule finetune). The chosen point is trained, and its Δ sampled afresh, in its own precision
     by the release's rules (docs/tuning.md: the two precisions' agreement)."""
     rows = []
+    x, y, splits = data.x, data.y, data.splits
     sets = torch.stack([train for train, _ in splits])
-    n = sets.shape[1]
+    decisions = data.validation_decisions()
     for index, point in with_progress(enumerate(points), len(points), log, "head grid points"):
         own = HeadSpec.from_config(point)
         spec = own if precision is None else HeadSpec.from_config({**point, "precision": precision})
-        heads = train_heads_on_sets(own, x, y, sets, n_classes)
-        correct = np.array([_correct({k: v[f:f + 1] for k, v in heads.items()}, x[val], y[val])[0]
-                            for f, (_, val) in enumerate(splits)])
-        decisions = np.array([len(val) for _, val in splits])
+        heads = train_heads_on_sets(own, x, y, sets, data.n_classes)
+        fold_heads = [{k: v[f:f + 1] for k, v in heads.items()} for f in range(len(splits))]
+        correct = np.array([_correct(head, x[val], y[val])[0] for head, (_, val) in zip(fold_heads, splits)])
         rows.append({"point": index, "eps": math.inf, "method": "head", "correct": int(correct.sum()),
                      "decisions": int(decisions.sum()), "accuracy": _pooled(correct, decisions),
                      "delta1": math.nan, "delta2": math.nan})
-        if not methods:
+        if scoring is None or not scoring.methods:
             continue
         # the same pairs (seed) for every point: the points differ by their training only
-        record = population_sensitivity(spec, x, y, n_classes, n, sampler["m"], sampler["rho"], sampler["gamma"],
-                                        seed, sampler["chunk_size"])
-        shapes = {k: tuple(v.shape[1:]) for k, v in heads.items()}
+        record = population_sensitivity(spec, x, y, data.n_classes, data.train_size, sampler["m"], sampler["rho"],
+                                        sampler["gamma"], scoring.seed, sampler["chunk_size"])
         hits = {}  # (method, ε) -> correct decisions per fold
-        for f, (_, val) in enumerate(splits):
-            flat = flatten({k: v[f:f + 1] for k, v in heads.items()})[0]
-            _noisy_hits(hits, flat, shapes, x[val], y[val], methods, list(eps_grid), draws, delta, record, seed, f)
-        noisy_decisions = decisions * draws
+        for f, (head, (_, val)) in enumerate(zip(fold_heads, splits)):
+            _noisy_hits(hits, head, x[val], y[val], scoring, record, f)
+        noisy_decisions = decisions * scoring.draws
         for (method, eps), right in hits.items():
             rows.append({"point": index, "eps": eps, "method": method, "correct": int(sum(right)),
                          "decisions": int(noisy_decisions.sum()), "accuracy": _pooled(np.array(right), noisy_decisions),
@@ -126,36 +160,30 @@ def tune_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dic
     return rows
 
 
-def tune_certified(x: torch.Tensor, y: torch.Tensor, n_classes: int, points: list[dict],
-                   splits: list[tuple[torch.Tensor, torch.Tensor]], methods: list[str], eps_grid: list[float],
-                   delta: float, draws: int, seed: int,
-              log: Callable[[str], None] | None = None) -> list[dict]:
-    """Validation accuracy of every (λ, R) point, released by each certified method at every ε
-    (`draws` noise draws per fold) and noise-free (ε = ∞)."""
+def tune_certified(data: TuningFolds, points: list[dict], scoring: NoisyScoring,
+                   log: Callable[[str], None] | None = None) -> list[dict]:
+    """Validation accuracy of every (λ, R) point, released by each certified method of `scoring`
+    at every ε (`scoring.draws` noise draws per fold) and noise-free (ε = ∞)."""
     rows = []
     for index, point in with_progress(enumerate(points), len(points), log, "certified grid points"):
         spec = CertifiedSpec.from_config(point)
-        n = len(splits[0][0])
-        record = certified_sensitivity(n, n_classes, spec)
+        record = certified_sensitivity(data.train_size, data.n_classes, spec)
         correct = {}  # (method, ε) -> correct decisions per fold
-        for f, (train, val) in enumerate(splits):
-            fit = fit_certified_head(x[train], y[train], n_classes, spec)
-            flat = flatten(fit.params)[0]
-            shapes = {k: tuple(v.shape[1:]) for k, v in fit.params.items()}
-            queries = head_inputs(x[val], spec.clip_norm)
-            correct.setdefault(("noise_free", math.inf), []).append(_correct(fit.params, queries, y[val]).sum())
-            _noisy_hits(correct, flat, shapes, queries, y[val], methods, eps_grid, draws, delta, record, seed, f)
+        for f, (train, val) in enumerate(data.splits):
+            fit = fit_certified_head(data.x[train], data.y[train], data.n_classes, spec)
+            queries = head_inputs(data.x[val], spec.clip_norm)
+            correct.setdefault(("noise_free", math.inf), []).append(_correct(fit.params, queries, data.y[val]).sum())
+            _noisy_hits(correct, fit.params, queries, data.y[val], scoring, record, f)
         for (method, eps), hits in correct.items():
             # the noise-free head is one head per fold; each noisy release, `draws` of them
-            decisions = np.array([len(val) * (1 if math.isinf(eps) else draws) for _, val in splits])
+            decisions = data.validation_decisions() * (1 if math.isinf(eps) else scoring.draws)
             hits = np.array(hits)
             rows.append({"point": index, "eps": eps, "method": method, "correct": int(hits.sum()),
                          "decisions": int(decisions.sum()), "accuracy": _pooled(hits, decisions)})
     return rows
 
 
-def tune_dpsgd(x: torch.Tensor, y: torch.Tensor, n_classes: int, head_spec: HeadSpec, points: list[dict],
-               splits: list[tuple[torch.Tensor, torch.Tensor]], eps_grid: list[float], delta: float,
+def tune_dpsgd(data: TuningFolds, head_spec: HeadSpec, points: list[dict], eps_grid: list[float], delta: float,
                seed: int, log: Callable[[str], None] | None = None) -> list[dict]:
     """Validation accuracy of every DP-SGD point at every ε of the grid that its (q, steps) can
     reach (σ by the point's accountant) and at σ = 0: per point one batched training of
@@ -166,7 +194,8 @@ def tune_dpsgd(x: torch.Tensor, y: torch.Tensor, n_classes: int, head_spec: Head
     from privssl.accounting.dpsgd import calibrate_grid
 
     rows = []
-    n = len(splits[0][0])
+    x, y, splits = data.x, data.y, data.splits
+    n = data.train_size
     sets = torch.stack([train for train, _ in splits])
     calibrated = {}  # (q, steps, accountant) -> σ per ε: points differing in lr or clip share it
     for index, point in with_progress(enumerate(points), len(points), log, "DP-SGD grid points"):
@@ -178,8 +207,8 @@ def tune_dpsgd(x: torch.Tensor, y: torch.Tensor, n_classes: int, head_spec: Head
         reached, unreachable = calibrated[plan]
         levels = [(c.eps, c.noise_multiplier) for c in reached] + [(math.inf, 0.0)]
         sigma = torch.tensor([s for _, s in levels], dtype=DTYPE).repeat_interleave(len(splits))
-        heads = train_dpsgd_heads(x, y, sets.repeat(len(levels), 1), n_classes, head_spec, spec, sigma, seed)
-        decisions = np.array([len(val) for _, val in splits])
+        heads = train_dpsgd_heads(x, y, sets.repeat(len(levels), 1), data.n_classes, head_spec, spec, sigma, seed)
+        decisions = data.validation_decisions()
         for e, (eps, noise_multiplier) in enumerate(levels):
             hits = np.array([_correct({k: v[e * len(splits) + f:e * len(splits) + f + 1] for k, v in heads.items()},
                                       x[val], y[val])[0] for f, (_, val) in enumerate(splits)])
