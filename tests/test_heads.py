@@ -178,7 +178,7 @@ def test_a_float32_head_is_trained_in_float32_from_the_float64_start(spec):
 
 
 @pytest.mark.parametrize("batch_size", [None, 7])
-@pytest.mark.parametrize("spec", SPECS[:2], ids=lambda s: f"{s.architecture}-{s.optimizer}")
+@pytest.mark.parametrize("spec", [SPECS[0], SPECS[2]], ids=lambda s: f"{s.architecture}-{s.optimizer}")
 def test_heads_on_sets_equal_separate_trainings_on_each_set(spec, batch_size):
     spec = replace(spec, batch_size=batch_size)
     features, labels = make_data()
@@ -205,7 +205,7 @@ def test_a_head_spec_from_a_file_is_refused_naming_its_bad_field(field, value):
 def test_both_ways_to_a_batchs_logits_train_the_heads_each_set_alone_gives(spec, batch_size, ratio, monkeypatch):
     """A linear head's logits from the pool's (one GEMM, then each head's rows picked) or from its
     gathered rows: the same A_S either way, equal to separate trainings up to rounding. (An MLP
-    always gathers its rows: test_heads_on_sets_equal_separate_trainings_on_each_set.)"""
+    always gathers its rows: test_heads_on_sets_equal_separate_trainings_on_each_set, mlp-adam.)"""
     monkeypatch.setattr(heads, "POOL_LOGITS_RATIO", ratio)
     spec = replace(spec, batch_size=batch_size)
     assert heads.logits_from_pool(spec, N, 17 if batch_size is None else batch_size) == (ratio == 100)

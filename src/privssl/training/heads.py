@@ -237,7 +237,11 @@ def logits_from_pool(spec: HeadSpec, pool_size: int, batch: int) -> bool:
     each head's gathered rows (B × batch × F copied, then a batched product). Only a linear head:
     its product has C columns, so the gather costs more than the product, and the shared GEMM wins
     while the pool is at most POOL_LOGITS_RATIO batches (benchmarks/head_step.py). An MLP's first
-    layer has `hidden` columns: its product dominates, and the pool's is pool / batch times larger."""
+    layer has `hidden` columns: its product dominates, and the pool's is pool / batch times larger.
+    One difference from gathering: a pool row that no head's batch holds still has its loss
+    computed (weighed by 0), so a logit that overflowed to ±inf on such a row makes every head NaN
+    (0 · NaN), where gathering would skip the row; training has then diverged anyway, and the
+    sampler's check_finite refuses the distances."""
     return spec.architecture == "linear" and pool_size <= POOL_LOGITS_RATIO * batch
 
 
