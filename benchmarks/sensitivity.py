@@ -63,6 +63,7 @@ sys.path.insert(0, str(REPO / "src"))
 from privssl.io import pick_device  # noqa: E402
 from privssl.release.random_dp import order_statistic_index  # noqa: E402
 from privssl.release.sensitivity import (  # noqa: E402
+    PopulationSampler,
     leave_one_out_masks,
     pair_distances,
     population_pairs,
@@ -323,7 +324,8 @@ def main() -> None:
     if "population" in samplers:
         sets, _ = population_pairs(pool.shape[0], n, m, args.seed)
         (b_t, b_all, rec), (s_t, s_all, seq_l1) = timed_alternating(
-            lambda: population_sensitivity(spec, pool, pool_labels, n_classes, n, m, rho, gamma, args.seed, chunk),
+            lambda: population_sensitivity(spec, pool, pool_labels, n_classes, n,
+                                           PopulationSampler(m, rho, gamma, args.seed, chunk)),
             lambda: sequential_population(spec, pool, pool_labels, n_classes, sets[:seq_pairs]),
             args.repeats, device, "population")
         batched_l1 = torch.tensor(rec["distances_l1"], dtype=DTYPE)

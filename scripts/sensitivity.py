@@ -16,7 +16,13 @@ from privssl.artefacts.tables import load_tensor_file
 from privssl.artefacts.tuning import parse_checking_choices
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.io import atomic_write_json, pick_device, script_logger
-from privssl.release.sensitivity import SAMPLINGS, order_statistic_index, paper_sensitivity, population_sensitivity
+from privssl.release.sensitivity import (
+    SAMPLINGS,
+    PopulationSampler,
+    order_statistic_index,
+    paper_sensitivity,
+    population_sensitivity,
+)
 from privssl.training.heads import HeadSpec
 
 
@@ -57,8 +63,9 @@ def main() -> None:
         pool, pool_labels = feats["reference"], feats["reference_labels"]
         if len(pool_labels) < n:
             parser.error(f"the reference pool has {len(pool_labels)} records; population sampling needs >= |d| = {n}")
-        record = population_sensitivity(spec, pool.to(device), pool_labels.to(device), feats["n_classes"], n,
-                                        args.m, args.rho, args.gamma, args.seed, args.chunk_size, log.info)
+        sampler = PopulationSampler(args.m, args.rho, args.gamma, args.seed, args.chunk_size)
+        record = population_sensitivity(spec, pool.to(device), pool_labels.to(device), feats["n_classes"], n, sampler,
+                                        log.info)
     else:
         record = paper_sensitivity(spec, feats["finetune"].to(device), feats["finetune_labels"].to(device),
                                    feats["n_classes"], args.m, args.seed, args.chunk_size, log.info)

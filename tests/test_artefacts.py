@@ -42,7 +42,7 @@ from privssl.audit.bounds import hypothesis_test_ceiling, one_run_ceiling
 from privssl.data.splits import LABELLED_SPLITS, SPLITS
 from privssl.io import atomic_write_csv, atomic_write_parquet, pack_decisions
 from privssl.release.certified import CertifiedSpec, certified_sensitivity
-from privssl.release.sensitivity import paper_sensitivity, population_sensitivity
+from privssl.release.sensitivity import PopulationSampler, paper_sensitivity, population_sensitivity
 from privssl.training.heads import HeadSpec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,7 +92,8 @@ def sampled_records() -> dict:
     generator = torch.Generator().manual_seed(1)
     x, y = torch.randn(24, 4, generator=generator, dtype=torch.float64), torch.arange(24) % 3
     spec = HeadSpec(architecture="linear", epochs=20)
-    population = population_sensitivity(spec, x, y, 3, n=8, m=20, rho=0.3, gamma=0.5, seed=0, chunk_size=8)
+    population = population_sensitivity(spec, x, y, 3, n=8,
+                                        sampler=PopulationSampler(20, 0.3, 0.5, seed=0, chunk_size=8))
     paper = paper_sensitivity(spec, x[:8], y[:8], 3, m=6, seed=0, chunk_size=8)
     return {"population": {**population, "pretrain_size": 100}, "paper": {**paper, "pretrain_size": None}}
 

@@ -14,6 +14,7 @@ from warm_scripts import script_python
 
 from privssl.release.random_dp import minimum_pairs, order_statistic_index
 from privssl.release.sensitivity import (
+    PopulationSampler,
     pair_distances,
     paper_sensitivity,
     population_pairs,
@@ -73,8 +74,8 @@ def test_all_records_identical_gives_zero_sensitivity():
     features, labels = make_data()
     record = paper_sensitivity(SPEC, features[:1].expand(N, -1), labels[:1].expand(N), N_CLASSES, m=6, seed=0)
     assert record["delta1"] <= ROUNDING and record["delta2"] <= ROUNDING
-    pool = population_sensitivity(SPEC, features[:1].expand(N, -1), labels[:1].expand(N), N_CLASSES, n=10, m=12,
-                                  rho=0.3, gamma=0.5, seed=0)
+    pool = population_sensitivity(SPEC, features[:1].expand(N, -1), labels[:1].expand(N), N_CLASSES, n=10,
+                                  sampler=PopulationSampler(m=12, rho=0.3, gamma=0.5, seed=0))
     assert pool["delta1"] <= ROUNDING and pool["delta2"] <= ROUNDING
 
 
@@ -146,8 +147,8 @@ def test_population_sensitivity_equals_sequential_trainings(batch_size):
     features, labels = make_data()
     spec = HeadSpec(hidden=6, epochs=15, lr=0.05, batch_size=batch_size)
     n, m, rho, gamma = 9, 16, 0.3, 0.5
-    record = population_sensitivity(spec, features, labels, N_CLASSES, n=n, m=m, rho=rho, gamma=gamma, seed=2,
-                                    chunk_size=5)
+    record = population_sensitivity(spec, features, labels, N_CLASSES, n=n,
+                                    sampler=PopulationSampler(m=m, rho=rho, gamma=gamma, seed=2, chunk_size=5))
     sets, _ = population_pairs(N, n, m, seed=2)
     expected_l1 = []
     for pair in sets:

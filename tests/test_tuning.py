@@ -22,7 +22,7 @@ from privssl.release.certified import CertifiedSpec, certified_sensitivity, fit_
 from privssl.release.dpsgd_batched import train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec
 from privssl.release.protection import head_inputs, protected_heads
-from privssl.release.sensitivity import population_sensitivity
+from privssl.release.sensitivity import PopulationSampler, population_sensitivity
 from privssl.release.tuning_spec import grid_points, tuned_sections, varied_fields
 from privssl.training.heads import HeadSpec, accuracy, flatten, train_heads_on_sets, unflatten
 
@@ -152,7 +152,7 @@ def test_head_scores_after_noise_use_each_points_own_delta_sampled_on_the_pool()
     assert len(rows) == len(points) * (1 + len(methods) * len(eps_grid))
     for p, point in enumerate(points):
         spec = HeadSpec.from_config(point)
-        record = population_sensitivity(spec, x, y, 3, 20, 12, 0.3, 0.5, 11)
+        record = population_sensitivity(spec, x, y, 3, 20, PopulationSampler(12, 0.3, 0.5, seed=11))
         noise_free = sum(round(float(accuracy(train_heads_on_sets(spec, x, y, t[None], 3), x[v], y[v])[0]) * len(v))
                          for t, v in splits)
         assert by[p, "head", math.inf]["correct"] == noise_free

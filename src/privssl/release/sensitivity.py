@@ -14,6 +14,7 @@ function of the private data, so no DP guarantee follows; rows built on it say s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -44,16 +45,33 @@ def population_pairs(pool_size: int, n: int, m: int, seed: int) -> tuple[torch.T
     return sets, substituted
 
 
+@dataclass(frozen=True)
+class PopulationSampler:
+    """Algorithm 2's settings over a public pool: m pairs, the order statistic's ρ and γ, the pairs'
+    seed, and how many pairs train at once (`chunk_size`: memory only, the results do not change)."""
+
+    m: int
+    rho: float
+    gamma: float
+    seed: int
+    chunk_size: int = 128
+
+    @classmethod
+    def from_config(cls, section: dict, seed: int) -> PopulationSampler:
+        """From the config's `sensitivity` section, with the stage's seed."""
+        return cls(section["m"], section["rho"], section["gamma"], seed, section.get("chunk_size", 128))
+
+
 def population_sensitivity(spec: HeadSpec, pool_features: torch.Tensor, pool_labels: torch.Tensor, n_classes: int,
-                           n: int, m: int, rho: float, gamma: float, seed: int, chunk_size: int = 128,
-                           log: Callable[[str], None] | None = None) -> dict:
+                           n: int, sampler: PopulationSampler, log: Callable[[str], None] | None = None) -> dict:
     """Rubinstein & Aldà's sampler over the public pool: the JSON-ready record of Δ̂1, Δ̂2 (each
     the k-th smallest of its m distances), the distances and the random-DP statement.
 
     The 2m heads are trained as batched computations of up to 2·chunk_size heads over the pool's
     shared features (chunking bounds memory only); `log` gets their progress, per epoch of a chunk."""
+    m, rho, gamma, chunk_size = sampler.m, sampler.rho, sampler.gamma, sampler.chunk_size
     k = order_statistic_index(m, rho, gamma)
-    sets, substituted = population_pairs(pool_features.shape[0], n, m, seed)
+    sets, substituted = population_pairs(pool_features.shape[0], n, m, sampler.seed)
     l1, l2 = [], []
     starts = range(0, m, chunk_size)
     progress = _progress(log, f"{2 * m} heads in {len(starts)} chunks, epochs", len(starts) * spec.epochs)

@@ -43,7 +43,7 @@ from privssl.release.certified import CertifiedSpec, certified_sensitivity, fit_
 from privssl.release.dpsgd_batched import train_dpsgd_heads
 from privssl.release.dpsgd_spec import DPSGDSpec, sampling_plan
 from privssl.release.protection import head_inputs, protected_heads
-from privssl.release.sensitivity import population_sensitivity
+from privssl.release.sensitivity import PopulationSampler, population_sensitivity
 from privssl.training.heads import DTYPE, HeadSpec, accuracy, flatten, train_heads_on_sets, unflatten
 
 
@@ -147,8 +147,8 @@ def tune_head(data: TuningFolds, points: list[dict], scoring: NoisyScoring | Non
         if scoring is None or not scoring.methods:
             continue
         # the same pairs (seed) for every point: the points differ by their training only
-        record = population_sensitivity(spec, x, y, data.n_classes, data.train_size, sampler["m"], sampler["rho"],
-                                        sampler["gamma"], scoring.seed, sampler["chunk_size"])
+        record = population_sensitivity(spec, x, y, data.n_classes, data.train_size,
+                                        PopulationSampler.from_config(sampler, scoring.seed))
         hits = {}  # (method, ε) -> correct decisions per fold
         for f, (head, (_, val)) in enumerate(zip(fold_heads, splits)):
             _noisy_hits(hits, head, x[val], y[val], scoring, record, f)
