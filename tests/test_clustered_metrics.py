@@ -240,3 +240,27 @@ def test_metrics_default_to_1000_resamples_at_seed_0_and_refuse_a_nan_threshold(
 def test_hits_outside_0_to_their_member_decisions_are_refused(hits, members):
     with pytest.raises(ValueError, match="hits must be per record between 0 and its member decisions"):
         clustered_rate(hits, members)
+
+
+def test_the_interval_is_the_quantiles_of_each_resamples_pairwise_auc_weighted_by_record_counts():
+    """Each resample draws records with replacement (the module's generator, one chunk here) and
+    weighs every decision by its record's count: its AUC, computed here pair by pair (ties ½), and
+    the percentile interval of those AUCs must be the function's exactly (whole-number sums)."""
+    rng = np.random.default_rng(3)
+    scores, member = np.round(rng.normal(size=(3, 12)), 1), rng.random((3, 12)) < 0.5  # rounding: ties
+    scores[member] += 0.3
+    n_boot, seed = 40, 2
+    draws = np.random.default_rng(seed).integers(0, 12, (n_boot, 12))
+    record = np.broadcast_to(np.arange(12), scores.shape)
+    m_score, m_record = scores[member], record[member]
+    n_score, n_record = scores[~member], record[~member]
+    pair_wins = (m_score[:, None] > n_score[None, :]) + 0.5 * (m_score[:, None] == n_score[None, :])
+    aucs = []
+    for draw in draws:
+        w = np.bincount(draw, minlength=12).astype(float)
+        wm, wn = w[m_record], w[n_record]
+        aucs.append((wm[:, None] * wn[None, :] * pair_wins).sum() / (wm.sum() * wn.sum()))
+    lo, hi = np.nanquantile(aucs, [0.025, 0.975])
+    _, got_lo, got_hi = cluster_bootstrap_auc(scores, member, n_boot=n_boot, seed=seed)
+    assert (got_lo, got_hi) == (lo, hi)
+    assert lo < hi

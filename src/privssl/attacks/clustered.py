@@ -19,10 +19,10 @@ are counted in decisions.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import sparse, stats
 
 from privssl.attacks.repeated import proportion
-from privssl.attacks.statistics import _row_counts, check_confidence, clean_inputs, fpr_label, tpr_at_fpr
+from privssl.attacks.statistics import check_confidence, clean_inputs, fpr_label, tpr_at_fpr
 
 _MAX_BOOT_ELEMENTS = 5_000_000  # weights held in memory at once by the cluster bootstrap
 
@@ -48,30 +48,50 @@ def cluster_bootstrap_auc(scores, is_member, n_boot: int = 1000, seed: int = 0,
     scores, is_member = _layout(scores, is_member)
     records = scores.shape[1]
     record_of = np.broadcast_to(np.arange(records), scores.shape)
-    member_scores, member_records = scores[is_member], record_of[is_member]
+    member_records = record_of[is_member]
     order = np.argsort(scores[~is_member], kind="stable")
     nonmember_scores, nonmember_records = scores[~is_member][order], record_of[~is_member][order]
-    below = np.searchsorted(nonmember_scores, member_scores, side="left")
-    below_or_tied = np.searchsorted(nonmember_scores, member_scores, side="right")
+    below = np.searchsorted(nonmember_scores, scores[is_member], side="left")
+    below_or_tied = np.searchsorted(nonmember_scores, scores[is_member], side="right")
+    # A resample's AUC numerator is ½ Σ_m w[r(m)] (C(below_m) + C(below_or_tied_m)), C(k) the
+    # resampled weight of the k lowest non-member decisions. The members are binned once by those
+    # two ends (a sparse bins × records count matrix), so a chunk's numerators are one sparse
+    # product and one dot per resample, with every array laid out (positions, resamples) so that
+    # the gather and the cumulative sum run along contiguous rows: 0.20 s for 1000 resamples of the
+    # preset's 8 × 4000 decisions, 0.34 s one resample per row with gathers. Every term is a whole
+    # number below 2^53, so the sums are exact in any order: the same values as before, bit for bit.
+    bins = len(nonmember_scores) + 1
+    member_bins = sparse.csr_matrix(
+        (np.ones(2 * len(member_records)), (np.concatenate([below, below_or_tied]), np.tile(member_records, 2))),
+        shape=(bins, records))
+    member_count = np.bincount(member_records, minlength=records).astype(float)
+    nonmember_count = np.bincount(nonmember_records, minlength=records).astype(float)
 
-    def auc_of(weights: np.ndarray) -> np.ndarray:
-        """AUC per row of record weights (B, records)."""
-        member_w, nonmember_w = weights[:, member_records], weights[:, nonmember_records]
-        cumulative = np.concatenate([np.zeros((len(weights), 1)), np.cumsum(nonmember_w, axis=1)], axis=1)
-        wins = 0.5 * (member_w * (cumulative[:, below] + cumulative[:, below_or_tied])).sum(1)
-        return wins / (member_w.sum(1) * nonmember_w.sum(1))
+    def auc_of(by_record: np.ndarray) -> np.ndarray:
+        """AUC per column of record weights (records, B)."""
+        cumulative = np.zeros((bins, by_record.shape[1]))
+        np.cumsum(np.take(by_record, nonmember_records, axis=0), axis=0, out=cumulative[1:])
+        wins = 0.5 * np.einsum("kb,kb->b", cumulative, member_bins @ by_record)
+        return wins / ((member_count @ by_record) * (nonmember_count @ by_record))
 
-    point = float(auc_of(np.ones((1, records)))[0])
+    point = float(auc_of(np.ones((records, 1)))[0])
     rng = np.random.default_rng(seed)
     chunk = max(1, _MAX_BOOT_ELEMENTS // scores.size)
     aucs = []
     for start in range(0, int(n_boot), chunk):
         size = min(chunk, int(n_boot) - start)
-        weights = _row_counts(rng.integers(0, records, (size, records)), records).astype(float)
-        aucs.append(auc_of(weights))
+        aucs.append(auc_of(_column_counts(rng.integers(0, records, (size, records)), records)))
     values = np.concatenate(aucs)
     lo, hi = np.nanquantile(values, [alpha / 2, 1 - alpha / 2])  # a resample without a member is NaN
     return point, float(lo), float(hi)
+
+
+def _column_counts(draws: np.ndarray, n: int) -> np.ndarray:
+    """(n, resamples) float counts of each value 0..n−1 in each row of `draws` (resamples, k): the
+    transpose of statistics._row_counts, built in the layout auc_of reads."""
+    resamples = draws.shape[0]
+    return np.bincount((draws * resamples + np.arange(resamples)[:, None]).ravel(),
+                       minlength=n * resamples).reshape(n, resamples).astype(float)
 
 
 def clustered_rate(hits, members, confidence: float = 0.95) -> tuple[float, float, float]:
