@@ -37,10 +37,12 @@ SHAPES = {  # name: (heads, rows, inner width, classes, the inner activations co
 
 
 def step(product, x_leaf: torch.Tensor, w: torch.Tensor, upstream: torch.Tensor, relu: bool):
-    """One forward and backward through the product (after a ReLU where the MLP has one)."""
+    """One forward and backward through the product (after a ReLU where the MLP has one). The
+    gradient reaches the product as in training: the cross-entropy reads the logits as (B, C, N),
+    so `upstream` is (B, C, N) and the product's gradient its transposed view."""
     x = torch.relu(x_leaf) if relu else x_leaf
     out = product(x, w)
-    return torch.autograd.grad((out * upstream).sum(), (x_leaf, w) if relu else (w,))
+    return torch.autograd.grad((out.transpose(1, 2) * upstream).sum(), (x_leaf, w) if relu else (w,))
 
 
 def main() -> None:
@@ -56,7 +58,7 @@ def main() -> None:
         for dtype in (torch.float32, torch.float64):
             x = torch.randn(heads, rows, width, generator=generator, dtype=dtype).requires_grad_(relu)
             w = torch.randn(heads, width, classes, generator=generator, dtype=dtype).requires_grad_()
-            upstream = torch.randn(heads, rows, classes, generator=generator, dtype=dtype)
+            upstream = torch.randn(heads, classes, rows, generator=generator, dtype=dtype)
             ways = {"plain": torch.bmm, "class_product": class_product}
             results = {k: step(f, x, w, upstream, relu) for k, f in ways.items()}
             diff = max(float((a - b).abs().max() / a.abs().max()) for a, b in zip(*results.values()))
