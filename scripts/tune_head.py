@@ -16,7 +16,7 @@ from privssl.cli import tuning_parser
 from privssl.io import script_logger
 from privssl.release import tuning
 from privssl.release.methods import output_perturbation_methods, release_method
-from privssl.release.sensitivity import order_statistic_index
+from privssl.release.sensitivity import PopulationSampler, order_statistic_index
 from privssl.release.tuning_spec import checked_points, varied_fields
 from privssl.release.tuning_table import grid_table, write_choice
 from privssl.training.heads import HeadSpec
@@ -38,8 +38,8 @@ def main() -> None:
     data = load_tuning_folds(args.features, args.config, args.seed, log.info)
     scoring = tuning.NoisyScoring(tuple(family), tuple(protect["eps"]), protect["delta"], protect["repeats"], args.seed)
     start = time.perf_counter()
-    rows = tuning.tune_head(data, points, scoring, sampler, log=log.info,
-                            precision=args.config["tuning"].get("head_precision"))
+    rows = tuning.tune_head(data, points, scoring, PopulationSampler.from_config(sampler, args.seed),
+                            log=log.info, precision=args.config["tuning"].get("head_precision"))
     chosen = tuning.least_regret_point(rows) if family else tuning.best_point(rows, math.inf)
     write_choice(args.out_dir, "head", grid_table(rows, points, varied_fields(args.config, "head"),
                                                   lambda r: r["point"] == chosen), points[chosen])

@@ -144,7 +144,7 @@ def test_head_scores_after_noise_use_each_points_own_delta_sampled_on_the_pool()
     splits = tuning.folds(80, 20, 2, seed=3)
     points = [{"architecture": "linear", "optimizer": "sgd", "epochs": 30, "lr": lr, "weight_decay": 1e-2}
               for lr in (0.05, 0.5)]
-    sampler = {"m": 12, "rho": 0.3, "gamma": 0.5, "chunk_size": 5}
+    sampler = PopulationSampler(m=12, rho=0.3, gamma=0.5, seed=11, chunk_size=5)
     methods, eps_grid, draws = ("alm", "gaussian_analytic"), (0.5, 50.0), 3
     rows = tuning.tune_head(tuning.TuningFolds(x, y, 3, splits), points,
                             tuning.NoisyScoring(methods, eps_grid, 1e-5, draws, seed=11), sampler)

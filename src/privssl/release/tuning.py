@@ -76,6 +76,7 @@ class TuningFolds:
         return len(self.splits[0][0])
 
     def validation_decisions(self) -> np.ndarray:
+        """Each fold's number of validation records: its noise-free decisions."""
         return np.array([len(val) for _, val in self.splits])
 
 
@@ -117,13 +118,13 @@ def _noisy_hits(hits: dict, head: dict[str, torch.Tensor], queries: torch.Tensor
 
 
 def tune_head(data: TuningFolds, points: list[dict], scoring: NoisyScoring | None = None,
-              sampler: dict | None = None, log: Callable[[str], None] | None = None,
+              sampler: PopulationSampler | None = None, log: Callable[[str], None] | None = None,
               precision: str | None = None) -> list[dict]:
     """Validation accuracy of A_S at every point: noise-free (method `head`, ε = ∞; one batched
     training per point, its folds stacked) and, given `scoring`, released by each of its
-    output-perturbation methods at each ε with the noise of the point's own Δ: `sampler` ({m, rho,
-    gamma, chunk_size}) samples it on (x, y), the public pool, with data sets of |d| = the folds'
-    size, from the pairs of `scoring.seed`.
+    output-perturbation methods at each ε with the noise of the point's own Δ: `sampler` samples
+    it on (x, y), the public pool, with data sets of |d| = the folds' size (the same pairs for
+    every point).
 
     `precision` (config `tuning.head_precision`): the arithmetic of each point's sampled Δ (its 2m
     trainings, most of the tuning's time), whatever the point's own; None keeps the point's. The
@@ -147,8 +148,7 @@ def tune_head(data: TuningFolds, points: list[dict], scoring: NoisyScoring | Non
         if scoring is None or not scoring.methods:
             continue
         # the same pairs (seed) for every point: the points differ by their training only
-        record = population_sensitivity(spec, x, y, data.n_classes, data.train_size,
-                                        PopulationSampler.from_config(sampler, scoring.seed))
+        record = population_sensitivity(spec, x, y, data.n_classes, data.train_size, sampler)
         hits = {}  # (method, ε) -> correct decisions per fold
         for f, (head, (_, val)) in enumerate(zip(fold_heads, splits)):
             _noisy_hits(hits, head, x[val], y[val], scoring, record, f)
