@@ -40,7 +40,7 @@ rule lira_heads:
 
 rule lira:
     """LiRA and the loss attack, adaptive and not, against one method's releases of the target
-    heads; metrics with intervals, ROC curves and the hypothesis-test audit."""
+    heads; metrics with intervals, every decision's score and the hypothesis-test audit."""
     wildcard_constraints:
         target=one_of(AUDITED),
     input:
@@ -48,10 +48,11 @@ rule lira:
         **tuned_inputs("head"),
         script=script("lira.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+        splits=f"{RESULTS}/{{dataset}}/splits.json",
         heads=lambda w: f"{RESULTS}/{w.dataset}/attack/lira/heads_{lira_head_kind(w.target)}.pt",
     output:
         csv=f"{RESULTS}/{{dataset}}/attack/lira/{{target}}.csv",
-        roc=f"{RESULTS}/{{dataset}}/attack/lira/roc_{{target}}.csv.gz",
+        scores=f"{RESULTS}/{{dataset}}/attack/lira/scores_{{target}}.parquet",
         audit=f"{RESULTS}/{{dataset}}/audit/hypothesis_test_{{target}}.csv",
     params:
         choices=choice_config("head"),
@@ -88,10 +89,10 @@ rule lira:
         ENV
     shell:
         "python {input.script:q} --dataset {wildcards.dataset} --method {wildcards.target} --features {input.features:q}"
-        " --heads {input.heads:q} {params.release} {params.head}"
+        " --splits {input.splits:q} --heads {input.heads:q} {params.release} {params.head}"
         " --attacks {params.attacks} --population {params.population} --rmia-gamma {params.gamma}"
         " --fpr {params.fpr} --bootstrap {params.bootstrap} --confidence {params.confidence} --delta {params.delta} --seed {params.seed} --out-csv {output.csv:q}"
-        " --out-roc {output.roc:q} --out-audit {output.audit:q} {params.threads_option} {params.expect} {params.choices} 2> {log:q}"
+        " --out-scores {output.scores:q} --out-audit {output.audit:q} {params.threads_option} {params.expect} {params.choices} 2> {log:q}"
 
 
 rule lira_references:
@@ -258,23 +259,21 @@ rule audit_one_run:
 
 
 rule membership_tables:
-    """One dataset's LiRA metrics, ROC curves and audit rows, each in one tidy file."""
+    """One dataset's LiRA metrics and audit rows, each in one tidy file (the per-record scores stay
+    one file per method: the figure reads a few rows of each)."""
     input:
         script=script("merge_csv.py"),
         lira=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/{{target}}.csv", target=AUDITED),
-        roc=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/roc_{{target}}.csv.gz", target=AUDITED),
         audit=expand(f"{RESULTS}/{{{{dataset}}}}/audit/hypothesis_test_{{target}}.csv", target=AUDITED)
         + [f"{RESULTS}/{{dataset}}/audit/one_run.csv"]
         + ([f"{RESULTS}/{{dataset}}/audit/canary_dpsgd.csv"] if "dpsgd" in MECHANISMS else [])
         + ([f"{RESULTS}/{{dataset}}/audit/crafted_pair_certified.csv"] if CERTIFIED_METHODS else []),
     output:
         lira=f"{RESULTS}/{{dataset}}/lira.csv",
-        roc=f"{RESULTS}/{{dataset}}/roc.csv.gz",
         audit=f"{RESULTS}/{{dataset}}/audit.csv",
     params:
         library=library("merge_csv.py"),
         lira=lambda w: expect(grid("lira", "attack/lira/{target}.csv", [w.dataset], AUDITED)),
-        roc=lambda w: expect(grid("lira", "attack/lira/roc_{target}.csv.gz", [w.dataset], AUDITED)),
         audit=lambda w: expect(
             grid("hypothesis_test_audit", "audit/hypothesis_test_{target}.csv", [w.dataset], AUDITED),
             grid("one_run_audit", "audit/one_run.csv", [w.dataset]),
@@ -288,7 +287,6 @@ rule membership_tables:
         ENV
     shell:
         "(python {input.script:q} --table lira --out {output.lira:q} {input.lira:q} {params.lira}"
-        " && python {input.script:q} --table roc --out {output.roc:q} {input.roc:q} {params.roc}"
         " && python {input.script:q} --table audit --out {output.audit:q} {input.audit:q} {params.audit}) 2> {log:q}"
 
 
@@ -298,7 +296,7 @@ rule audit_figures:
     input:
         script=script("plot_audit.py"),
         lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
-        roc=expand(f"{RESULTS}/{{dataset}}/roc.csv.gz", dataset=DATASETS),
+        scores=expand(f"{RESULTS}/{{dataset}}/attack/lira/scores_{{target}}.parquet", dataset=DATASETS, target=AUDITED),
         audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
         references=expand(f"{RESULTS}/{{dataset}}/attack/lira/references.csv", dataset=DATASETS),
     output:
@@ -315,7 +313,7 @@ rule audit_figures:
         library=library("plot_audit.py"),
         expect=expect(
             grid("lira", "lira.csv", DATASETS),
-            grid("lira", "roc.csv.gz", DATASETS),
+            grid("lira", "attack/lira/scores_{target}.parquet", DATASETS, AUDITED),
             grid("audit", "audit.csv", DATASETS),
             grid("lira_references", "attack/lira/references.csv", DATASETS),
         ),
@@ -325,7 +323,7 @@ rule audit_figures:
     conda:
         ENV
     shell:
-        "python {input.script:q} --lira {input.lira:q} --roc {input.roc:q} --audit {input.audit:q}"
+        "python {input.script:q} --lira {input.lira:q} --scores {input.scores:q} --audit {input.audit:q}"
         " --references {input.references:q} --fig4 {output.fig4_png:q} {output.fig4_pdf:q}"
         " --fig5 {output.fig5_png:q} {output.fig5_pdf:q} --fig-references {output.references_png:q} {output.references_pdf:q}"
         " --md-references {output.references_md:q} {params.expect} 2> {log:q}"

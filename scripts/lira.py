@@ -7,8 +7,9 @@ the pool, with the N shadow heads (none of which is a target). Attacks: LiRA onl
 with per-candidate or global variance, and the loss attack. Each runs twice for a noisy method:
 adaptive (the shadows released by the same mechanism at the same ε) and non-adaptive (clean
 shadows). Writes per (ε, attack, adaptive): metrics with intervals over the T × pool decisions,
-the ROC curve, and the audit row (threshold chosen on half of the candidates, Clopper–Pearson
-bound on the other half).
+every decision's score (a Parquet line per target head and candidate, the candidate by its
+image's index in the pool), and the audit row (threshold chosen on half of the candidates,
+Clopper–Pearson bound on the other half).
 
 RMIA (privssl.attacks.rmia) uses the same shadow heads as its reference heads and the attacker's
 population split (`--population`, records in no head) as its z; its offline a and each variant's
@@ -23,7 +24,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privssl.artefacts.image import FEATURES, UTILITY, load_lira_heads, load_release
+from privssl.artefacts.image import (
+    FEATURES,
+    UTILITY,
+    lira_score_table,
+    load_image_splits,
+    load_lira_heads,
+    load_release,
+)
 from privssl.artefacts.tables import expected_of, load_csv_file, load_tensor_file
 from privssl.artefacts.tuning import parse_checking_choices
 from privssl.attacks.adaptive import head_kind, release_like_victim
@@ -33,26 +41,16 @@ from privssl.attacks.mia import best_threshold, metric_scores
 from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
 from privssl.attacks.reference_attacks import References, fit_rmia, reference_scores
 from privssl.attacks.rmia import label_probability
-from privssl.attacks.statistics import roc
 from privssl.audit.audit_names import BLACK_BOX
 from privssl.audit.bounds import each_rate, epsilon_lower_bound_split_clustered
 from privssl.cli import expect_argument, json_object, thread_count
 from privssl.data.splits import LABELLED_SPLITS
-from privssl.io import Progress, atomic_write_csv, script_logger
+from privssl.io import Progress, atomic_write_csv, atomic_write_parquet, script_logger
 from privssl.release.methods import METHODS, substitution_claim
 from privssl.release.protection import head_inputs
 from privssl.training.heads import HeadSpec, head_logits, unflatten
 
 ATTACKS = (*REFERENCE_ATTACKS, *METRIC_ATTACKS)
-
-
-def corners(fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
-    """Indices of the ROC points that are not inside a horizontal or vertical run: the step curve
-    through them is the full curve, at a fraction of the rows."""
-    keep = np.ones(len(fpr), dtype=bool)
-    inner = ((fpr[:-2] == fpr[1:-1]) & (fpr[1:-1] == fpr[2:])) | ((tpr[:-2] == tpr[1:-1]) & (tpr[1:-1] == tpr[2:]))
-    keep[1:-1] = ~inner
-    return np.flatnonzero(keep)
 
 
 def releases_of(method: str, heads: dict, release: dict | None, feats: dict, args,
@@ -72,6 +70,7 @@ def parse_arguments() -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--method", required=True, choices=("none", *METHODS))
     parser.add_argument("--features", required=True)
+    parser.add_argument("--splits", required=True, help="the data rule's splits.json: each candidate's pool index")
     parser.add_argument("--heads", required=True, help="clean shadow and target heads (lira_heads rule)")
     parser.add_argument("--release", default=None, help="the method's release file (protect rules); not for none")
     parser.add_argument("--utility", default=None, help="the method's utility CSV (its guarantee kinds)")
@@ -86,7 +85,8 @@ def parse_arguments() -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     parser.add_argument("--delta", type=float, required=True, help="δ of the (ε, δ) methods")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-csv", required=True)
-    parser.add_argument("--out-roc", required=True)
+    parser.add_argument("--out-scores", required=True,
+                        help="output: scores.parquet, every decision's score (artefacts.image.LIRA_SCORES)")
     parser.add_argument("--out-audit", required=True)
     parser.add_argument("--threads", type=thread_count, default=None)
     expect_argument(parser)
@@ -154,10 +154,19 @@ class Queries:
         return fit_rmia(References(self.logits(flat), self.shadow_in, self.population(flat)), self.y, self.rmia_gamma)
 
 
-def read_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[dict, dict, dict | None, dict]:
-    """The features, the clean heads, the method's release (None for `none`) and its guarantee kind
-    per ε ({} without --utility); RMIA's population checked to be in no head."""
+def read_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple:
+    """The features, the clean heads, the method's release (None for `none`), its guarantee kind
+    per ε ({} without --utility) and each split's pool indices; RMIA's population checked to be in
+    no head."""
     feats = load_tensor_file(args.features, FEATURES)
+    splits = load_image_splits(args.splits)
+    if splits["dataset"] != args.dataset:
+        parser.error(f"--splits {args.splits} is the split of {splits['dataset']}; allowed: that of {args.dataset}")
+    # the encode rule wrote split s's features in splits.json's order: row i is pool image splits[s][i]
+    sizes = {s: (len(feats[s]), len(splits["splits"][s])) for s in LABELLED_SPLITS}
+    if any(a != b for a, b in sizes.values()):
+        parser.error(f"--features and --splits disagree on the splits' sizes (features, splits.json): {sizes}; "
+                     f"allowed: the features encoded from these splits")
     heads = load_lira_heads(args.heads, len(feats["finetune_labels"]), expected_of(args.expect, args.heads))
     release = load_release(args.release, args.method, expected_of(args.expect, args.release)) if args.release else None
     kinds = {}
@@ -167,7 +176,7 @@ def read_inputs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tu
     if any(a in RMIA_ATTACKS for a in args.attacks) and args.population in heads["pool"]:
         parser.error(f"--population {args.population} is a split of the candidate pool {heads['pool']}; allowed: a "
                      f"split in no head ({', '.join(s for s in LABELLED_SPLITS if s not in heads['pool'])})")
-    return feats, heads, release, kinds
+    return feats, heads, release, kinds, splits["splits"]
 
 
 def attacker_queries(feats: dict, heads: dict, x: torch.Tensor, y: torch.Tensor, shadow_in: torch.Tensor,
@@ -179,13 +188,6 @@ def attacker_queries(feats: dict, heads: dict, x: torch.Tensor, y: torch.Tensor,
         z, z_labels = candidate_pool(feats, [args.population])
         z = head_inputs(z.double(), heads["clip_norm"])
     return Queries(heads["shapes"], x, y, shadow_in, z, z_labels, args.rmia_gamma)
-
-
-def roc_curve(key: dict, scores: np.ndarray, is_member: np.ndarray) -> pd.DataFrame:
-    """The attack's ROC curve over the T × pool decisions, at its corners."""
-    fpr, tpr, _ = roc(scores, is_member)
-    kept = corners(fpr, tpr)
-    return pd.DataFrame({**key, "fpr": fpr[kept], "tpr": tpr[kept]})
 
 
 def audit_row(key: dict, scores: np.ndarray, is_member: np.ndarray, select: np.ndarray, candidate: np.ndarray,
@@ -206,13 +208,13 @@ def attack_releases(args: argparse.Namespace, queries: Queries, released: torch.
                     clean: References, target_in: torch.Tensor, pool_size: int, kinds: dict,
                     log: Callable[..., None]) -> tuple[list, list, list]:
     """Every attack against the targets released at every ε, adaptive and (for a noisy method) not:
-    the metrics rows, the ROC curves and the audit rows."""
+    the metrics rows, each row's scores (T × pool, target-major) and the audit rows."""
     n_shadows = len(queries.shadow_in)
     is_member = target_in.reshape(-1).numpy()
     select, candidate = audit_split(pool_size, target_in.shape[0], args.seed)
     per_rate = each_rate(args.confidence)  # FPR and FNR each, so that both hold jointly at c (union bound)
     variants = [True] if args.method == "none" else [True, False]
-    rows, roc_rows, audit_rows = [], [], []
+    rows, scores_of_rows, audit_rows = [], [], []
     # a few ε only: an attack's bootstrapped metrics are the unit
     progress = Progress(log, "attacks (ε × adaptive × attack)", len(eps_grid) * len(variants) * len(args.attacks))
     for e, eps in enumerate(eps_grid):
@@ -233,13 +235,13 @@ def attack_releases(args: argparse.Namespace, queries: Queries, released: torch.
                              "rmia_a": references.rmia_a if attack in RMIA_ATTACKS else float("nan"),
                              **clustered_membership_metrics(scores.numpy(), target_in.numpy(), threshold,
                                                             tuple(args.fpr), n_boot=args.bootstrap, seed=args.seed)})
-                roc_rows.append(roc_curve(key, flat_scores, is_member))
+                scores_of_rows.append(flat_scores)
                 audit_rows.append(audit_row(key, flat_scores, is_member, select, candidate, claim, per_rate,
                                             kinds.get(eps, "none")))
                 progress.advance()
         log("%s eps %g: AUC per attack (adaptive) %s", args.method, eps,
             {r["attack"]: round(r["auc"], 4) for r in rows[-len(args.attacks) * len(variants):] if r["adaptive"]})
-    return rows, roc_rows, audit_rows
+    return rows, scores_of_rows, audit_rows
 
 
 def main() -> None:
@@ -247,17 +249,18 @@ def main() -> None:
     log = script_logger("lira")
     if args.threads:
         torch.set_num_threads(args.threads)
-    feats, heads, release, kinds = read_inputs(args, parser)
+    feats, heads, release, kinds, splits = read_inputs(args, parser)
     x, y = candidate_pool(feats, heads["pool"])
     released, eps_grid = releases_of(args.method, heads, release, feats, args, log.info)
     n_shadows = heads["shadows"]
     inside = membership(heads["sets"], heads["pool_size"])  # (B, N)
     queries = attacker_queries(feats, heads, x, y, inside[:n_shadows], args)
     clean = queries.references(heads["flat"][:n_shadows])
-    rows, roc_rows, audit_rows = attack_releases(args, queries, released, eps_grid, clean, inside[n_shadows:],
-                                                 heads["pool_size"], kinds, log.info)
+    rows, scores, audit_rows = attack_releases(args, queries, released, eps_grid, clean, inside[n_shadows:],
+                                               heads["pool_size"], kinds, log.info)
     atomic_write_csv(pd.DataFrame(rows), args.out_csv)
-    atomic_write_csv(pd.concat(roc_rows, ignore_index=True), args.out_roc)
+    atomic_write_parquet(lira_score_table(rows, scores, inside[n_shadows:].numpy(), heads["pool"], splits),
+                         args.out_scores)
     atomic_write_csv(pd.DataFrame(audit_rows), args.out_audit)
 
 

@@ -10,12 +10,12 @@ import argparse
 import pandas as pd
 
 from privssl.artefacts.graphs import LINK_PROTECTION
-from privssl.artefacts.image import AUDIT, LIRA, MIA, ROC, UTILITY
+from privssl.artefacts.image import AUDIT, LIRA, MIA, UTILITY
 from privssl.artefacts.tables import expected_of, load_csv_file
 from privssl.cli import expect_argument
 from privssl.io import atomic_write_csv, script_logger
 
-TABLES = {"utility": UTILITY, "mia": MIA, "lira": LIRA, "roc": ROC, "audit": AUDIT, "link_protection": LINK_PROTECTION}
+TABLES = {"utility": UTILITY, "mia": MIA, "lira": LIRA, "audit": AUDIT, "link_protection": LINK_PROTECTION}
 
 
 def main() -> None:

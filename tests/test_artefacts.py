@@ -25,9 +25,10 @@ from privssl.artefacts.image import (
     AUDIT,
     FEATURES,
     HEAD,
+    LIRA_SCORES,
     MIA,
-    ROC,
     UTILITY,
+    lira_score_table,
     load_image_splits,
     load_lira_heads,
     load_release,
@@ -386,12 +387,28 @@ def test_only_the_clean_head_has_no_epsilon(tmp_path):
 
 
 def test_a_truncated_gzip_table_is_refused(tmp_path):
-    frame = pd.DataFrame({"dataset": "digits", "method": "none", "eps": math.nan, "attack": "loss", "adaptive": True,
-                          "fpr": [0.0, 0.5, 1.0], "tpr": [0.0, 0.7, 1.0]})
-    path = write_csv(frame, tmp_path / "roc.csv.gz")
-    assert len(load_csv_file(path, ROC)) == 3
+    frame = mia_rows()
+    path = write_csv(frame, tmp_path / "mia.csv.gz")
+    assert len(load_csv_file(path, MIA)) == len(frame)
     path.write_bytes(path.read_bytes()[:-12])  # a gzip stream cut short
-    assert "not readable" in refused(path, None, load_csv_file, ROC)
+    assert "not readable" in refused(path, None, load_csv_file, MIA)
+
+
+def lira_scores(attacks=("loss", "lira_online")) -> pd.DataFrame:
+    """Per-record scores as the lira rule writes them: 2 target heads × 4 candidates per attack."""
+    return pd.concat([pd.DataFrame({"dataset": "digits", "method": "none", "eps": math.nan, "attack": attack,
+                                    "adaptive": True, "target": np.repeat([0, 1], 4),
+                                    "split": np.tile(["finetune", "finetune", "nonmember", "nonmember"], 2),
+                                    "record": np.tile([8, 3, 5, 0], 2), "member": [True, False] * 4,
+                                    "score": np.linspace(-1, 1, 8)}) for attack in attacks], ignore_index=True)
+
+
+def test_a_truncated_parquet_table_is_refused(tmp_path):
+    path = tmp_path / "scores.parquet"
+    atomic_write_parquet(lira_scores(), path)
+    pd.testing.assert_frame_equal(load_csv_file(path, LIRA_SCORES), lira_scores())
+    path.write_bytes(path.read_bytes()[:-12])  # the footer, where Parquet keeps its schema, lost
+    assert "not readable" in refused(path, None, load_csv_file, LIRA_SCORES)
 
 
 # --------------------------------------------------------------------------------- the scripts
@@ -467,16 +484,43 @@ def test_a_free_column_of_the_grid_takes_any_value_but_the_rest_must_be_complete
         lost, "dataset, mechanism, eps, repeat", load_csv_file, UTILITY, grid)
 
 
-def test_a_roc_table_has_one_curve_per_key_of_the_grid(tmp_path):
-    curve = {"fpr": [0.0, 0.5, 1.0], "tpr": [0.0, 0.7, 1.0]}
-    frame = pd.concat([pd.DataFrame({"dataset": "digits", "method": "none", "eps": math.nan, "attack": attack,
-                                     "adaptive": True, **curve}) for attack in ("loss", "lira_online")])
+def test_lira_score_table_gives_each_score_its_row_head_record_and_membership(tmp_path):
+    splits = {"finetune": [8, 3, 5], "nonmember": [0, 9], "shadow": [1, 2]}
+    pool = ["finetune", "nonmember"]  # 5 candidates; the shadow split is in no head
+    target_in = np.array([[1, 0, 1, 0, 1], [0, 1, 1, 1, 0]], dtype=bool)  # 2 target heads
+    rows = [{"dataset": "digits", "method": "alm", "eps": eps, "attack": attack, "adaptive": adaptive}
+            for eps in (1.0, 10.0) for attack in ("loss", "lira_online") for adaptive in (False, True)]
+    rng = np.random.default_rng(0)
+    scores = [rng.normal(size=10) for _ in rows]
+    table = lira_score_table(rows, scores, target_in, pool, splits)
+    candidates = [("finetune", 8), ("finetune", 3), ("finetune", 5), ("nonmember", 0), ("nonmember", 9)]
+    expected = [{**row, "target": t, "split": split, "record": record, "member": bool(target_in[t, i]),
+                 "score": scores[r][t * 5 + i]}
+                for r, row in enumerate(rows) for t in range(2) for i, (split, record) in enumerate(candidates)]
+    assert table.astype(object).to_dict("records") == expected
+    path = tmp_path / "scores_alm.parquet"
+    atomic_write_parquet(table, path)
+    grid = [{"dataset": ["digits"], "method": ["alm"], "adaptive": [False, True], "eps": [1.0, 10.0],
+             "attack": ["loss", "lira_online"]}]
+    read = load_csv_file(path, LIRA_SCORES, grid)
+    assert read.astype(object).to_dict("records") == expected
+    with pytest.raises(ValueError, match="score vectors"):
+        lira_score_table(rows, scores[:-1], target_in, pool, splits)
+    with pytest.raises(ValueError, match="candidates"):
+        lira_score_table(rows, scores, target_in, ["finetune"], splits)  # 3 candidates, not 5
+
+
+def test_per_record_scores_have_many_lines_per_key_of_the_grid(tmp_path):
     grid = [{"dataset": ["digits"], "method": ["none"], "eps": [None], "attack": ["loss", "lira_online"],
              "adaptive": [True]}]
-    load_csv_file(write_csv(frame, tmp_path / "roc.csv.gz"), ROC, grid)
-    one = write_csv(frame[frame.attack == "loss"], tmp_path / "one.csv.gz")
+    atomic_write_parquet(lira_scores(), tmp_path / "scores.parquet")
+    load_csv_file(tmp_path / "scores.parquet", LIRA_SCORES, grid)
+    atomic_write_parquet(lira_scores(("loss",)), tmp_path / "one.parquet")
     assert "attack: lira_online, adaptive: True} is missing" in refused(
-        one, "dataset, method, eps, attack, adaptive", load_csv_file, ROC, grid)
+        tmp_path / "one.parquet", "dataset, method, eps, attack, adaptive", load_csv_file, LIRA_SCORES, grid)
+    wrong = lira_scores().assign(split="pretrain")  # pre-training images are no LiRA candidate
+    atomic_write_parquet(wrong, tmp_path / "wrong.parquet")
+    refused(tmp_path / "wrong.parquet", "split", load_csv_file, LIRA_SCORES)
 
 
 def test_several_tables_each_need_their_grid(tmp_path):

@@ -120,14 +120,14 @@ def test_a_curve_table_names_the_key_without_a_line(tmp_path):
 def test_a_curve_table_is_checked_by_its_keys(tmp_path):
     # many rows per key (points of a curve): each key's rows together are one row of the grid
     curves = pd.concat([rows().assign(auc=a) for a in (0.0, 0.5, 1.0)], ignore_index=True)
-    schema = {**SCHEMA, "curves": True}
+    schema = {**SCHEMA, "many_rows_per_key": True}
     schema.pop("grid")
     load_csv_file(write(curves, tmp_path / "c.csv"), schema, BLOCKS)
     short = curves[~((curves.method == "none") & (curves.attack == "lira") & (curves.repeat == 0))]
     message = refusal(write(short, tmp_path / "s.csv"), COLUMNS, load_csv_file, schema, BLOCKS)
     assert "the row {method: none, attack: lira, eps: NaN, repeat: 0} is missing (11 rows of the 12" in message
-    schema.pop("curves")
-    with pytest.raises(ArtefactError, match="on line 14 repeats line 2"):  # without `curves`, a curve repeats its key
+    schema.pop("many_rows_per_key")
+    with pytest.raises(ArtefactError, match="on line 14 repeats line 2"):  # one row per key: a curve repeats its key
         load_csv_file(tmp_path / "c.csv", schema, BLOCKS)
 
 
@@ -254,7 +254,7 @@ def test_a_reader_refuses_a_file_it_was_given_no_grid_for_before_reading_any(tmp
 def test_a_curve_outside_the_grid_is_named_without_a_line(tmp_path):
     curves = pd.concat([rows().assign(auc=a) for a in (0.0, 1.0)], ignore_index=True)
     curves.loc[curves.repeat == 1, "attack"] = "lira"  # (alm, lira) is in no block
-    schema = {name: spec for name, spec in SCHEMA.items() if name != "grid"} | {"curves": True}
+    schema = {name: spec for name, spec in SCHEMA.items() if name != "grid"} | {"many_rows_per_key": True}
     message = refusal(write(curves, tmp_path / "c.csv"), COLUMNS, load_csv_file, schema, BLOCKS)
     assert "the row {method: alm, attack: lira, eps: 1, repeat: 1} is not in the config's grid (expected" in message
 

@@ -3,8 +3,8 @@ matplotlib artists: figure5 circles in red exactly the audited points above y = 
 claimed ε, strictly), using the strongest attack per (method, ε, audit) and skipping the
 unprotected head and ∞ (no) claims, and draws each drawn point's ceiling; strongest_attacks keeps,
 per (dataset, method, ε), the adaptive attack with the highest TPR at the numerically lowest FPR
-level, ties to the higher AUC. The expected sets are computed here by plain loops over the rows,
-not by the module's pandas code."""
+level, ties to the higher AUC; roc_curves draws each lira.csv row's ROC from its per-record scores.
+The expected sets are computed here by plain loops over the rows, not by the module's pandas code."""
 
 import math
 
@@ -19,7 +19,7 @@ from matplotlib.colors import to_rgba  # noqa: E402
 
 from privssl.artefacts.image import AUDIT  # noqa: E402
 from privssl.artefacts.tables import load_csv_files  # noqa: E402
-from privssl.reports.audit_plots import figure5, strongest_attacks  # noqa: E402
+from privssl.reports.audit_plots import figure5, roc_curves, strongest_attacks  # noqa: E402
 
 DELTA = 1e-5
 # (dataset, method, eps, claimed ε, audit, {attack: audited lower bound})
@@ -209,3 +209,50 @@ def test_strongest_attacks_picks_the_highest_tpr_at_the_lowest_fpr_then_auc():
 def test_strongest_attacks_refuses_a_table_without_tpr_columns():
     with pytest.raises(ValueError, match="tpr_at_"):
         strongest_attacks(lira_rows().drop(columns=["tpr_at_2pct_fpr", "tpr_at_10pct_fpr"]))
+
+
+def scores_of(method: str, eps: float, attack: str, member, score) -> pd.DataFrame:
+    return pd.DataFrame({"dataset": "toy", "method": method, "eps": eps, "attack": attack, "adaptive": True,
+                         "member": member, "score": score})
+
+
+def tpr_at(fpr_level: float, member: np.ndarray, score: np.ndarray) -> float:
+    """The best TPR at FPR ≤ fpr_level, by trying every threshold (flagged: score ≥ threshold)."""
+    best = 0.0
+    for threshold in np.concatenate([np.unique(score), [np.inf]]):
+        flagged = score >= threshold
+        if flagged[~member].mean() <= fpr_level:
+            best = max(best, flagged[member].mean())
+    return best
+
+
+def test_roc_curves_are_each_rows_own_scores_curve_kept_at_its_corners():
+    rng = np.random.default_rng(3)
+    member = rng.random(400) < 0.5
+    score = np.round(rng.normal(member * 0.8), 1)  # rounded: ties make runs of points the corners drop
+    scores = pd.concat([scores_of("laplace", 1.0, "lira", member, score),
+                        scores_of("laplace", 1.0, "loss", member, -score),  # another row, the reverse curve
+                        scores_of("none", math.nan, "lira", ~member, score)], ignore_index=True)
+    points = pd.DataFrame({"dataset": "toy", "method": ["laplace", "none"], "eps": [1.0, math.nan],
+                           "attack": "lira", "adaptive": True})
+    curves = roc_curves(scores, points)
+    assert sorted(map(tuple, curves[["method", "attack"]].drop_duplicates().to_numpy())) == [
+        ("laplace", "lira"), ("none", "lira")]
+    for method, mine in (("laplace", member), ("none", ~member)):
+        curve = curves[curves.method == method]
+        fpr, tpr = curve.fpr.to_numpy(), curve.tpr.to_numpy()
+        assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0, 0, 1, 1)
+        assert (np.diff(fpr) >= 0).all() and (np.diff(tpr) >= 0).all()
+        pairs = (score[mine][:, None] > score[~mine][None, :]) + 0.5 * (score[mine][:, None] == score[~mine][None, :])
+        assert np.trapezoid(tpr, fpr) == pytest.approx(pairs.mean(), abs=1e-12)  # the Mann–Whitney AUC
+        for level in (0.01, 0.05, 0.2, 0.5):  # the step curve through the corners is the full curve
+            assert tpr[fpr <= level].max() == pytest.approx(tpr_at(level, mine, score), abs=1e-12), (method, level)
+        assert len(curve) < len(np.unique(score)) + 1  # runs of equal fpr or tpr were thinned
+
+
+def test_roc_curves_refuse_a_row_without_scores():
+    scores = scores_of("laplace", 1.0, "lira", [True, False], [1.0, 0.0])
+    points = pd.DataFrame({"dataset": "toy", "method": "laplace", "eps": [10.0], "attack": "lira",
+                           "adaptive": True})
+    with pytest.raises(ValueError, match="no per-record scores of the lira.csv row"):
+        roc_curves(scores, points)

@@ -177,8 +177,9 @@ AUDIT_THREATS = {"hypothesis_test": "black_box", "one_run_mislabelled": "black_b
 
 
 def _audit_frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """lira.csv, roc.csv.gz and audit.csv rows for every method on two datasets, at one ε (Fig. 4
-    draws a column per ε of the grid: one keeps the test fast; fig. 5's legend still lists all)."""
+    """lira.csv rows, ROC curves (as roc_curves gives them) and audit.csv rows for every method on two
+    datasets, at one ε (Fig. 4 draws a column per ε of the grid: one keeps the test fast; fig. 5's
+    legend still lists all)."""
     lira, roc, audit = [], [], []
     grid = np.geomspace(1e-3, 1, 20)
     for dataset in DATASETS:

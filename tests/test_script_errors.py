@@ -20,9 +20,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_a_script_with_a_missing_input_says_so_in_one_line(tmp_path):
     missing = tmp_path / "features.pt"
-    args = ["--dataset", "digits", "--method", "none", "--features", missing, "--heads", tmp_path / "heads.pt",
-            "--attacks", "loss", "--fpr", "0.01", "--delta", "1e-5", "--out-csv", tmp_path / "lira.csv",
-            "--out-roc", tmp_path / "roc.csv", "--out-audit", tmp_path / "audit.csv"]
+    args = ["--dataset", "digits", "--method", "none", "--features", missing, "--splits", tmp_path / "splits.json",
+            "--heads", tmp_path / "heads.pt", "--attacks", "loss", "--fpr", "0.01", "--delta", "1e-5",
+            "--out-csv", tmp_path / "lira.csv", "--out-scores", tmp_path / "scores.parquet",
+            "--out-audit", tmp_path / "audit.csv"]
     proc = subprocess.run([script_python(), REPO / "scripts" / "lira.py", *map(str, args)],
                           env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True,
                           timeout=120, check=False)
@@ -63,9 +64,10 @@ def test_any_other_error_keeps_its_traceback(monkeypatch, capsys, error):
 
 
 def test_rmia_without_its_population_is_refused_before_any_input_is_read(tmp_path):
-    args = ["--dataset", "digits", "--method", "none", "--features", tmp_path / "missing.pt", "--heads",
-            tmp_path / "heads.pt", "--attacks", "lira_online", "rmia_offline", "--fpr", "0.01", "--delta", "1e-5",
-            "--out-csv", tmp_path / "lira.csv", "--out-roc", tmp_path / "roc.csv", "--out-audit", tmp_path / "a.csv"]
+    args = ["--dataset", "digits", "--method", "none", "--features", tmp_path / "missing.pt", "--splits",
+            tmp_path / "splits.json", "--heads", tmp_path / "heads.pt", "--attacks", "lira_online", "rmia_offline",
+            "--fpr", "0.01", "--delta", "1e-5", "--out-csv", tmp_path / "lira.csv",
+            "--out-scores", tmp_path / "scores.parquet", "--out-audit", tmp_path / "a.csv"]
     proc = subprocess.run([script_python(), REPO / "scripts" / "lira.py", *map(str, args)],
                           env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True, text=True,
                           timeout=120, check=False)

@@ -58,7 +58,9 @@ FINAL_OUTPUTS = (
      for name in ("splits.json", "sensitivity.json", "utility.csv", "mia.csv")]
     + [f"{RESULTS}/{graph}/splits.json" for graph in TINY_GRAPHS]
     + [f"{RESULTS}/{graph}/link_protection.csv" for graph in PROTECTED_GRAPHS]
-    + [f"{RESULTS}/digits/{name}" for name in ("lira.csv", "roc.csv.gz", "audit.csv")]
+    + [f"{RESULTS}/digits/{name}" for name in ("lira.csv", "audit.csv")]
+    + [f"{RESULTS}/digits/attack/lira/scores_{method}.parquet"
+       for method in ("none", *tiny_config()["protect"]["mechanisms"])]
     + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
                                                            "metrics.csv")]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
@@ -378,7 +380,36 @@ def test_mia_table(tiny_run):
     assert set(shadow[shadow.mechanism == "none"].adaptive) == {True}
 
 
-def test_lira_roc_and_audit_tables(tiny_run):
+def assert_lira_scores_are_the_rows_decisions(tiny_run, lira: pd.DataFrame, lira_cfg: dict, pool: int) -> None:
+    """Each method's scores.parquet holds, per lira.csv row, T × pool lines: every candidate of the
+    pool (by its image's index in splits.json) once per target head, the head's membership as the
+    heads file records it, and scores whose AUC (Mann–Whitney, computed here) is the row's."""
+    splits = json.loads(tiny_run.path(f"{RESULTS}/digits/splits.json").read_text())["splits"]
+    candidates = sorted((s, r) for s in lira_cfg["pool"] for r in splits[s])
+    heads = torch.load(tiny_run.path(f"{RESULTS}/digits/attack/lira/heads_finetune.pt"), weights_only=True)
+    key = ["dataset", "method", "eps", "attack", "adaptive"]
+    for method, rows in lira.groupby("method"):
+        scores = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/attack/lira/scores_{method}.parquet"))
+        groups = dict(list(scores.groupby(key, dropna=False, observed=True)))
+        assert len(groups) == len(rows), method
+        for row in rows.itertuples(index=False):
+            lines = groups[tuple(getattr(row, c) for c in key)]
+            assert len(lines) == lira_cfg["targets"] * pool == row.n_members + row.n_nonmembers
+            for target, head in lines.groupby("target"):
+                assert sorted(zip(head.split, head.record)) == candidates
+            members, others = lines.score[lines.member].to_numpy(), lines.score[~lines.member].to_numpy()
+            assert (len(members), len(others)) == (row.n_members, row.n_nonmembers)
+            auc = stats.mannwhitneyu(members, others).statistic / (len(members) * len(others))
+            assert auc == pytest.approx(row.auc, abs=1e-9), (method, row.attack, row.eps)
+    # the clean targets' membership is the heads file's: target t trains on the pool positions of its set
+    none = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/attack/lira/scores_none.parquet"))
+    first = none[none.attack == none.attack.iloc[0]]
+    sets = heads["sets"][heads["shadows"]:]
+    for target, head in first.groupby("target"):
+        assert np.flatnonzero(head.member.to_numpy()).tolist() == sets[target].tolist()
+
+
+def test_lira_scores_and_audit_tables(tiny_run):
     lira_cfg, methods = tiny_run.expected["attack"]["lira"], {"none", *tiny_run.expected["protect"]["mechanisms"]}
     lira = read_table(tiny_run.path(f"{RESULTS}/digits/lira.csv"))
     assert set(lira.method) == methods and set(lira.attack) == set(lira_cfg["attacks"])
@@ -404,17 +435,7 @@ def test_lira_roc_and_audit_tables(tiny_run):
     at_all = references[references.references == lira_cfg["shadows"]].set_index("attack").auc
     clean = lira[lira.method == "none"].set_index("attack").auc
     assert np.allclose(at_all, clean[at_all.index])  # all shadows as references: the lira rule's own attack
-    roc = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/roc.csv.gz"))
-    assert_columns(roc, ["method", "eps", "attack", "fpr", "tpr"], "roc.csv.gz")
-    assert set(roc.method) == methods
-    # every curve runs monotonely from (0, 0) to (1, 1), and the area under it is lira.csv's AUC
-    key = ["method", "eps", "attack", "adaptive"]
-    auc = lira.set_index(key).auc
-    for curve_key, curve in roc.groupby(key, dropna=False):
-        fpr, tpr = curve.fpr.to_numpy(), curve.tpr.to_numpy()
-        assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0, 0, 1, 1), curve_key
-        assert (np.diff(fpr) >= 0).all() and (np.diff(tpr) >= 0).all(), curve_key
-        assert np.trapezoid(tpr, fpr) == pytest.approx(auc.loc[curve_key], abs=1e-9), curve_key
+    assert_lira_scores_are_the_rows_decisions(tiny_run, lira, lira_cfg, pool)
     audit = pd.read_csv(tiny_run.path(f"{RESULTS}/digits/audit.csv"))
     assert_columns(audit, ["dataset", "method", "eps", "delta", "guarantee_kind", "attack", "audit",
                            "eps_lower_bound", "eps_ceiling", "n"], "audit.csv")

@@ -140,7 +140,8 @@ def _lira_keys(config: dict, dataset: str, target: str) -> dict:
 
 
 def lira(config: dict, dataset: str, targets: list[str] | None = None) -> list[dict]:
-    """lira.csv and roc.csv.gz (per key one ROC curve): every LiRA variant on every target."""
+    """lira.csv and attack/lira/scores_<target>.parquet (per key T × pool scores): every LiRA
+    variant on every target."""
     return [_lira_keys(config, dataset, t) | {"attack": list(config["attack"]["lira"]["attacks"])}
             for t in targets or audited(config)]
 

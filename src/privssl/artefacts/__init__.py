@@ -25,7 +25,7 @@ defines it, one concept each, and each table is declared beside its track.
   (`check_grid`; `check_expected` against the config's grid, privssl.grids, `expected_of`), with
   the columns and the relation helper several tracks' tables share;
 - `splits`: the checks every track's splits.json shares (disjoint splits, the pool record);
-- `image`: the image track: features, heads, releases, sensitivities, the utility, MIA, LiRA, ROC
+- `image`: the image track: features, heads, releases, sensitivities, the utility, MIA, LiRA, LiRA scores
   and audit tables with their relations, and their loaders (`load_image_splits`,
   `load_sensitivity`, `load_release`, `load_lira_heads`, `load_attacker`, `load_encoder`,
   `load_tuning_folds`, `load_private_sets`);

@@ -1,5 +1,5 @@
 """The image track's artefacts: the schemas of features, heads, releases, sensitivities, the LiRA
-heads and the attacker, the utility, MIA, LiRA, ROC and audit tables with the relations between
+heads and the attacker, the utility, MIA, LiRA, LiRA's per-record scores and audit tables with the relations between
 their columns, and the loaders with cross-field checks (splits, sensitivity, release, LiRA heads,
 attacker, encoder, tuning folds, and the private sets a training-time release trains on)."""
 
@@ -201,8 +201,43 @@ LIRA_REFERENCES = {"dataset": Text(), "attack": Text(REFERENCE_ATTACKS), "refere
                    "draws": Num(1, integer=True),
                    "rmia_a": Num(0, 1, nan_where=("attack", _NOT_RMIA)),
                    "grid": (("dataset", "attack"), ("references",))}
-ROC = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")), "fpr": PROBABILITY,
-       "tpr": PROBABILITY, "curves": True}  # many rows per key: one ROC curve
+# lira rule's per-record scores (attack/lira/scores_<method>.parquet, lira_score_table): per lira.csv
+# row, a line per (target head, candidate); `record` the image's index in the data set's pool
+# (splits.json), `split` the pool split it was drawn from; higher `score` = member
+LIRA_SCORE_KEY = LIRA["grid"][0] + LIRA["grid"][1]  # a lira.csv row's key
+LIRA_SCORES = {**{c: LIRA[c] for c in LIRA_SCORE_KEY}, "target": COUNT, "split": Text(LABELLED_SPLITS),
+               "record": COUNT, "member": Flag(), "score": Num(finite=False), "many_rows_per_key": True}
+
+
+def _repeated(values: list, times: int):
+    """Each value `times` times in a row; text as a categorical column (stored once per file in
+    Parquet, not once per line)."""
+    if isinstance(values[0], str):
+        categories = list(dict.fromkeys(values))
+        return pd.Categorical.from_codes(np.repeat([categories.index(v) for v in values], times), categories)
+    return np.repeat(values, times)
+
+
+def lira_score_table(rows: list[dict], scores: list[np.ndarray], target_in: np.ndarray, pool: list[str],
+                     splits: dict) -> pd.DataFrame:
+    """LIRA_SCORES' lines of one lira job: for each lira.csv row of `rows`, its (T × N, target-major)
+    `scores` with, per line, the target head, the candidate's split and its image's pool index
+    (`splits`: splits.json's, the candidates being `pool`'s splits in order), and whether that head
+    trained on it (`target_in`, (T, N)). A metric can be recomputed from them, a score
+    distribution plotted or the records joined with pandas alone."""
+    n_targets, n = target_in.shape
+    sizes = [len(splits[s]) for s in pool]
+    if sum(sizes) != n or len(scores) != len(rows) or any(len(x) != n_targets * n for x in scores):
+        raise ValueError(f"{len(scores)} score vectors of sizes {sorted({len(x) for x in scores})} for {len(rows)} "
+                         f"rows of {n_targets} targets × {n} candidates ({dict(zip(pool, sizes))} in the splits)")
+    lines, copies = n_targets * n, n_targets * len(rows)
+    split_codes = np.repeat(np.arange(len(pool)), sizes)
+    record = np.concatenate([np.asarray(splits[s], dtype=np.int64) for s in pool])
+    return pd.DataFrame({**{c: _repeated([row[c] for row in rows], lines) for c in LIRA_SCORE_KEY},
+                         "target": np.tile(np.repeat(np.arange(n_targets), n), len(rows)),
+                         "split": pd.Categorical.from_codes(np.tile(split_codes, copies), pool),
+                         "record": np.tile(record, copies), "member": np.tile(target_in.reshape(-1), len(rows)),
+                         "score": np.concatenate(scores)})
 AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
          "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
          "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "threat_model": Text(THREAT_MODELS), "eps_lower_bound": Num(0),

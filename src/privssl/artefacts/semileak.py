@@ -16,13 +16,19 @@ from privssl.artefacts.specs import (
     Num,
     Tensor,
     Text,
-    _reason,
     check_fields,
     fail,
     require,
 )
 from privssl.artefacts.splits import _check_disjoint, _check_pool
-from privssl.artefacts.tables import _METRICS, expected_of, load_csv_file, load_json_file, load_tensor_file
+from privssl.artefacts.tables import (
+    _METRICS,
+    expected_of,
+    load_csv_file,
+    load_json_file,
+    load_tensor_file,
+    read_table,
+)
 from privssl.attacks.semi_leak_spec import ATTACKS
 from privssl.data.splits import DATASETS, SEMILEAK_SPLITS
 from privssl.io import InputError
@@ -67,10 +73,7 @@ def attach_score_ranks(path, metrics: pd.DataFrame, queried: dict | None = None)
     record sets over the files of several repeats, whose trainings are pooled record by record."""
     from scipy.stats import rankdata
 
-    try:
-        scores = pd.read_parquet(path)
-    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
-        fail(path, None, _reason(err), "a Parquet file as semileak_attack writes it")
+    scores = read_table(path)
     require(path, scores, list(SCORE_COLUMNS), "column")
     if scores.member.dtype != bool:
         fail(path, "member", f"dtype {scores.member.dtype}", "bool")

@@ -76,7 +76,10 @@ def check_recorded(path, record: dict, recorded: dict | None) -> dict:
 def read_table(path) -> pd.DataFrame:
     """A CSV file (.csv or .csv.gz) as written by io.atomic_write_csv, whole: a header, at least
     one row, a newline at the end (a file cut short ends mid-line). Empty fields are NaN and only
-    they: text such as 'None' or 'NA' stays text."""
+    they: text such as 'None' or 'NA' stays text. A .parquet file (per-record scores, written by
+    io.atomic_write_parquet) is read by pyarrow, whose footer check refuses a file cut short."""
+    if str(path).endswith(".parquet"):
+        return _read_parquet(path)
     try:
         raw = gzip.decompress(Path(path).read_bytes()) if str(path).endswith(".gz") else Path(path).read_bytes()
         if not raw.endswith(b"\n"):
@@ -95,9 +98,20 @@ def read_table(path) -> pd.DataFrame:
     return frame
 
 
+def _read_parquet(path) -> pd.DataFrame:
+    try:
+        frame = pd.read_parquet(path, engine="pyarrow")
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        fail(path, None, _reason(err), "a complete Parquet file")
+    if frame.empty:
+        fail(path, None, "a schema without rows", "at least one row")
+    return frame
+
+
 # a table schema's entries that are not columns: its grid within the file's own values, whether it
-# holds curves (many rows per key), and a check of the relations between its columns
-TABLE_OPTIONS = ("grid", "curves", "relations")
+# holds many rows per key (an ROC curve's points, per-record scores), and a check of the relations
+# between its columns
+TABLE_OPTIONS = ("grid", "many_rows_per_key", "relations")
 
 
 def estimates_within_intervals(path, frame: pd.DataFrame) -> None:
@@ -120,9 +134,10 @@ def estimates_within_intervals(path, frame: pd.DataFrame) -> None:
 
 
 def load_csv_file(path, schema: dict, expect: list[dict] | None = None) -> pd.DataFrame:
-    """A table with every column of `schema` (a name ending in '*' stands for every column with that
-    prefix), each value checked, and, per `schema['grid']`, a complete grid of rows; with `expect`
-    (privssl.grids: the rows the config asks for), exactly the rows of that grid."""
+    """A table (CSV, or Parquet: read_table) with every column of `schema` (a name ending in '*'
+    stands for every column with that prefix), each value checked, and, per `schema['grid']`, a
+    complete grid of rows; with `expect` (privssl.grids: the rows the config asks for), exactly the
+    rows of that grid."""
     frame = read_table(path)
     columns = {name: spec for name, spec in schema.items() if name not in TABLE_OPTIONS}
     require(path, frame, [c for c in columns if not c.endswith("*")], "column")
@@ -135,9 +150,9 @@ def load_csv_file(path, schema: dict, expect: list[dict] | None = None) -> pd.Da
     if "relations" in schema:
         schema["relations"](path, frame)
     if expect is not None:
-        # a table of curves (ROC) has many rows per key: each key's rows are one curve
-        keys = frame[list(expect[0])].drop_duplicates() if schema.get("curves") else frame
-        check_expected(path, keys, expect, lines=not schema.get("curves"))
+        # per-record scores have many rows per key: each key's rows are one attack's scores
+        many = schema.get("many_rows_per_key", False)
+        check_expected(path, frame[list(expect[0])].drop_duplicates() if many else frame, expect, lines=not many)
     return frame
 
 

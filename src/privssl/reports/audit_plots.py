@@ -1,5 +1,5 @@
 """Fig. 4 (ROC at low false-positive rates) and Fig. 5 (claimed ε against the audited lower
-bound), from lira.csv, roc.csv.gz and audit.csv only."""
+bound), from lira.csv, the lira rule's per-record scores and audit.csv only."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from privssl.attacks.statistics import roc
 from privssl.release.methods import METHODS, REGISTRY
 from privssl.reports.plotting import _datasets, _panels, fit_width, plt
 from privssl.reports.release_table import nearest_eps
@@ -34,9 +35,39 @@ def strongest_attacks(lira: pd.DataFrame) -> pd.DataFrame:
     return adaptive.drop_duplicates(["dataset", "method", "eps"], keep="first")
 
 
-def figure4(lira: pd.DataFrame, roc: pd.DataFrame) -> plt.Figure:
+CURVE_KEY = ("dataset", "method", "eps", "attack", "adaptive")  # a lira.csv row, one ROC curve
+
+
+def corners(fpr: np.ndarray, tpr: np.ndarray) -> np.ndarray:
+    """Indices of the ROC points that are not inside a horizontal or vertical run: the step curve
+    through them is the full curve, at a fraction of the points."""
+    keep = np.ones(len(fpr), dtype=bool)
+    inner = ((fpr[:-2] == fpr[1:-1]) & (fpr[1:-1] == fpr[2:])) | ((tpr[:-2] == tpr[1:-1]) & (tpr[1:-1] == tpr[2:]))
+    keep[1:-1] = ~inner
+    return np.flatnonzero(keep)
+
+
+def roc_curves(scores: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
+    """The full ROC curve (at its corners) of every lira.csv row in `points`, from its per-record
+    scores in `scores` (artefacts.image.LIRA_SCORES): one column per CURVE_KEY, fpr, tpr."""
+    curves = []
+    for point in points.itertuples(index=False):
+        key = {c: getattr(point, c) for c in CURVE_KEY}
+        eps = scores.eps.isna() if point.method == "none" else np.isclose(scores.eps, point.eps)
+        rows = scores[(scores.dataset == point.dataset) & (scores.method == point.method)
+                      & (scores.attack == point.attack) & (scores.adaptive == bool(point.adaptive)) & eps]
+        if rows.empty:
+            raise ValueError(f"no per-record scores of the lira.csv row {key}")
+        fpr, tpr, _ = roc(rows.score.to_numpy(), rows.member.to_numpy())
+        kept = corners(fpr, tpr)
+        curves.append(pd.DataFrame({**key, "fpr": fpr[kept], "tpr": tpr[kept]}))
+    return pd.concat(curves, ignore_index=True)
+
+
+def figure4(lira: pd.DataFrame, curves: pd.DataFrame) -> plt.Figure:
     """Log-log ROC of the strongest adaptive attack per method at a few ε (a column each), a row
-    per dataset; the unprotected heads in black in every panel, chance as the diagonal."""
+    per dataset; the unprotected heads in black in every panel, chance as the diagonal. `curves`:
+    roc_curves of (at least) strongest_attacks' rows."""
     best = strongest_attacks(lira)
     datasets = _datasets(lira)
     grid = sorted(e for e in lira.eps.dropna().unique() if e > 0)
@@ -50,9 +81,9 @@ def figure4(lira: pd.DataFrame, roc: pd.DataFrame) -> plt.Figure:
             for point in chosen.itertuples(index=False):
                 if point.method != "none" and not np.isclose(point.eps, eps):
                     continue
-                curve = roc[(roc.dataset == dataset) & (roc.method == point.method) & (roc.attack == point.attack)
-                            & roc.adaptive.astype(bool)
-                            & (roc.eps.isna() if point.method == "none" else np.isclose(roc.eps, point.eps))]
+                curve = curves[(curves.dataset == dataset) & (curves.method == point.method)
+                               & (curves.attack == point.attack) & curves.adaptive.astype(bool)
+                               & (curves.eps.isna() if point.method == "none" else np.isclose(curves.eps, point.eps))]
                 style = _style(point.method)
                 ax.step(curve.fpr.clip(lower=floor), curve.tpr.clip(lower=floor), where="post", color=style["color"],
                         label=f"{style['label']}: {point.attack}", gid=f"{point.method}:{point.attack}")
