@@ -211,8 +211,8 @@ def test_strongest_attacks_refuses_a_table_without_tpr_columns():
         strongest_attacks(lira_rows().drop(columns=["tpr_at_2pct_fpr", "tpr_at_10pct_fpr"]))
 
 
-def scores_of(method: str, eps: float, attack: str, member, score) -> pd.DataFrame:
-    return pd.DataFrame({"dataset": "toy", "method": method, "eps": eps, "attack": attack, "adaptive": True,
+def scores_of(method: str, eps: float, attack: str, member, score, adaptive: bool = True) -> pd.DataFrame:
+    return pd.DataFrame({"dataset": "toy", "method": method, "eps": eps, "attack": attack, "adaptive": adaptive,
                          "member": member, "score": score})
 
 
@@ -231,7 +231,8 @@ def test_roc_curves_are_each_rows_own_scores_curve_kept_at_its_corners():
     member = rng.random(400) < 0.5
     score = np.round(rng.normal(member * 0.8), 1)  # rounded: ties make runs of points the corners drop
     scores = pd.concat([scores_of("laplace", 1.0, "lira", member, score),
-                        scores_of("laplace", 1.0, "loss", member, -score),  # another row, the reverse curve
+                        scores_of("laplace", 1.0, "loss", member, -score),  # other rows, the reverse curve
+                        scores_of("laplace", 1.0, "lira", member, -score, adaptive=False),
                         scores_of("none", math.nan, "lira", ~member, score)], ignore_index=True)
     points = pd.DataFrame({"dataset": "toy", "method": ["laplace", "none"], "eps": [1.0, math.nan],
                            "attack": "lira", "adaptive": True})

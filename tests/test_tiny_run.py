@@ -390,9 +390,10 @@ def assert_lira_scores_are_the_rows_decisions(tiny_run, lira: pd.DataFrame, lira
     key = ["dataset", "method", "eps", "attack", "adaptive"]
     for method, rows in lira.groupby("method"):
         scores = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/attack/lira/scores_{method}.parquet"))
-        groups = dict(list(scores.groupby(key, dropna=False, observed=True)))
+        # the clean heads' ε is NaN, which no dict finds: -1 stands for it on both sides
+        groups = dict(list(scores.assign(eps=scores.eps.fillna(-1.0)).groupby(key, observed=True)))
         assert len(groups) == len(rows), method
-        for row in rows.itertuples(index=False):
+        for row in rows.assign(eps=rows.eps.fillna(-1.0)).itertuples(index=False):
             lines = groups[tuple(getattr(row, c) for c in key)]
             assert len(lines) == lira_cfg["targets"] * pool == row.n_members + row.n_nonmembers
             for target, head in lines.groupby("target"):
