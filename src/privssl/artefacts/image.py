@@ -1,7 +1,8 @@
 """The image track's artefacts: the schemas of features, heads, releases, sensitivities, the LiRA
-heads and the attacker, the utility, MIA, LiRA, LiRA's per-record scores and audit tables with the relations between
-their columns, and the loaders with cross-field checks (splits, sensitivity, release, LiRA heads,
-attacker, encoder, tuning folds, and the private sets a training-time release trains on)."""
+heads and the attacker, the utility, MIA, LiRA, LiRA's per-record scores (and their writer,
+`lira_score_table`) and audit tables with the relations between their columns, and the loaders
+with cross-field checks (splits, sensitivity, release, LiRA heads, attacker, encoder, tuning
+folds, and the private sets a training-time release trains on)."""
 
 from __future__ import annotations
 
@@ -238,6 +239,8 @@ def lira_score_table(rows: list[dict], scores: list[np.ndarray], target_in: np.n
                          "split": pd.Categorical.from_codes(np.tile(split_codes, copies), pool),
                          "record": np.tile(record, copies), "member": np.tile(target_in.reshape(-1), len(rows)),
                          "score": np.concatenate(scores)})
+
+
 AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
          "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
          "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "threat_model": Text(THREAT_MODELS), "eps_lower_bound": Num(0),
