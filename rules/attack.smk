@@ -37,11 +37,13 @@ rule attack:
         **tuned_inputs("head", "certified"),
         script=script("attack.py"),
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
+        splits=f"{RESULTS}/{{dataset}}/splits.json",
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
         protected=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=MECHANISMS),
     output:
-        expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{target}}.csv", target=AUDITED),
+        csv=expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{target}}.csv", target=AUDITED),
+        scores=expand(f"{RESULTS}/{{{{dataset}}}}/attack/scores_{{target}}.parquet", target=AUDITED),
     params:
         choices=choice_config("head", "certified"),
         library=library("attack.py"),
@@ -65,11 +67,11 @@ rule attack:
     conda:
         ENV
     shell:
-        "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --head {input.head:q}"
-        " --attacker {input.attacker:q} --targets {params.targets} --protected {input.protected:q}"
+        "python {input.script:q} --dataset {wildcards.dataset} --features {input.features:q} --splits {input.splits:q}"
+        " --head {input.head:q} --attacker {input.attacker:q} --targets {params.targets} --protected {input.protected:q}"
         " {params.head} {params.certified} --fpr {params.fpr}"
-        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output:q} {params.threads_option}"
-        " {params.expect} {params.choices} 2> {log:q}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output.csv:q} --scores {output.scores:q}"
+        " {params.threads_option} {params.expect} {params.choices} 2> {log:q}"
 
 
 rule mia_table:

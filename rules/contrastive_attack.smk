@@ -9,7 +9,8 @@ rule contrastive_attack:
         targets=f"{RESULTS}/{{dataset}}/contrastive/target_models.pt",
         shadows=f"{RESULTS}/{{dataset}}/contrastive/shadow_models.pt",
     output:
-        f"{RESULTS}/{{dataset}}/contrastive/metrics.csv",
+        metrics=f"{RESULTS}/{{dataset}}/contrastive/metrics.csv",
+        scores=f"{RESULTS}/{{dataset}}/contrastive/scores.parquet",
     params:
         library=library("contrastive_attack.py"),
         attacks=contrastive_section("attacks"),
@@ -34,5 +35,6 @@ rule contrastive_attack:
     shell:
         "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --targets {input.targets:q}"
         " --shadows {input.shadows:q} --contrastive {params.attacks} --fpr {params.fpr}"
-        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output:q} --device {params.device}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output.metrics:q}"
+        " --scores {output.scores:q} --device {params.device}"
         " {params.threads_option} 2> {log:q}"

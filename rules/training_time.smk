@@ -105,7 +105,8 @@ rule attack_training_time:
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
         releases=[training_time_release(m) for m in TRAINING_TIME],
     output:
-        expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{method}}.csv", method=TRAINING_TIME),
+        csv=expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{method}}.csv", method=TRAINING_TIME),
+        scores=expand(f"{RESULTS}/{{{{dataset}}}}/attack/scores_{{method}}.parquet", method=TRAINING_TIME),
     params:
         library=library("attack_training_time.py"),
         fpr=" ".join(map(str, config["attack"]["lira"]["fpr"])),
@@ -128,8 +129,8 @@ rule attack_training_time:
     shell:
         "python {input.script:q} --dataset {wildcards.dataset} --splits {input.splits:q} --data-root {params.root:q}"
         " --attacker {input.attacker:q} --releases {input.releases:q} --fpr {params.fpr}"
-        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output:q} {params.threads_option}"
-        " {params.expect} 2> {log:q}"
+        " --bootstrap {params.bootstrap} --seed {params.seed} --out {output.csv:q}"
+        " --scores {output.scores:q} {params.threads_option} {params.expect} 2> {log:q}"
 
 
 rule training_time_report:

@@ -8,11 +8,11 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts.contrastive import load_contrastive_models, load_contrastive_splits
+from privssl.artefacts.contrastive import contrastive_score_table, load_contrastive_models, load_contrastive_splits
 from privssl.attacks.contrastive_privacy import AttackSettings, Split, evaluate, pair_models
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
-from privssl.io import atomic_write_csv, pick_device, script_logger
+from privssl.io import atomic_write_csv, atomic_write_parquet, pick_device, script_logger
 from privssl.training.contrastive_targets import load_models
 from privssl.training.encoders import unit_float
 
@@ -28,6 +28,9 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, required=True, help="resamples of the AUC interval")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True, help="output: metrics.csv")
+    parser.add_argument("--scores", required=True,
+                        help="output: scores.parquet, every membership row's per-record scores "
+                             "(artefacts.contrastive.CONTRASTIVE_SCORES)")
     parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
@@ -45,9 +48,10 @@ def main() -> None:
                         torch.tensor(splits["attribute"][name]), torch.tensor(splits["membership_task"][name]))
             for name, index in splits["splits"].items()}
     pairs = pair_models(load_models(targets, device), load_models(shadows, device))
-    rows = evaluate(splits["dataset"], pairs, data, splits["n_attribute"], settings, args.seed, log.info,
-                    membership_task=splits["membership_task_map"] != splits["task_map"])
+    rows, scored = evaluate(splits["dataset"], pairs, data, splits["n_attribute"], settings, args.seed, log.info,
+                            membership_task=splits["membership_task_map"] != splits["task_map"])
     atomic_write_csv(pd.DataFrame(rows), args.out)
+    atomic_write_parquet(contrastive_score_table(scored, splits["splits"]), args.scores)
 
 
 if __name__ == "__main__":

@@ -27,14 +27,18 @@ from privssl.artefacts.image import (
     HEAD,
     LIRA_SCORES,
     MIA,
+    MIA_SCORES,
     UTILITY,
     lira_score_table,
     load_image_splits,
     load_lira_heads,
     load_release,
     load_sensitivity,
+    mia_score_table,
 )
+from privssl.artefacts.record_scores import split_records
 from privssl.artefacts.semileak import attach_score_ranks
+from privssl.artefacts.splits import load_labelled_splits
 from privssl.artefacts.specs import ArtefactError
 from privssl.artefacts.tables import check_expected, load_csv_file, load_csv_files, load_tensor_file
 from privssl.artefacts.training_time import DPCL_ACCOUNTING
@@ -295,10 +299,22 @@ def test_split_files_hold_disjoint_indices_into_the_pool(tmp_path):
                                  ("test", [1.5], "a list holding 1.5")):
         path = write_json({**record, "splits": {**splits, name: index}}, tmp_path / "splits.json")
         assert problem in refused(path, f"splits.{name}", load_image_splits)
+    # a reader names the data set and the sizes of the splits its features were encoded from
+    ok = write_json(record, tmp_path / "ok.json")
+    assert load_image_splits(ok, "digits", {"finetune": 5, "nonmember": 5})["splits"] == splits
+    assert "'cifar10', the data set of the reading rule" in refused(ok, "dataset", load_image_splits, "cifar10")
+    assert "split sizes finetune 5 (expected those of the features encoded from it: finetune 6)" in refused(
+        ok, "splits", load_image_splits, "digits", {"finetune": 6, "nonmember": 5})
     graph = {"dataset": "sbm", "num_nodes": 60, "splits": {name: splits[name] for name in LABELLED_SPLITS}}
     load_graph_splits(write_json(graph, tmp_path / "graph.json"))
     refused(write_json({**graph, "num_nodes": 50}, tmp_path / "graph.json"), "splits.reference",
             load_graph_splits)
+    # the attack rule reads either kind by its data set's name
+    graph_path = write_json(graph, tmp_path / "graph.json")
+    assert load_labelled_splits(graph_path, "sbm", {"finetune": 5})["num_nodes"] == 60
+    assert load_labelled_splits(ok, "digits", {"finetune": 5})["pool"] == pool
+    refused(graph_path, "splits", load_labelled_splits, "sbm", {"finetune": 4})
+    refused(graph_path, "dataset", load_labelled_splits, "cora")
 
 
 # --------------------------------------------------------------------------------- tables
@@ -508,6 +524,35 @@ def test_lira_score_table_gives_each_score_its_row_head_record_and_membership(tm
         lira_score_table(rows, scores[:-1], target_in, pool, splits)
     with pytest.raises(ValueError, match="candidates"):
         lira_score_table(rows, scores, target_in, ["finetune"], splits)  # 3 candidates, not 5
+
+
+def test_mia_score_table_gives_each_score_its_row_and_its_records_split_pool_index_and_membership(tmp_path):
+    """The attack rule's lines, against a line-by-line construction: the evaluated records are
+    positions in d and in the non-member split (balanced_evaluation's draw), stored by pool index."""
+    splits = {"finetune": [8, 3, 5, 7], "nonmember": [0, 9, 4]}
+    members, nonmembers = np.array([2, 0]), np.array([1, 2])  # positions in each split
+    records = split_records(splits, {"finetune": (members, True), "nonmember": (nonmembers, False)})
+    rows = [{"dataset": "digits", "mechanism": "alm", "eps": eps, "repeat": repeat, "attack": attack,
+             "adaptive": adaptive, "auc": 0.5}
+            for eps in (1.0, 10.0) for repeat in (0, 1) for attack in ("loss", "shadow_mlp")
+            for adaptive in (False, True)]
+    rng = np.random.default_rng(1)
+    scored = [(row, rng.normal(size=4)) for row in rows]
+    table = mia_score_table(scored, records)
+    evaluated = [("finetune", 5, True), ("finetune", 8, True), ("nonmember", 9, False), ("nonmember", 4, False)]
+    expected = [{**{c: row[c] for c in ("dataset", "mechanism", "eps", "repeat", "attack", "adaptive")},
+                 "split": split, "record": record, "member": member, "score": scores[i]}
+                for row, scores in scored for i, (split, record, member) in enumerate(evaluated)]
+    assert table.astype(object).to_dict("records") == expected
+    atomic_write_parquet(table, tmp_path / "scores_alm.parquet")
+    grid = [{"dataset": ["digits"], "mechanism": ["alm"], "attack": ["loss", "shadow_mlp"], "adaptive": [False, True],
+             "eps": [1.0, 10.0], "repeat": [0, 1]}]
+    assert load_csv_file(tmp_path / "scores_alm.parquet", MIA_SCORES, grid).astype(object).to_dict("records") \
+        == expected
+    with pytest.raises(ValueError, match="one score per record and row"):
+        mia_score_table([(row, scores[:3]) for row, scores in scored], records)
+    atomic_write_parquet(table.assign(split="shadow"), tmp_path / "shadow.parquet")  # no evaluated record
+    refused(tmp_path / "shadow.parquet", "split", load_csv_file, MIA_SCORES)
 
 
 def test_per_record_scores_have_many_lines_per_key_of_the_grid(tmp_path):

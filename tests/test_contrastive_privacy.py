@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 import torch
 
-from privssl.artefacts.contrastive import CONTRASTIVE, load_contrastive_models
+from privssl.artefacts.contrastive import (
+    CONTRASTIVE,
+    CONTRASTIVE_SCORES,
+    contrastive_score_table,
+    load_contrastive_models,
+)
 from privssl.artefacts.specs import ArtefactError
 from privssl.artefacts.tables import load_csv_file
 from privssl.attacks.attribute_inference import AttributeAttackSpec, train_attribute_attack
@@ -23,7 +28,7 @@ from privssl.attacks.contrastive_privacy import (
 )
 from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS
 from privssl.attacks.mia import AttackSpec, best_threshold
-from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, unpack_decisions
+from privssl.io import atomic_torch_save, atomic_write_csv, atomic_write_parquet, pack_decisions, unpack_decisions
 from privssl.training.contrastive_targets import (
     TargetModel,
     TargetSpec,
@@ -149,15 +154,27 @@ def varied_models(seed: int, data: dict[str, Split]) -> list[TargetModel]:
 def evaluated(tmp_path_factory) -> tuple[dict, list[TargetModel], list[TargetModel], pd.DataFrame]:
     data = evaluation_data()
     targets, shadows = varied_models(0, data), varied_models(1, data)
-    rows = evaluate("digits", pair_models(targets, shadows), data, 4, SETTINGS, seed=0, log=lambda _: None)
+    rows, scored = evaluate("digits", pair_models(targets, shadows), data, 4, SETTINGS, seed=0, log=lambda _: None)
     path = tmp_path_factory.mktemp("contrastive") / "metrics.csv"
     atomic_write_csv(pd.DataFrame(rows), path)
-    return data, targets, shadows, load_csv_file(path, CONTRASTIVE)  # the schema the report reads
+    # the pool indices of the splits, as splits.json holds them: split s's row i is image 100·s + i
+    splits = {name: list(range(100 * i, 100 * i + len(split.task))) for i, (name, split) in enumerate(data.items())}
+    atomic_write_parquet(contrastive_score_table(scored, splits), path.with_name("scores.parquet"))
+    scores = load_csv_file(path.with_name("scores.parquet"), CONTRASTIVE_SCORES)
+    return data, targets, shadows, load_csv_file(path, CONTRASTIVE), (scores, splits)  # as the readers read them
 
 
 def test_evaluate_writes_one_valid_row_per_model_and_attack(evaluated):
-    data, targets, _, frame = evaluated
+    from sklearn.metrics import roc_auc_score
+
+    data, targets, _, frame, (scores, _) = evaluated
     assert len(frame) == 3 * (len(MEMBERSHIP_ATTACKS) + 1)
+    # every membership row's scores give its AUC, and its decisions are a threshold on them
+    for row in frame[frame.inference == "membership"].itertuples(index=False):
+        own = scores[(scores.target == row.target) & (scores.attack == row.attack)]
+        assert roc_auc_score(own.member, own.score) == pytest.approx(row.auc, abs=1e-12), (row.target, row.attack)
+        called = unpack_decisions(row.decisions, 60) == own.member.to_numpy()
+        assert called.all() or not called.any() or own.score[called].min() > own.score[~called].max()
     membership = frame[frame.inference == "membership"]
     assert set(membership.attack) == set(MEMBERSHIP_ATTACKS)
     assert (membership.n == 60).all() and (membership.n_members == 30).all()
@@ -181,7 +198,7 @@ def test_evaluate_decisions_are_each_records_right_or_wrong(evaluated):
     """Recomputed here from the models: the task decisions on the held-out images, the decisions of
     two threshold attacks on the members then the non-members (thresholds fitted on the shadow),
     the attribute attack's and the majority guess's on the members."""
-    data, targets, shadows, frame = evaluated
+    data, targets, shadows, frame, (scores_file, splits) = evaluated
     members, nonmembers, aux = data["target_train"], data["target_test"], data["aux"]
     images = torch.cat([members.images, nonmembers.images])
     labels = torch.cat([members.task, nonmembers.task])
@@ -201,9 +218,16 @@ def test_evaluate_decisions_are_each_records_right_or_wrong(evaluated):
             right = (score(target, images, labels) >= threshold) == is_member
             (cell,) = rows_of[rows_of.attack == attack].decisions
             assert np.array_equal(unpack_decisions(cell, 60), right), (kind, attack)
+            # the row's per-record scores: these scores, on its members' then its non-members' images
+            own = scores_file[(scores_file.target == kind) & (scores_file.attack == attack)]
+            np.testing.assert_allclose(own.score, score(target, images, labels), rtol=1e-12)
+            assert own.record.tolist() == splits["target_train"] + splits["target_test"]
+            assert np.array_equal(own.member, is_member) and own.split.tolist() == ["target_train"] * 30 + [
+                "target_test"] * 30
         attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, 4, SETTINGS.attribute, seed=0)
         with torch.no_grad():
             inferred = (attacker(target.embed(members.images)).argmax(1) == members.attribute).numpy()
+        assert set(scores_file[scores_file.target == kind].inference) == {"membership"}  # none for attributes
         (row,) = rows_of[rows_of.inference == "attribute"].itertuples(index=False)
         assert np.array_equal(unpack_decisions(row.decisions, 30), inferred)
         baseline = (members.attribute == majority_of(aux.attribute)).numpy()
@@ -405,7 +429,7 @@ def test_membership_task_rows_query_the_membership_models_with_the_membership_la
     targets = with_membership(varied_models(0, data), 5, data)
     shadows = with_membership(varied_models(1, data), 6, data)
     run = lambda t, s, d, flag: pd.DataFrame(evaluate("digits", pair_models(t, s), d, 4, SETTINGS, seed=0,  # noqa: E731
-                                                      log=lambda _: None, membership_task=flag))
+                                                      log=lambda _: None, membership_task=flag)[0])
     rows = run(targets, shadows, data, True)
     swapped = {name: Split(split.images, split.membership, split.attribute, split.membership)
                for name, split in data.items()}
@@ -471,11 +495,11 @@ def test_each_repeat_meets_attacks_of_its_own_seed(evaluated):
     metric attacks' decisions, which draw nothing, agree."""
     import dataclasses
 
-    data, targets, shadows, alone = evaluated
+    data, targets, shadows, alone, _ = evaluated
     relabel = lambda models, r: [dataclasses.replace(m, repeat=r) for m in models]  # noqa: E731
     pairs = pair_models(targets + relabel(targets, 1) + relabel(targets, 2),
                         shadows + relabel(shadows, 1) + relabel(shadows, 2))
-    rows = pd.DataFrame(evaluate("digits", pairs, data, 4, SETTINGS, seed=0, log=lambda _: None))
+    rows = pd.DataFrame(evaluate("digits", pairs, data, 4, SETTINGS, seed=0, log=lambda _: None)[0])
     keys = ["target", "inference", "attack"]
     by_repeat = [rows[rows.repeat == r].set_index(keys).sort_index() for r in range(3)]
     assert np.allclose(by_repeat[0].accuracy, alone.set_index(keys).sort_index().accuracy)

@@ -61,8 +61,10 @@ FINAL_OUTPUTS = (
     + [f"{RESULTS}/digits/{name}" for name in ("lira.csv", "audit.csv")]
     + [f"{RESULTS}/digits/attack/lira/scores_{method}.parquet"
        for method in ("none", *tiny_config()["protect"]["mechanisms"])]
+    + [f"{RESULTS}/digits/attack/scores_{target}.parquet"
+       for target in ("none", *tiny_config()["protect"]["mechanisms"])]
     + [f"{RESULTS}/digits/contrastive/{name}" for name in ("splits.json", "target_history.csv", "shadow_history.csv",
-                                                           "metrics.csv")]
+                                                           "metrics.csv", "scores.parquet")]
     + [f"{RESULTS}/figures/{fig}.{ext}" for fig in FIGURES for ext in ("png", "pdf")]
     + [f"{RESULTS}/digits/semileak/splits.json"]
     + [f"{RESULTS}/digits/semileak/repeat{r}/{name}" for r in SEMILEAK_REPEATS
@@ -378,6 +380,70 @@ def test_mia_table(tiny_run):
     assert noisy.groupby(["mechanism", "eps", "repeat"]).adaptive.agg(set).map(frozenset).eq(
         frozenset({True, False})).all()
     assert set(shadow[shadow.mechanism == "none"].adaptive) == {True}
+
+
+def assert_scores_are_each_rows(rows: pd.DataFrame, scores: pd.DataFrame, key: list[str], splits: dict,
+                                member_split: str, nonmember_split: str) -> None:
+    """Per-record scores as a user reads them (pandas): per summary row, its n_members lines of
+    records of `member_split` (members) and n_nonmembers of `nonmember_split`, each record once and
+    the same records for every row; their AUC (sklearn) the row's; and the row's decisions those of
+    a threshold on these scores (every record it calls a member scores above every one it does not)."""
+    from sklearn.metrics import roc_auc_score
+
+    from privssl.io import unpack_decisions
+
+    nan_free = {c: -1.0 for c in key if c in ("eps", "lambda")}  # NaN keys (the clean head, λ of supervised)
+    groups = dict(list(scores.fillna(nan_free).groupby(key, observed=True)))
+    assert len(groups) == len(rows)
+    records = None
+    for row in rows.fillna(nan_free).to_dict("records"):  # not itertuples: `lambda` is no attribute name
+        own = groups[tuple(row[c] for c in key)]
+        assert (own.member.sum(), (~own.member).sum()) == (row["n_members"], row["n_nonmembers"])
+        assert (own.split.astype(str) == np.where(own.member, member_split, nonmember_split)).all()
+        assert own.record[own.member].isin(splits[member_split]).all()
+        assert own.record[~own.member].isin(splits[nonmember_split]).all()
+        assert not own.record.duplicated().any()
+        records = own.record.tolist() if records is None else records
+        assert own.record.tolist() == records, "another row scores other records"
+        assert roc_auc_score(own.member, own.score) == pytest.approx(row["auc"], abs=1e-12)
+        called = unpack_decisions(row["decisions"], len(own)) == own.member.to_numpy()  # right iff called = member
+        if called.any() and not called.all():
+            assert own.score[called].min() > own.score[~called].max(), tuple(row[c] for c in key)
+
+
+def test_mia_scores_recompute_every_rows_auc_and_decisions(tiny_run):
+    """attack/scores_<target>.parquet of the attack and attack_training_time rules against mia.csv."""
+    mia = read_table(tiny_run.path(f"{RESULTS}/digits/mia.csv"))
+    splits = json.loads(tiny_run.path(f"{RESULTS}/digits/splits.json").read_text())["splits"]
+    for mechanism, rows in mia.groupby("mechanism"):
+        scores = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/attack/scores_{mechanism}.parquet"))
+        assert_scores_are_each_rows(rows, scores, ["mechanism", "eps", "repeat", "attack", "adaptive"], splits,
+                                    "finetune", "nonmember")
+    # each line's record is the image scored: the clean head's confidence on that image's features
+    # (the encode rule's row i of split s is pool image splits[s][i]), recomputed here
+    from privssl.release.protection import head_inputs, released_heads
+    from privssl.training.heads import predict_proba, unflatten
+
+    feats = torch.load(tiny_run.path(f"{RESULTS}/digits/finetune/features.pt"), weights_only=True)
+    head = torch.load(tiny_run.path(f"{RESULTS}/digits/finetune/head.pt"), weights_only=True)
+    clean = released_heads(head, None)
+    none = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/attack/scores_none.parquet"))
+    confidence = none[none.attack == "confidence"]
+    for split, lines in confidence.groupby("split", observed=True):
+        position = {record: i for i, record in enumerate(splits[split])}
+        rows_of = torch.tensor([position[r] for r in lines.record])
+        probs = predict_proba(unflatten(clean.flat, clean.shapes), head_inputs(feats[split][rows_of], clean.clip_norm))
+        expected = probs[0].double().gather(1, feats[f"{split}_labels"][rows_of, None]).squeeze(1)
+        np.testing.assert_allclose(lines.score, expected.numpy(), rtol=1e-6)
+
+
+def test_contrastive_scores_recompute_every_membership_rows_auc_and_decisions(tiny_run):
+    metrics = read_table(tiny_run.path(f"{RESULTS}/digits/contrastive/metrics.csv"))
+    scores = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/contrastive/scores.parquet"))
+    splits = json.loads(tiny_run.path(f"{RESULTS}/digits/contrastive/splits.json").read_text())["splits"]
+    assert_scores_are_each_rows(metrics[metrics.inference != "attribute"], scores,
+                                ["target", "lambda", "repeat", "inference", "attack"], splits,
+                                "target_train", "target_test")
 
 
 def assert_lira_scores_are_the_rows_decisions(tiny_run, lira: pd.DataFrame, lira_cfg: dict, pool: int) -> None:

@@ -1,9 +1,14 @@
-"""The contrastive track's artefacts (thesis Ch. 4): the attack table, and the splits and model
-files of the contrastive_data and contrastive_train rules with their loaders."""
+"""The contrastive track's artefacts (thesis Ch. 4): the attack table and its per-record scores
+(with their writer), and the splits and model files of the contrastive_data and
+contrastive_train rules with their loaders."""
 
 from __future__ import annotations
 
-from privssl.artefacts.specs import COUNT, PROBABILITY, Decisions, Each, Num, Tensor, Text, check_fields, fail
+import numpy as np
+import pandas as pd
+
+from privssl.artefacts.record_scores import score_key, score_lines, score_schema, split_records
+from privssl.artefacts.specs import COUNT, PROBABILITY, Decisions, Each, Flag, Num, Tensor, Text, check_fields, fail
 from privssl.artefacts.splits import _check_disjoint, _check_pool
 from privssl.artefacts.tables import load_json_file, load_tensor_file
 from privssl.attacks.contrastive_spec import INFERENCES, MEMBERSHIP, MEMBERSHIP_TASK
@@ -29,6 +34,18 @@ CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "
                "decisions": Decisions(("n",)), "task_decisions": Decisions(("n_test",)),
                "baseline_decisions": Decisions(("n",), absent_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK))),
                "grid": (("dataset", "target", "inference", "attack"), ("lambda", "repeat"))}
+# its per-record scores (contrastive/scores.parquet): per membership row, a line per record, the
+# target model's members (target_train) then its non-members (target_test); attribute rows have none
+CONTRASTIVE_SCORES = score_schema(CONTRASTIVE, {"split": Text(("target_train", "target_test")), "record": COUNT,
+                                                "member": Flag()})
+
+
+def contrastive_score_table(scored: list[tuple[dict, np.ndarray]], splits: dict) -> pd.DataFrame:
+    """CONTRASTIVE_SCORES' lines of the membership rows of `scored` (each with its scores on the
+    members then the non-members; `splits`: splits.json's split -> pool indices)."""
+    records = split_records(splits, {"target_train": (np.arange(len(splits["target_train"])), True),
+                                     "target_test": (np.arange(len(splits["target_test"])), False)})
+    return score_lines([row for row, _ in scored], score_key(CONTRASTIVE), [scores for _, scores in scored], records)
 
 
 def load_contrastive_splits(path) -> dict:

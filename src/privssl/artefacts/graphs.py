@@ -4,7 +4,7 @@ link-stealing and link-protection tables, and the loaders of the splits and targ
 from __future__ import annotations
 
 from privssl.artefacts.specs import COUNT, PROBABILITY, Each, Num, Tensor, Text, _label, check_fields
-from privssl.artefacts.splits import _check_disjoint
+from privssl.artefacts.splits import _check_disjoint, _check_reader
 from privssl.artefacts.tables import _METHOD, load_json_file, load_tensor_file
 from privssl.graphs.splits import NODE_SPLITS
 
@@ -26,14 +26,16 @@ LINK_PROTECTION = {**_LINK, "mechanism": _METHOD, "eps": Num(0, low_open=True, n
                                              ("eps", "repeat"))}
 
 
-def load_graph_splits(path) -> dict:
-    """The graph_data rule's splits.json: node index lists below num_nodes, pairwise disjoint."""
+def load_graph_splits(path, dataset: str | None = None, sizes: dict | None = None) -> dict:
+    """The graph_data rule's splits.json: node index lists below num_nodes, pairwise disjoint; of
+    `dataset` with the split `sizes` when given (splits._check_reader)."""
     record = load_json_file(path, {"dataset": Text(), "num_nodes": Num(1, integer=True),
                                    "splits": Each(Tensor(None, "int", None))})
     index = Tensor(None, "int", Num(0, "num_nodes", high_open=True, integer=True))
     check_fields(path, record["splits"], {s: index for s in NODE_SPLITS}, {"num_nodes": record["num_nodes"]},
                  "splits.")
     _check_disjoint(path, record["splits"])
+    _check_reader(path, record, dataset, sizes)
     return record
 
 

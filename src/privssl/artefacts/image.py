@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import pandas as pd
 
+from privssl.artefacts.record_scores import score_key, score_lines, score_schema, split_records, tiled
 from privssl.artefacts.specs import (
     COUNT,
     POSITIVE,
@@ -29,7 +30,7 @@ from privssl.artefacts.specs import (
     check_numbers,
     fail,
 )
-from privssl.artefacts.splits import _check_disjoint, _check_pool
+from privssl.artefacts.splits import _check_disjoint, _check_pool, _check_reader
 from privssl.artefacts.tables import _METHOD, _METRICS, _first_line, load_json_file, load_tensor_file
 from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
 from privssl.audit.audit_names import CANARY_ATTACK, CRAFTED_ATTACK, THREAT_MODELS
@@ -203,20 +204,19 @@ LIRA_REFERENCES = {"dataset": Text(), "attack": Text(REFERENCE_ATTACKS), "refere
                    "rmia_a": Num(0, 1, nan_where=("attack", _NOT_RMIA)),
                    "grid": (("dataset", "attack"), ("references",))}
 # lira rule's per-record scores (attack/lira/scores_<method>.parquet, lira_score_table): per lira.csv
-# row, a line per (target head, candidate); `record` the image's index in the data set's pool
-# (splits.json), `split` the pool split it was drawn from; higher `score` = member
-LIRA_SCORE_KEY = LIRA["grid"][0] + LIRA["grid"][1]  # a lira.csv row's key
-LIRA_SCORES = {**{c: LIRA[c] for c in LIRA_SCORE_KEY}, "target": COUNT, "split": Text(LABELLED_SPLITS),
-               "record": COUNT, "member": Flag(), "score": Num(finite=False), "many_rows_per_key": True}
+# row, a line per (target head, candidate); `split` the pool split the candidate was drawn from
+LIRA_SCORE_KEY = score_key(LIRA)
+LIRA_SCORES = score_schema(LIRA, {"target": COUNT, "split": Text(LABELLED_SPLITS), "record": COUNT, "member": Flag()})
+# attack and attack_training_time rules' per-record scores (attack/scores_<target>.parquet): per
+# attack/<target>.csv row, a line per evaluated record (balanced_evaluation's members of d, then
+# its non-members)
+MIA_SCORES = score_schema(MIA, {"split": Text(("finetune", "nonmember")), "record": COUNT, "member": Flag()})
 
 
-def _repeated(values: list, times: int):
-    """Each value `times` times in a row; text as a categorical column (stored once per file in
-    Parquet, not once per line)."""
-    if isinstance(values[0], str):
-        categories = list(dict.fromkeys(values))
-        return pd.Categorical.from_codes(np.repeat([categories.index(v) for v in values], times), categories)
-    return np.repeat(values, times)
+def mia_score_table(scored: list[tuple[dict, np.ndarray]], records: dict) -> pd.DataFrame:
+    """MIA_SCORES' lines of one target's attack/<target>.csv rows: each (row, its scores over
+    `records`, split_records' columns of the evaluated records)."""
+    return score_lines([row for row, _ in scored], score_key(MIA), [scores for _, scores in scored], records)
 
 
 def lira_score_table(rows: list[dict], scores: list[np.ndarray], target_in: np.ndarray, pool: list[str],
@@ -224,21 +224,15 @@ def lira_score_table(rows: list[dict], scores: list[np.ndarray], target_in: np.n
     """LIRA_SCORES' lines of one lira job: for each lira.csv row of `rows`, its (T × N, target-major)
     `scores` with, per line, the target head, the candidate's split and its image's pool index
     (`splits`: splits.json's, the candidates being `pool`'s splits in order), and whether that head
-    trained on it (`target_in`, (T, N)). A metric can be recomputed from them, a score
-    distribution plotted or the records joined with pandas alone."""
+    trained on it (`target_in`, (T, N))."""
     n_targets, n = target_in.shape
     sizes = [len(splits[s]) for s in pool]
-    if sum(sizes) != n or len(scores) != len(rows) or any(len(x) != n_targets * n for x in scores):
-        raise ValueError(f"{len(scores)} score vectors of sizes {sorted({len(x) for x in scores})} for {len(rows)} "
-                         f"rows of {n_targets} targets × {n} candidates ({dict(zip(pool, sizes))} in the splits)")
-    lines, copies = n_targets * n, n_targets * len(rows)
-    split_codes = np.repeat(np.arange(len(pool)), sizes)
-    record = np.concatenate([np.asarray(splits[s], dtype=np.int64) for s in pool])
-    return pd.DataFrame({**{c: _repeated([row[c] for row in rows], lines) for c in LIRA_SCORE_KEY},
-                         "target": np.tile(np.repeat(np.arange(n_targets), n), len(rows)),
-                         "split": pd.Categorical.from_codes(np.tile(split_codes, copies), pool),
-                         "record": np.tile(record, copies), "member": np.tile(target_in.reshape(-1), len(rows)),
-                         "score": np.concatenate(scores)})
+    if sum(sizes) != n:
+        raise ValueError(f"{n} candidates per target, but {dict(zip(pool, sizes))} in the splits")
+    candidates = split_records(splits, {s: (np.arange(size), False) for s, size in zip(pool, sizes)})
+    return score_lines(rows, LIRA_SCORE_KEY, scores,
+                       {"target": np.repeat(np.arange(n_targets), n), "split": tiled(candidates["split"], n_targets),
+                        "record": tiled(candidates["record"], n_targets), "member": target_in.reshape(-1)})
 
 
 AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
@@ -251,8 +245,9 @@ AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("met
 
 # --------------------------------------------------------------------------------- loaders with cross-field checks
 
-def load_image_splits(path) -> dict:
-    """The data rule's splits.json: every split a list of indices into its dataset's pool, no index twice."""
+def load_image_splits(path, dataset: str | None = None, sizes: dict | None = None) -> dict:
+    """The data rule's splits.json: every split a list of indices into its dataset's pool, no index
+    twice; of `dataset` with the split `sizes` when given (splits._check_reader)."""
     record = load_json_file(path, {"dataset": Text(tuple(DATASETS)), "splits": Each(Tensor(None, "int", None))})
     info = DATASETS[record["dataset"]]
     index = Tensor(None, "int", Num(0, "pool", high_open=True, integer=True))
@@ -260,6 +255,7 @@ def load_image_splits(path) -> dict:
                  "splits.")
     _check_disjoint(path, record["splits"])
     _check_pool(path, record)
+    _check_reader(path, record, dataset, sizes)
     return record
 
 

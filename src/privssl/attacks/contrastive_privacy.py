@@ -152,8 +152,9 @@ def _nn_attacks(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec,
 
 def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: dict[str, Split], n_attributes: int,
              settings: AttackSettings, seed: int, log: Callable[[str], None] = print,
-             membership_task: bool = False) -> list[dict]:
-    """One row per (target model, attack): membership attacks and attribute inference. `data`:
+             membership_task: bool = False) -> tuple[list[dict], list[tuple[dict, np.ndarray]]]:
+    """One row per (target model, attack): membership attacks and attribute inference, and each
+    membership row with its per-record scores (the members, then the non-members). `data`:
     the splits target_train (members), target_test, shadow_train, shadow_test and aux.
     `membership_task`: the models have membership models of a task of their own, whose attacks
     are rows of their own (inference `membership_task`) beside the task models' (`membership`).
@@ -171,18 +172,22 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
 
     seeds = [attack_seed(seed, target.repeat) for target, _ in pairs]
 
-    def membership(inference: str, scores: torch.Tensor, threshold: float, attack: str, e: int) -> dict:
-        metrics = membership_metrics(scores.double().numpy(), is_member.numpy(), threshold, settings.fpr,
-                                     settings.bootstrap, seeds[e], with_decisions=True)
+    def membership(inference: str, scores: torch.Tensor, threshold: float, attack: str,
+                   e: int) -> tuple[dict, np.ndarray]:
+        values = scores.double().numpy()
+        metrics = membership_metrics(values, is_member.numpy(), threshold, settings.fpr, settings.bootstrap, seeds[e],
+                                     with_decisions=True)
         return {"inference": inference, "attack": attack, "n": metrics["n_members"] + metrics["n_nonmembers"],
-                **metrics}
+                **metrics}, values
 
-    rows = []
+    rows, scored = [], []
     # a few models, most of a minute each: one attack's row is the unit of the progress in `log`
     progress = Progress(log, "attacks on target models", len(pairs) * (len(queries) * len(MEMBERSHIP_ATTACKS) + 1))
 
-    def add(row: dict) -> None:
+    def add(row: dict, scores: np.ndarray | None = None) -> None:
         rows.append(row)
+        if scores is not None:
+            scored.append((row, scores))
         progress.advance()
 
     labels = {inference: {"target": torch.cat([labels_of(members), labels_of(nonmembers)]),
@@ -217,19 +222,21 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
             base = bases[e] | _fit(target_probs[e], target_labels, len(members.task))
             with torch.no_grad():
                 nn_scores = torch.sigmoid(nn_models[e](nn_inputs(target_probs[e], target_labels)).squeeze(-1))
-            nn_row = base | membership(inference, nn_scores, 0.5, NN_ATTACK, e)
+            nn_row, nn_values = membership(inference, nn_scores, 0.5, NN_ATTACK, e)
             nn_accuracy[e, inference] = nn_row["accuracy"]
-            add(nn_row)
+            add(base | nn_row, nn_values)
             shadow_metrics = metric_scores(shadow_probs[e], shadow_labels)
             target_metrics = metric_scores(target_probs[e], target_labels)
             for attack in METRIC_ATTACKS:
                 threshold = best_threshold(shadow_metrics[attack].numpy(), shadow_members)
-                add(base | membership(inference, target_metrics[attack], threshold, attack, e))
+                row, values = membership(inference, target_metrics[attack], threshold, attack, e)
+                add(base | row, values)
             for attack, scores in label_only.items():
                 threshold = best_threshold(scores(e, "shadow", shadow, shadow_images, inference).numpy(),
                                            shadow_members)
-                add(base | membership(inference, scores(e, "target", target, target_images, inference), threshold,
-                                      attack, e))
+                row, values = membership(inference, scores(e, "target", target, target_images, inference),
+                                         threshold, attack, e)
+                add(base | row, values)
     aux = data["aux"]
     for e, (target, _) in enumerate(pairs):
         attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, n_attributes, settings.attribute,
@@ -240,4 +247,4 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
         mias = ", ".join(f"{inference} {nn_accuracy[e, inference]:.3f}" for inference in queries)
         log(f"{dataset} {target.kind} lambda={target.lam} repeat={target.repeat}: task accuracy "
             f"{bases[e]['task_accuracy']:.3f}, NN MIA ({mias}), attribute inference {inferred['accuracy']:.3f}")
-    return rows
+    return rows, scored

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from privssl.attacks.mia_spec import ATTACKS
+from privssl.attacks.statistics import membership_metrics
 
 _EPS = 1e-30  # guards log(0) of saturated probabilities
 
@@ -211,3 +212,49 @@ def balanced_evaluation(n_members: int, n_nonmembers: int, seed: int) -> tuple[t
     members, nonmembers = (torch.randperm(size, generator=generator)[:n] for size in (n_members, n_nonmembers))
     return members, nonmembers, np.r_[np.ones(n, bool), np.zeros(n, bool)]
 
+
+
+@dataclass(frozen=True)
+class MembershipEvaluation:
+    """The records every attack on a dataset's releases is scored on, `members` (positions in d,
+    the finetune split) then `nonmembers` (positions in the nonmember split), with their true
+    `labels`, and how its rows report: TPR at the `fpr` levels, `bootstrap` resamples of the AUC
+    interval, drawn by `seed`."""
+
+    members: torch.Tensor
+    nonmembers: torch.Tensor
+    labels: torch.Tensor
+    fpr: tuple[float, ...]
+    bootstrap: int
+    seed: int
+
+    @classmethod
+    def balanced(cls, finetune_labels: torch.Tensor, nonmember_labels: torch.Tensor, fpr: tuple[float, ...],
+                 bootstrap: int, seed: int) -> "MembershipEvaluation":
+        """balanced_evaluation's records, drawn by `seed`: the same for every release of a dataset."""
+        members, nonmembers, _ = balanced_evaluation(len(finetune_labels), len(nonmember_labels), seed)
+        return cls(members, nonmembers, torch.cat([finetune_labels[members], nonmember_labels[nonmembers]]),
+                   tuple(fpr), bootstrap, seed)
+
+    @property
+    def is_member(self) -> np.ndarray:
+        return np.r_[np.ones(len(self.members), bool), np.zeros(len(self.nonmembers), bool)]
+
+    def evaluated(self, finetune: torch.Tensor, nonmember: torch.Tensor, dim: int = 0) -> torch.Tensor:
+        """The records' rows of per-record values of d and of the non-members (along `dim`), in order."""
+        return torch.cat([finetune.index_select(dim, self.members), nonmember.index_select(dim, self.nonmembers)], dim)
+
+    def scored_rows(self, key: dict, fitted: FittedAttacks, adaptive: bool,
+                    probs: torch.Tensor) -> list[tuple[dict, np.ndarray]]:
+        """Every attack of `fitted` (the `adaptive` attacker's or not) against one released head
+        (`probs`, (N, C) on the records): its row (`key`, the attack, `adaptive` and the metrics
+        with each record's decision) and its per-record scores (float64: exactly those the
+        row's metrics were computed from)."""
+        scored = []
+        for attack, scores in attack_scores(fitted, probs, self.labels).items():
+            values = scores.numpy().astype(np.float64)
+            scored.append(({**key, "attack": attack, "adaptive": adaptive,
+                            **membership_metrics(values, self.is_member, fitted.thresholds[attack], self.fpr,
+                                                 n_boot=self.bootstrap, seed=self.seed, with_decisions=True)},
+                           values))
+        return scored
