@@ -18,7 +18,7 @@ from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
 from privssl.io import atomic_torch_save, atomic_write_csv, pick_device, script_logger
 from privssl.training import checkpoints
-from privssl.training.contrastive_targets import TargetSpec, train_targets
+from privssl.training.contrastive_targets import RoleJob, RoleSet, TargetSpec, train_targets
 from privssl.training.simclr import SimCLRSpec
 
 
@@ -52,10 +52,12 @@ def main() -> None:
     task, attribute = torch.tensor(splits["task"][train]), torch.tensor(splits["attribute"][train])
     separate = splits["membership_task_map"] != splits["task_map"]  # else the task's models serve membership too
     membership = torch.tensor(splits["membership_task"][train]) if separate else None
-    models, history = train_targets(images, task, attribute, splits["n_task"], splits["n_attribute"], public,
-                                    SimCLRSpec.from_config(args.simclr), spec, args.contrastive["repeats"], args.seed,
-                                    device, Path(args.checkpoints), log.info, checkpoints.script_code(__file__),
-                                    membership, splits["n_membership_task"] if separate else None)
+    data = RoleSet(images, task, splits["n_task"], attribute, splits["n_attribute"], membership,
+                   splits["n_membership_task"] if separate else None)
+    models, history = train_targets(data, public, SimCLRSpec.from_config(args.simclr), spec,
+                                    args.contrastive["repeats"],
+                                    RoleJob(args.seed, device, Path(args.checkpoints), log.info,
+                                            checkpoints.script_code(__file__)))
     atomic_write_csv(pd.DataFrame(history), args.history)
     atomic_torch_save({"role": args.role, "dataset": splits["dataset"], "encoder": public["encoder"],
                        "width": public["width"], "in_channels": public["in_channels"],

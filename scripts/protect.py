@@ -9,6 +9,8 @@ row of the CSV only). The list arguments are parallel: the i-th of each belongs 
 method."""
 
 import argparse
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import pandas as pd
 import torch
@@ -20,6 +22,29 @@ from privssl.io import atomic_torch_save, atomic_write_csv, pack_decisions, pick
 from privssl.release.methods import NOISE_FREE, OUTPUT_PERTURBATION_METHODS
 from privssl.release.protection import head_inputs, protected_heads, utility_loss
 from privssl.training.heads import correct, flatten, unflatten
+
+
+class MethodFiles(NamedTuple):
+    """One method's paths and seed (the i-th of each parallel list argument)."""
+
+    head: str
+    sensitivity: str
+    seed: int
+    out_csv: str
+    out_heads: str
+
+
+@dataclass(frozen=True)
+class TestSet:
+    """What every release is measured on: the test features `x` and labels `y` on `device`, the
+    non-private head's accuracy `clean`, and the packed test decisions of the two non-private
+    heads (`baselines`), on every row."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    device: torch.device
+    clean: float
+    baselines: dict[str, str]
 
 
 def main() -> None:
@@ -66,15 +91,15 @@ def main() -> None:
     best_right = correct({k: v.to(device) for k, v in best_head["params"].items()}, x, y)[0].cpu()
     baselines = {"clean_decisions": pack_decisions(clean_right.numpy()),
                  "best_clean_decisions": pack_decisions(best_right.numpy())}
+    test = TestSet(x, y, device, clean, baselines)
     for mechanism, *paths in zip(args.mechanism, *per_method):
-        release(mechanism, *paths, x, y, clean, baselines, args, device, log)
+        release(mechanism, MethodFiles(*paths), test, args, log)
 
 
-def release(mechanism: str, head_path: str, sensitivity_path: str, seed: int, out_csv: str, out_heads: str,
-            x: torch.Tensor, y: torch.Tensor, clean: float, baselines: dict[str, str], args, device: torch.device,
-            log) -> None:
-    """Every ε × draw of one method's release of its head: accuracy, utility loss, the claim;
-    `baselines`: the packed test decisions of the two non-private heads, on every row."""
+def release(mechanism: str, files: MethodFiles, test: TestSet, args, log) -> None:
+    """Every ε × draw of one method's release of its head: accuracy, utility loss, the claim."""
+    x, y, device, clean, baselines = test.x, test.y, test.device, test.clean, test.baselines
+    head_path, sensitivity_path, seed, out_csv, out_heads = files
     sensitivity = load_sensitivity(sensitivity_path, expected_of(args.expect, sensitivity_path))
     head = load_tensor_file(head_path, HEAD)
     released = {k: v.to(device) for k, v in head["params"].items()}

@@ -21,8 +21,8 @@ from privssl.io import InputError, atomic_torch_save, atomic_write_csv, pick_dev
 from privssl.training import checkpoints
 from privssl.training.augment import AugmentSpec
 from privssl.training.encoders import unit_float
-from privssl.training.semi_supervised import (PrivateSpec, TrainingSet, TrainSpec, checkpoint_fingerprint,
-                                               sampling_rate, train, train_private)
+from privssl.training.semi_supervised import TrainingSet, TrainSpec, checkpoint_fingerprint, train
+from privssl.training.semi_supervised_private import PrivateSpec, sampling_rate, train_private
 from privssl.training.semi_supervised_spec import DPSGD_TARGET, SUPERVISED, TARGETS
 from privssl.training.simclr import state_digest
 from privssl.training.wide_resnet import seeded_network

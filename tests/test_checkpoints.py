@@ -18,7 +18,8 @@ import yaml
 from privssl.data.images import load_pool
 from privssl.training import checkpoints
 from privssl.training.augment import AugmentSpec
-from privssl.training.semi_supervised import PrivateSpec, TrainSpec, checkpoint_fingerprint
+from privssl.training.semi_supervised import TrainSpec, checkpoint_fingerprint
+from privssl.training.semi_supervised_private import PrivateSpec
 from privssl.training.simclr import SimCLRSpec, pretrain
 
 REPO = Path(__file__).resolve().parents[1]

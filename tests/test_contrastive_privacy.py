@@ -310,7 +310,7 @@ def test_a_model_file_of_another_role_or_dataset_is_refused(tmp_path, role, data
 
 
 def test_a_restarted_training_reuses_every_finished_model(tmp_path):
-    from privssl.training.contrastive_targets import train_targets
+    from privssl.training.contrastive_targets import RoleJob, RoleSet, train_targets
     from privssl.training.simclr import Augmentation, SimCLRSpec
 
     images, task = random_images(24, 3)
@@ -320,8 +320,8 @@ def test_a_restarted_training_reuses_every_finished_model(tmp_path):
     simclr = SimCLRSpec(encoder="convnet", width=8, augmentation=Augmentation(0.5, 0.3, 0.1, False))
     spec = TargetSpec(TrainingSpec(2, 12, 1e-3), TrainingSpec(2, 12, 1e-3), TrainingSpec(5, None, 0.01),
                       (0.0, 1.0), 8, 0.01)
-    run = lambda log: train_targets(images, task, attribute, 2, 3, public, simclr, spec, 1, 7, CPU,  # noqa: E731
-                                    tmp_path / "checkpoints", log)
+    run = lambda log: train_targets(RoleSet(images, task, 2, attribute, 3), public, simclr, spec, 1,  # noqa: E731
+                                    RoleJob(7, CPU, tmp_path / "checkpoints", log))
     first, history = run(lambda _: None)
     assert [(m["kind"], m["lambda"]) for m in first] == [("supervised", None), ("contrastive", 0.0), ("talos", 1.0)]
     assert len(history) == 2 * 2  # two contrastive trainings of two epochs
@@ -342,7 +342,7 @@ def test_a_restarted_training_reuses_every_finished_model(tmp_path):
 def test_talos_reads_a_resnet18_representation(tmp_path):
     """Talos's classifier C takes the encoder's representation: 512 wide for ResNet-18, whatever
     `width` (the convnet's) says; it read `width` and failed on every ResNet-18 run."""
-    from privssl.training.contrastive_targets import train_targets
+    from privssl.training.contrastive_targets import RoleJob, RoleSet, train_targets
     from privssl.training.simclr import Augmentation, SimCLRSpec
 
     generator = torch.Generator().manual_seed(0)
@@ -353,8 +353,8 @@ def test_talos_reads_a_resnet18_representation(tmp_path):
     simclr = SimCLRSpec(encoder="resnet18", width=8, augmentation=Augmentation(0.5, 0.3, 0.1, False))
     spec = TargetSpec(TrainingSpec(1, 12, 1e-3), TrainingSpec(1, 12, 1e-3), TrainingSpec(1, None, 0.01),
                       (1.0,), 8, 0.01)
-    models, history = train_targets(images, task, attribute, 2, 3, public, simclr, spec, 1, 7, CPU,
-                                    tmp_path / "checkpoints", lambda _: None)
+    models, history = train_targets(RoleSet(images, task, 2, attribute, 3), public, simclr, spec, 1,
+                                    RoleJob(7, CPU, tmp_path / "checkpoints", lambda _: None))
     assert [(m["kind"], m["lambda"]) for m in models] == [("supervised", None), ("talos", 1.0)]
     assert models[1]["layer"]["weight"].shape[1] == 512 and len(history) == 1
 
@@ -364,7 +364,7 @@ def test_a_membership_task_trains_its_own_supervised_model_and_a_layer_on_every_
     second model of its own, trained on those labels, and every contrastive and Talos encoder a
     second layer; without one, the membership model is the model itself. A restart reuses both
     supervised models."""
-    from privssl.training.contrastive_targets import load_models, train_targets
+    from privssl.training.contrastive_targets import RoleJob, RoleSet, load_models, train_targets
     from privssl.training.simclr import Augmentation, SimCLRSpec
 
     images, task = random_images(24, 3)
@@ -377,8 +377,8 @@ def test_a_membership_task_trains_its_own_supervised_model_and_a_layer_on_every_
                       (0.0,), 8, 0.01)
     messages = []
     run = lambda with_task: train_targets(  # noqa: E731
-        images, task, attribute, 2, 3, public, simclr, spec, 1, 7, CPU, tmp_path / "checkpoints", messages.append,
-        membership_task=membership if with_task else None, n_membership_task=4 if with_task else None)
+        RoleSet(images, task, 2, attribute, 3, membership if with_task else None, 4 if with_task else None), public,
+        simclr, spec, 1, RoleJob(7, CPU, tmp_path / "checkpoints", messages.append))
     models, _ = run(True)
     supervised, contrastive = models
     assert supervised["membership"]["layer"]["weight"].shape == (1, 8, 4)
@@ -397,8 +397,7 @@ def test_a_membership_task_trains_its_own_supervised_model_and_a_layer_on_every_
     assert same[0]["membership"]["encoder"] is None
     assert torch.equal(same[0]["membership"]["layer"]["weight"], same[0]["layer"]["weight"])
     with pytest.raises(ValueError, match="one label per image"):
-        train_targets(images, task, attribute, 2, 3, public, simclr, spec, 1, 7, CPU, tmp_path / "c2",
-                      membership_task=membership[:5], n_membership_task=4)
+        RoleSet(images, task, 2, attribute, 3, membership[:5], 4)
 
 
 def with_membership(models: list[TargetModel], seed: int, data: dict[str, Split]) -> list[TargetModel]:

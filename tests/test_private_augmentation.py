@@ -1,5 +1,5 @@
 """DP-SGD's augmentation keyed to the record (privssl.training.augment weak_keyed, strong_keyed;
-privssl.training.semi_supervised private_batch, train_private), issue 28.
+privssl.training.semi_supervised_private private_batch, train_private), issue 28.
 
 DP-SGD's add/remove guarantee needs every other record's view to be the same random variable
 whether one record is in the data or not. The positional `strong` broke it (a record shifted the
@@ -15,16 +15,10 @@ import pytest
 import torch
 from scipy import stats
 
-from privssl.training import semi_supervised
+from privssl.training import semi_supervised_private
 from privssl.training.augment import AugmentSpec, keyed_hash, randaugment_groups, strong, strong_keyed, weak_keyed
-from privssl.training.semi_supervised import (
-    PrivateSpec,
-    TrainingSet,
-    TrainSpec,
-    poisson_rates,
-    private_batch,
-    train_private,
-)
+from privssl.training.semi_supervised import TrainingSet, TrainSpec
+from privssl.training.semi_supervised_private import PrivateSpec, poisson_rates, private_batch, train_private
 from privssl.training.wide_resnet import seeded_network
 
 torch.set_num_threads(1)
@@ -270,7 +264,7 @@ def private_run(data: TrainingSet, monkeypatch, seed: int = 0) -> tuple[dict, li
         batches.append(private_batch(data, spec, RATES, augment, step_seed))  # the library function, as imported
         return batches[-1]
 
-    monkeypatch.setattr(semi_supervised, "private_batch", recorded)
+    monkeypatch.setattr(semi_supervised_private, "private_batch", recorded)
     network = seeded_network(seed, "cnn", 1, 2, 4, private=True)
     kept, _ = train_private(network, data, TRAIN, PRIVATE, SPEC, seed, CPU, log=lambda _: None)
     return kept, batches

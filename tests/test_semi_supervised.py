@@ -20,7 +20,6 @@ from privssl.io import InputError
 from privssl.training.augment import AugmentSpec, standard_layout, strong, strong_keyed, weak, weak_keyed
 from privssl.training.per_example import per_example_loss_grads
 from privssl.training.semi_supervised import (
-    PrivateSpec,
     TrainingSet,
     TrainSpec,
     _Cycle,
@@ -29,12 +28,11 @@ from privssl.training.semi_supervised import (
     flexmatch_thresholds,
     needs_joint_forward,
     posteriors,
-    sampling_rate,
     train,
-    train_private,
     unlabelled_losses,
     update_ema,
 )
+from privssl.training.semi_supervised_private import PrivateSpec, sampling_rate, train_private
 from privssl.training.wide_resnet import SmallCNN, build_network
 
 CPU = torch.device("cpu")

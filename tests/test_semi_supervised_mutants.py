@@ -31,22 +31,24 @@ from scipy import stats
 from torch import nn
 
 from privssl.io import InputError
-from privssl.training import semi_supervised
+from privssl.training import semi_supervised, semi_supervised_private
 from privssl.training.augment import AugmentSpec, keyed_hash, strong_keyed
 from privssl.training.checkpoints import differing
 from privssl.training.semi_supervised import (
-    PrivateSpec,
     TrainingSet,
     TrainSpec,
     checkpoint_fingerprint,
     cosine_lr,
     flexmatch_thresholds,
+    train,
+    unlabelled_losses,
+)
+from privssl.training.semi_supervised_private import (
+    PrivateSpec,
     poisson_rates,
     private_batch,
     sampling_rate,
-    train,
     train_private,
-    unlabelled_losses,
 )
 
 torch.set_num_threads(1)
@@ -822,7 +824,7 @@ def test_a_record_whose_hash_is_the_rate_threshold_is_not_sampled():
     data = private_set()
     ids_l, _ = data.record_ids()
     seed = 11
-    chosen = int(keyed_hash(seed, semi_supervised._LABELLED_SAMPLE, 0, ids_l[:1]))
+    chosen = int(keyed_hash(seed, semi_supervised_private._LABELLED_SAMPLE, 0, ids_l[:1]))
     at_threshold = private_batch(data, PRIVATE_SPEC, (chosen / 2**32, 0.5), PLAIN, seed)
     just_above = private_batch(data, PRIVATE_SPEC, ((chosen + 1) / 2**32, 0.5), PLAIN, seed)
     assert not at_threshold.sampled_labelled[0] and just_above.sampled_labelled[0]
@@ -849,10 +851,10 @@ def test_the_strong_views_of_a_private_batch_share_draws_in_groups_of_the_expect
     batch = private_batch(data, PRIVATE_SPEC, (0.5, 0.5), augment, 21)
     ids_u = data.unlabelled_ids[batch.sampled_unlabelled]
     expected = strong_keyed(data.unlabelled[batch.sampled_unlabelled], ids_u, augment, 21,
-                            semi_supervised._UNLABELLED_STRONG, 6)
+                            semi_supervised_private._UNLABELLED_STRONG, 6)
     assert torch.equal(batch.strong, expected)
     other = strong_keyed(data.unlabelled[batch.sampled_unlabelled], ids_u, augment, 21,
-                         semi_supervised._UNLABELLED_STRONG, 1.5)
+                         semi_supervised_private._UNLABELLED_STRONG, 1.5)
     assert not torch.equal(batch.strong, other)  # where the test tells the two group counts apart
 
 

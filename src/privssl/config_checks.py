@@ -118,7 +118,7 @@ def check_semileak_budget(config: dict, name: str, dpsgd: dict, rate_labelled: f
     from privssl.accounting.rdp import MAX_MULTIPLIER, Phase, reachable_by_bound
 
     delta, accountant, steps = config["protect"]["delta"], config["dpsgd"]["accountant"], dpsgd["steps"]
-    rate = max(rate_labelled, rate_unlabelled)  # q of privssl.training.semi_supervised.sampling_rate
+    rate = max(rate_labelled, rate_unlabelled)  # q of privssl.training.semi_supervised_private.sampling_rate
     unsubsampled = [Phase(n=1, batch_size=1, steps=steps, noise_multipliers=(1.0,))]
     uncertain = [eps for eps in dpsgd["eps"] if not reachable_by_bound(eps, delta, unsubsampled, MAX_MULTIPLIER)]
     if not uncertain:

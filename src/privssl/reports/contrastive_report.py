@@ -38,6 +38,7 @@ claim is worded:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -215,24 +216,51 @@ def _baseline_note(metrics: pd.DataFrame, a: dict, b: dict, names: tuple[str, st
     return "" if not weak else f"not above the majority baseline beyond the paired interval: {', '.join(weak)}"
 
 
-def _row(dataset, claim, quantity, compared, claimed, lam, a, b, column, n_column, d: Estimate, test: str,
-         verdict_need: tuple[str, float], note, thesis) -> dict:
-    quote = thesis[claim]
-    verdict, need = verdict_need
-    return {"dataset": dataset, "claim": claim, "quantity": quantity, "compared": compared, "claimed": claimed,
-            "lambda": np.nan if lam is None else float(lam), "attack_a": a["attack"] if column == "accuracy" else "",
-            **_values(a, "a", column, n_column), "attack_b": b["attack"] if column == "accuracy" else "",
-            **_values(b, "b", column, n_column),
+@dataclass(frozen=True)
+class Compared:
+    """What a row compares: the claim of the thesis, on which data set, which models (`compared`),
+    at which Talos λ (None: not a Talos comparison)."""
+
+    dataset: str
+    claim: str
+    compared: str
+    lam: float | None
+    thesis: dict  # the thesis's quotes by claim (thesis_claims)
+
+
+@dataclass(frozen=True)
+class Tested:
+    """A row's two sides (pooled rows of `column`, with `n_column` records), their paired
+    difference `d`, the test as worded and its (verdict, records for 80 % power)."""
+
+    a: dict
+    b: dict
+    d: Estimate
+    test: str
+    verdict_need: tuple[str, float]
+    column: str = "accuracy"
+    n_column: str = "n"
+
+
+def _row(compared: Compared, quantity: str, claimed: str, tested: Tested, note: str = "") -> dict:
+    quote = compared.thesis[compared.claim]
+    a, b, column, d = tested.a, tested.b, tested.column, tested.d
+    verdict, need = tested.verdict_need
+    return {"dataset": compared.dataset, "claim": compared.claim, "quantity": quantity, "compared": compared.compared,
+            "claimed": claimed, "lambda": np.nan if compared.lam is None else float(compared.lam),
+            "attack_a": a["attack"] if column == "accuracy" else "", **_values(a, "a", column, tested.n_column),
+            "attack_b": b["attack"] if column == "accuracy" else "", **_values(b, "b", column, tested.n_column),
             "difference": d.value, "difference_lo": d.lo, "difference_hi": d.hi, "design": "paired by record",
-            "test": test, **(_baselines(a, b) if column == "accuracy" and a["inference"] == "attribute" else {}),
+            "test": tested.test,
+            **(_baselines(a, b) if column == "accuracy" and a["inference"] == "attribute" else {}),
             "verdict": verdict, "n_for_80pct_power": need, "note": note, "thesis_statement": quote["statement"],
             "thesis_values": quote["quoted_values"], "thesis_source": quote["source"]}
 
 
-def _greater(metrics, a: dict, b: dict) -> tuple[Estimate, tuple[str, float]]:
+def _greater(metrics, a: dict, b: dict) -> Tested:
     """a − b of two attacks' accuracies on the same records, and the directional verdict."""
     d = paired(_attack_rows(metrics, a), _attack_rows(metrics, b), "n")
-    return d, directional(d)
+    return Tested(a, b, d, "a − b > 0", directional(d))
 
 
 def _membership(dataset, metrics, stats, thesis) -> list[dict]:
@@ -241,22 +269,19 @@ def _membership(dataset, metrics, stats, thesis) -> list[dict]:
     rows = []
     inference = MEMBERSHIP_TASK if (stats.inference == MEMBERSHIP_TASK).any() else MEMBERSHIP
     on = " (membership task)" if inference == MEMBERSHIP_TASK else ""
+    compared = Compared(dataset, "membership", "supervised vs contrastive", None, thesis)
     supervised = _side(stats, "supervised", None, NN_ATTACK, inference)
     contrastive = _side(stats, "contrastive", 0.0, NN_ATTACK, inference)
     if supervised and contrastive:
-        d, verdict = _greater(metrics, supervised, contrastive)
-        rows.append(_row(dataset, "membership", f"membership inference accuracy, NN attack ({NN_ATTACK}){on}",
-                         "supervised vs contrastive", "a > b", None, supervised, contrastive, "accuracy", "n",
-                         d, "a − b > 0", verdict, "", thesis))
+        rows.append(_row(compared, f"membership inference accuracy, NN attack ({NN_ATTACK}){on}", "a > b",
+                         _greater(metrics, supervised, contrastive)))
     supervised, contrastive = _strongest(stats, "supervised", inference), _strongest(stats, "contrastive", inference)
     if supervised and contrastive:
-        d, verdict = _greater(metrics, supervised, contrastive)
-        rows.append(_row(dataset, "membership",
-                         f"membership inference accuracy, strongest attack (supervised: {supervised['attack']}; "
-                         f"contrastive: {contrastive['attack']}){on}", "supervised vs contrastive", "a > b", None,
-                         supervised, contrastive, "accuracy", "n", d, "a − b > 0", verdict,
+        rows.append(_row(compared, f"membership inference accuracy, strongest attack (supervised: "
+                                   f"{supervised['attack']}; contrastive: {contrastive['attack']}){on}", "a > b",
+                         _greater(metrics, supervised, contrastive),
                          "best of each model's membership attacks by pooled accuracy; the interval is not adjusted "
-                         "for choosing the best", thesis))
+                         "for choosing the best"))
     return rows
 
 
@@ -265,34 +290,33 @@ def _attribute(dataset, metrics, stats, thesis) -> list[dict]:
     contrastive = _side(stats, "contrastive", 0.0, ATTRIBUTE_ATTACK, ATTRIBUTE)
     if not (supervised and contrastive):
         return []
-    d, verdict = _greater(metrics, contrastive, supervised)
-    return [_row(dataset, "attribute", f"attribute inference accuracy ({ATTRIBUTE_ATTACK})",
-                 "contrastive vs supervised", "a > b", None, contrastive, supervised, "accuracy", "n", d,
-                 "a − b > 0", verdict, _baseline_note(metrics, contrastive, supervised, ("contrastive", "supervised")), thesis)]
+    return [_row(Compared(dataset, "attribute", "contrastive vs supervised", None, thesis),
+                 f"attribute inference accuracy ({ATTRIBUTE_ATTACK})", "a > b",
+                 _greater(metrics, contrastive, supervised),
+                 _baseline_note(metrics, contrastive, supervised, ("contrastive", "supervised")))]
 
 
 def _talos(dataset, metrics, stats, thesis) -> list[dict]:
     rows = []
     margin = NO_COST_MARGIN
     for lam in sorted(stats.loc[stats.target == "talos", "lambda"].unique()):
-        compared = f"contrastive (λ = 0) vs Talos (λ = {lam:g})"
+        compared = Compared(dataset, "talos", f"contrastive (λ = 0) vs Talos (λ = {lam:g})", lam, thesis)
         attribute = (_side(stats, "contrastive", 0.0, ATTRIBUTE_ATTACK, ATTRIBUTE),
                      _side(stats, "talos", lam, ATTRIBUTE_ATTACK, ATTRIBUTE))
         if all(attribute):
             a, b = attribute
-            d, verdict = _greater(metrics, a, b)
-            rows.append(_row(dataset, "talos", f"attribute inference accuracy ({ATTRIBUTE_ATTACK})", compared,
-                             "a > b", lam, a, b, "accuracy", "n", d, "a − b > 0", verdict,
-                             _baseline_note(metrics, a, b, ("contrastive", f"Talos λ = {lam:g}")), thesis))
+            rows.append(_row(compared, f"attribute inference accuracy ({ATTRIBUTE_ATTACK})", "a > b",
+                             _greater(metrics, a, b), _baseline_note(metrics, a, b, ("contrastive",
+                                                                                    f"Talos λ = {lam:g}"))))
         models = (stats[(stats.target == "contrastive")], stats[(stats.target == "talos") & (stats["lambda"] == lam)])
         if not (models[0].empty or models[1].empty):
             a, b = models[0].iloc[0].to_dict(), models[1].iloc[0].to_dict()
             d = paired(_model_rows(metrics, "contrastive", 0.0), _model_rows(metrics, "talos", lam), "n_test",
                        "task_decisions")
-            rows.append(_row(dataset, "talos", "task accuracy", compared, f"a − b ≤ {margin:g} (no cost)", lam, a, b,
-                             "task_accuracy", "n_test", d, f"a − b < {margin:g}", at_most(d, margin),
+            rows.append(_row(compared, "task accuracy", f"a − b ≤ {margin:g} (no cost)",
+                             Tested(a, b, d, f"a − b < {margin:g}", at_most(d, margin), "task_accuracy", "n_test"),
                              f"the task accuracy Talos loses must stay below {margin:g}, the ledger's margin "
-                             "(the thesis: 'preserved', no number)", thesis))
+                             "(the thesis: 'preserved', no number)"))
         # the released models' own leak (the task's): a membership-task layer on a Talos encoder,
         # trained to hide the class, would leak nothing because it learns nothing
         membership = (_side(stats, "contrastive", 0.0, NN_ATTACK, MEMBERSHIP),
@@ -300,18 +324,20 @@ def _talos(dataset, metrics, stats, thesis) -> list[dict]:
         if all(membership):
             a, b = membership
             d = paired(_attack_rows(metrics, b), _attack_rows(metrics, a), "n")  # what Talos adds
-            rows.append(_row(dataset, "talos", f"membership inference accuracy, NN attack ({NN_ATTACK})", compared,
-                             f"b − a ≤ {margin:g} (no cost)", lam, a, b, "accuracy", "n", d, f"b − a < {margin:g}",
-                             at_most(d, margin), f"difference column: b − a, the membership accuracy Talos adds; it "
-                             f"must stay below {margin:g}, the ledger's margin", thesis))
+            rows.append(_row(compared, f"membership inference accuracy, NN attack ({NN_ATTACK})",
+                             f"b − a ≤ {margin:g} (no cost)",
+                             Tested(a, b, d, f"b − a < {margin:g}", at_most(d, margin)),
+                             f"difference column: b − a, the membership accuracy Talos adds; it must stay below "
+                             f"{margin:g}, the ledger's margin"))
     return rows
 
 
 def claims_table(metrics: pd.DataFrame, thesis: pd.DataFrame) -> pd.DataFrame:
     """The three claims per dataset (in the order the datasets first appear), side a against side
     b with 95 % intervals clustered by record, their paired difference, the thesis's statement and
-    values, and the verdict of the claim's test on the difference (module docstring). A comparison whose two sides were not both measured
-    (e.g. no attribute on a dataset without a sensitive attribute) has no row."""
+    values, and the verdict of the claim's test on the difference (module docstring). A comparison
+    whose two sides were not both measured (e.g. no attribute on a dataset without a sensitive
+    attribute) has no row."""
     quotes = thesis_claims(thesis)
     stats = pool(metrics)
     rows = []

@@ -163,27 +163,56 @@ def repeat_seeds(seed: int, repeat: int) -> tuple[int, int]:
     return seed * 1000 + 2 * repeat, seed * 1000 + 2 * repeat + 1
 
 
-def train_targets(images: torch.Tensor, task: torch.Tensor, attribute: torch.Tensor, n_task: int, n_attribute: int,
-                  public: dict, simclr: SimCLRSpec, spec: TargetSpec, repeats: int, seed: int, device: torch.device,
-                  checkpoint_dir: Path, log: Callable[[str], None] = print, code: str = "",
-                  membership_task: torch.Tensor | None = None,
-                  n_membership_task: int | None = None) -> tuple[list[dict], list[dict]]:
-    """Every model of one role (target or shadow) on its training set: per repeat the supervised
-    model and the Talos models at every λ (λ = 0: contrastive). `public`: the public encoder file
-    (privssl.training.encoders.load_encoder's format) the contrastive models start from.
-    `membership_task`: the labels the membership claims' models learn, where they are not the task
-    (None): a second supervised model on them, and a second classification layer on every
-    contrastive and Talos encoder (which never see a label, so they serve both tasks).
+@dataclass(frozen=True)
+class RoleSet:
+    """What one role's models (target or shadow) train on: its images, their task labels (of
+    n_task classes) and sensitive attribute (of n_attribute), and the membership task's labels
+    where the membership claims' models learn another task than the task (None: the task's
+    models serve both)."""
+
+    images: torch.Tensor
+    task: torch.Tensor
+    n_task: int
+    attribute: torch.Tensor
+    n_attribute: int
+    membership_task: torch.Tensor | None = None
+    n_membership_task: int | None = None
+
+    def __post_init__(self):
+        if self.membership_task is not None and (self.n_membership_task is None
+                                                 or len(self.membership_task) != len(self.task)):
+            raise ValueError(f"membership_task needs one label per image ({len(self.task)}) and its class count, got "
+                             f"{len(self.membership_task)} labels and {self.n_membership_task}")
+
+
+@dataclass(frozen=True)
+class RoleJob:
+    """How a role's trainings run: drawn from `seed` on `device`, each resuming from its own
+    checkpoint under `checkpoint_dir` fingerprinted with `code` (privssl.training.checkpoints)."""
+
+    seed: int
+    device: torch.device
+    checkpoint_dir: Path
+    log: Callable[[str], None] = print
+    code: str = ""
+
+
+def train_targets(data: RoleSet, public: dict, simclr: SimCLRSpec, spec: TargetSpec, repeats: int,
+                  job: RoleJob) -> tuple[list[dict], list[dict]]:
+    """Every model of one role on its training set `data`: per repeat the supervised model and
+    the Talos models at every λ (λ = 0: contrastive). `public`: the public encoder file
+    (privssl.training.encoders.load_encoder's format) the contrastive models start from. With a
+    membership task: a second supervised model on its labels, and a second classification layer
+    on every contrastive and Talos encoder (which never see a label, so they serve both tasks).
 
     Returns the models as plain records (kind, lambda, repeat, encoder state, layer, and
     `membership`: its encoder state, None for the model's own, and its layer) and the per-epoch
-    history of every contrastive and Talos training. Each model resumes from its own checkpoint
-    under `checkpoint_dir`, fingerprinted with `code` (privssl.training.checkpoints)."""
+    history of every contrastive and Talos training."""
+    images, task, attribute, n_task, n_attribute = data.images, data.task, data.attribute, data.n_task, data.n_attribute
+    membership_task, n_membership_task = data.membership_task, data.n_membership_task
+    seed, device, checkpoint_dir, log, code = job.seed, job.device, job.checkpoint_dir, job.log, job.code
     tune = replace(simclr, epochs=spec.fine_tune.epochs, batch_size=spec.fine_tune.batch_size, lr=spec.fine_tune.lr)
     separate = membership_task is not None
-    if separate and (n_membership_task is None or len(membership_task) != len(task)):
-        raise ValueError(f"membership_task needs one label per image ({len(task)}) and its class count, got "
-                         f"{len(membership_task)} labels and {n_membership_task}")
     models, history = [], []
     for repeat in range(repeats):
         run_seed, adversary_seed = repeat_seeds(seed, repeat)

@@ -22,37 +22,8 @@ stop at the checkpoints and draw the views this branch needs. The losses above a
 each and follow USB's FixMatch, FlexMatch (with threshold warm-up) and UDA (no training-signal
 annealing, USB's default).
 
-DP-SGD (the defence of Table 3.4 with a real budget), `train_private`: FixMatch's losses, each
-labelled and each unlabelled record one clipped per-example gradient (unlabelled ones scaled by
-λ_u / μ before clipping, as the batch means weigh them), Poisson sampling of each set at
-q_l = B / n_l and q_u = μB / n_u, Gaussian noise σC on the sum, divided by B. The claim: (ε, δ)-DP
-of the sequence of weights over the steps (so of their EMA, post-processing, which is released)
-for add/remove of one training image, labelled or unlabelled, with ε the accountant's
-(privssl.accounting.dpsgd) for the Poisson-subsampled Gaussian at (q = max(q_l, q_u), σ, N steps)
-and δ the configured one; proven, given the accountant. It rests on three facts:
-
-- sensitivity C: a record enters the sum through its own clipped gradient only, so its addition
-  or removal changes the sum by at most C, and it is sampled with probability at most q;
-- no record's gradient depends on another's: the pseudo-label of u is computed from u alone
-  (FlexMatch's class thresholds count every unlabelled record, so it has no DP-SGD variant), the
-  network has no batch statistics, and every random choice about a record (whether a step samples
-  it, its weak crop and flip, its strong view's crop, flip and RandAugment operations) is a
-  function of (a step seed drawn from the run's generator, the record's identity), never of its
-  position in the batch (`private_batch`; privssl.training.augment.weak_keyed, strong_keyed: the
-  identity must not change with the other records, e.g. a pool index). `train`'s positional
-  augmentation would
-  break this: a record's presence shifts the draws of every record after it in the batch and, with
-  images_per_draw > 1, which records share RandAugment's operations, so it changes the joint
-  distribution of the other records' views;
-- |d| is public: the sizes n_l and n_u of the labelled and unlabelled sets are treated as known
-  under add/remove adjacency. The sampling rates q_l and q_u read them, and so do σ (calibrated
-  to ε at those rates) and the accountant's ε; a neighbour with one image more or fewer would be
-  trained at B / (n ± 1), a difference the claim ignores, as DP-SGD's usual accounting (Opacus)
-  does. The number of steps is the config's, read from no data.
-
-The history rows (labelled loss, mask rate, clipped fraction) are computed on the private batches
-without noise: they are covered by no claim (the workflow keeps them under
-diagnostics/not_private/).
+FixMatch by DP-SGD (the defence of Table 3.4 with a real budget) and its claim:
+privssl.training.semi_supervised_private, on this module's run and checkpoints.
 """
 
 from __future__ import annotations
@@ -70,8 +41,7 @@ from torch import nn
 
 from privssl.io import InputError, Progress, atomic_torch_save
 from privssl.training import checkpoints
-from privssl.training.augment import AugmentSpec, keyed_hash, strong, strong_keyed, weak, weak_keyed
-from privssl.training.per_example import clip_and_sum, gaussian_noise_like, per_example_loss_grads
+from privssl.training.augment import AugmentSpec, strong, weak
 from privssl.training.precision import arithmetic, autocast, channels_last
 from privssl.training.semi_supervised_spec import ALGORITHMS, SUPERVISED
 
@@ -202,7 +172,7 @@ def _cpu_state(module: nn.Module) -> dict:
 
 
 @dataclass
-class _Run:
+class Run:
     """Everything a restarted job needs to continue a training exactly."""
 
     model: nn.Module
@@ -238,8 +208,8 @@ class _Run:
         self.kept, self.history = saved["kept"], saved["history"]
 
 
-def _start(network: nn.Module, data: TrainingSet, spec: TrainSpec, seed: int, device: torch.device,
-           flexmatch: bool, cycles: bool = True) -> _Run:
+def start_run(network: nn.Module, data: TrainingSet, spec: TrainSpec, seed: int, device: torch.device,
+           flexmatch: bool, cycles: bool = True) -> Run:
     """A fresh run; without `cycles` (DP-SGD) no permutation of the sets is drawn, so what the
     generator gives later does not depend on the sets' sizes."""
     model = network.to(device)
@@ -250,7 +220,7 @@ def _start(network: nn.Module, data: TrainingSet, spec: TrainSpec, seed: int, de
                                 weight_decay=spec.weight_decay)
     generator = torch.Generator().manual_seed(seed)
     n_u = len(data.unlabelled)
-    return _Run(model, ema, optimiser, generator, _Cycle(len(data.labels), generator) if cycles else None,
+    return Run(model, ema, optimiser, generator, _Cycle(len(data.labels), generator) if cycles else None,
                 _Cycle(n_u, generator) if n_u and cycles else None,
                 torch.full((n_u,), -1, dtype=torch.long) if flexmatch else None)
 
@@ -266,7 +236,7 @@ def checkpoint_fingerprint(target: str, spec: TrainSpec, augment: AugmentSpec, n
                                    code=code)
 
 
-def _resume(run: _Run, checkpoint: Path | None, fingerprint: dict[str, str] | None,
+def resume_run(run: Run, checkpoint: Path | None, fingerprint: dict[str, str] | None,
             log: Callable[[str], None]) -> None:
     if checkpoint is not None and checkpoint.exists():
         # read like every artefact: weights_only unpickles tensors and plain containers only, so a
@@ -283,7 +253,7 @@ def _resume(run: _Run, checkpoint: Path | None, fingerprint: dict[str, str] | No
             log(f"resumed from {checkpoint} at step {run.step}")
 
 
-def _keep(run: _Run, checkpoint: Path | None, fingerprint: dict[str, str] | None, row: dict) -> None:
+def keep_checkpoint(run: Run, checkpoint: Path | None, fingerprint: dict[str, str] | None, row: dict) -> None:
     run.kept[run.step] = _cpu_state(run.ema)
     run.history.append(row)
     if checkpoint is not None:
@@ -333,10 +303,10 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
     semi = algorithm != SUPERVISED
     if semi and not len(data.unlabelled):
         raise ValueError(f"{algorithm} needs unlabelled images; the training set has none")
-    run = _start(network, data, spec, seed, device, algorithm == "flexmatch")
+    run = start_run(network, data, spec, seed, device, algorithm == "flexmatch")
     run.model = channels_last(run.model, device)
     joint = needs_joint_forward(run.model)
-    _resume(run, checkpoint, fingerprint, log)
+    resume_run(run, checkpoint, fingerprint, log)
     sums = {"loss_labelled": 0.0, "loss_unlabelled": 0.0, "mask_rate": 0.0}
     run.model.train()
     progress = Progress(log, f"{algorithm} steps", spec.steps - run.step)  # from where it resumed
@@ -383,136 +353,9 @@ def train(algorithm: str, network: nn.Module, data: TrainingSet, spec: TrainSpec
             row["clipped_fraction"] = float("nan")  # no clipping without DP-SGD
             if not semi:
                 row["loss_unlabelled"] = row["mask_rate"] = float("nan")
-            _keep(run, checkpoint, fingerprint, row)
+            keep_checkpoint(run, checkpoint, fingerprint, row)
             log(f"{algorithm} step {run.step}/{spec.steps}: " + ", ".join(f"{k} {v:.4g}" for k, v in row.items()
                                                                            if k != "step"))
-            sums = dict.fromkeys(sums, 0.0)
-    return run.kept, run.history
-
-
-@dataclass(frozen=True)
-class PrivateSpec:
-    """DP-SGD of FixMatch: noise multiplier σ, clipping norm C, and the sampling it is accounted for."""
-
-    noise_multiplier: float
-    clip_norm: float
-
-
-def poisson_rates(spec: TrainSpec, n_labelled: int, n_unlabelled: int) -> tuple[float, float]:
-    """(q_l, q_u) = (B / n_l, μB / n_u), the Poisson sampling rates of DP-SGD's two sets; they read
-    the sets' sizes, which the claim treats as public."""
-    if min(n_labelled, n_unlabelled) < 1:
-        raise ValueError(f"DP-SGD FixMatch needs labelled and unlabelled images, got {n_labelled} and {n_unlabelled}")
-    rates = (spec.batch_size / n_labelled, spec.batch_size * spec.unlabelled_ratio / n_unlabelled)
-    if max(rates) > 1:
-        raise ValueError(f"expected batches B = {spec.batch_size}, μB = {spec.batch_size * spec.unlabelled_ratio} "
-                         f"exceed the sets ({n_labelled} labelled, {n_unlabelled} unlabelled): allowed: B <= n_l "
-                         "and μB <= n_u (Poisson sampling rates <= 1)")
-    return rates
-
-
-def sampling_rate(spec: TrainSpec, n_labelled: int, n_unlabelled: int) -> float:
-    """q = max(B / n_l, μB / n_u): the largest probability that a step samples a given record."""
-    return max(poisson_rates(spec, n_labelled, n_unlabelled))
-
-
-# the salts of DP-SGD's keyed draws, one per (set, use): a record's sampling and its views are
-# independent draws, and a labelled and an unlabelled record of one id share nothing
-_LABELLED_SAMPLE, _UNLABELLED_SAMPLE, _LABELLED_WEAK, _UNLABELLED_WEAK, _UNLABELLED_STRONG = range(5)
-
-
-@dataclass(frozen=True)
-class PrivateBatch:
-    """One step's Poisson batches of DP-SGD and their views, in the order of the sets."""
-
-    sampled_labelled: torch.Tensor  # bool, one per labelled record
-    sampled_unlabelled: torch.Tensor  # bool, one per unlabelled record
-    labelled: torch.Tensor  # the weak views of the sampled labelled records
-    labels: torch.Tensor
-    weak: torch.Tensor  # the weak views of the sampled unlabelled records ...
-    strong: torch.Tensor  # ... and their strong views
-
-
-def _poisson_keyed(ids: torch.Tensor, rate: float, step_seed: int, salt: int) -> torch.Tensor:
-    """Whether each record is in this step's batch, from hash(step seed, salt, id) < ⌊rate · 2³²⌋:
-    independently per record at a rate ≤ `rate` (lower by < 2⁻³², which the accountant's ε at
-    `rate` covers), and a function of the record alone given the step seed."""
-    return keyed_hash(step_seed, salt, 0, ids) < math.floor(rate * 2**32)
-
-
-def private_batch(data: TrainingSet, spec: TrainSpec, rates: tuple[float, float], augment: AugmentSpec,
-                  step_seed: int) -> PrivateBatch:
-    """The Poisson batches of one DP-SGD step at `rates` (q_l, q_u: `poisson_rates`) and their
-    views, every random choice about a record a function of (step seed, its id): given the step
-    seed and the rates, whether another record is in the set changes nothing about it
-    (privssl.training.augment, "keyed to the record")."""
-    ids_l, ids_u = data.record_ids()
-    in_l = _poisson_keyed(ids_l, rates[0], step_seed, _LABELLED_SAMPLE)
-    in_u = _poisson_keyed(ids_u, rates[1], step_seed, _UNLABELLED_SAMPLE)
-    u = data.unlabelled[in_u]
-    return PrivateBatch(in_l, in_u, weak_keyed(data.labelled[in_l], ids_l[in_l], augment, step_seed, _LABELLED_WEAK),
-                        data.labels[in_l], weak_keyed(u, ids_u[in_u], augment, step_seed, _UNLABELLED_WEAK),
-                        strong_keyed(u, ids_u[in_u], augment, step_seed, _UNLABELLED_STRONG,
-                                     spec.batch_size * spec.unlabelled_ratio))
-
-
-def train_private(network: nn.Module, data: TrainingSet, spec: TrainSpec, private: PrivateSpec, augment: AugmentSpec,
-                  seed: int, device: torch.device, checkpoint: Path | None = None, fingerprint: dict[str, str] | None = None,
-                  log: Callable[[str], None] = print) -> tuple[dict[int, dict], list[dict]]:
-    """FixMatch by DP-SGD (module docstring) for spec.steps steps at noise multiplier σ; returns
-    the EMA states and history as `train`. The model runs in eval mode: per-example gradients
-    need a network without batch statistics (GroupNorm in the private WRN). Each step draws one
-    seed from the run's generator, which `private_batch` keys every record's sampling and views
-    to; the generator then gives the noise. Neither reads the data or its size: at the same rates,
-    removing a record that no step samples leaves the training bit for bit as it was."""
-    rates = poisson_rates(spec, len(data.labels), len(data.unlabelled))  # refuses empty sets and rates > 1
-    data.record_ids()  # refuses ids that are not one per record, distinct, before any step
-    run = _start(network, data, spec, seed, device, False, cycles=False)
-    _resume(run, checkpoint, fingerprint, log)
-    run.model.eval()
-    scale_u = spec.unlabelled_weight / spec.unlabelled_ratio
-    sums = {"loss_labelled": 0.0, "loss_unlabelled": 0.0, "mask_rate": 0.0, "clipped_fraction": 0.0}
-    progress = Progress(log, "fixmatch (DP-SGD) steps", spec.steps - run.step)
-    while run.step < spec.steps:
-        for group in run.optimiser.param_groups:
-            group["lr"] = cosine_lr(spec.lr, run.step, spec.steps)
-        batch = private_batch(data, spec, rates, augment, int(torch.randint(0, 2**62, (1,), generator=run.generator)))
-        x, y = batch.labelled.to(device), batch.labels.to(device)
-        u_weak, u_strong = batch.weak.to(device), batch.strong.to(device)
-        with torch.no_grad():
-            confidence, pseudo = torch.softmax(run.model(u_weak).double(), -1).max(-1) if len(u_weak) else (
-                torch.zeros(0, device=device), torch.zeros(0, dtype=torch.long, device=device))
-        mask = confidence >= spec.thresholds["fixmatch"]
-        grads, norms = {}, []
-        for inputs, targets, weight in ((x, y, 1.0), (u_strong[mask], pseudo[mask], scale_u)):
-            if not len(targets):
-                continue
-            per_example = per_example_loss_grads(run.model, F.cross_entropy, inputs, targets)
-            per_example = {k: g * weight for k, g in per_example.items()}
-            summed, norm = clip_and_sum(per_example, private.clip_norm)
-            grads = {k: grads.get(k, 0) + v for k, v in summed.items()}
-            norms.append(norm)
-        if not grads:  # an empty Poisson batch: the noise alone
-            grads = {k: torch.zeros_like(p) for k, p in run.model.named_parameters() if p.requires_grad}
-        noisy = gaussian_noise_like(grads, private.noise_multiplier * private.clip_norm, run.generator)
-        run.optimiser.zero_grad(set_to_none=True)
-        for name, param in run.model.named_parameters():
-            param.grad = (noisy[name] / spec.batch_size).to(param.dtype)
-        run.optimiser.step()
-        update_ema(run.ema, run.model, spec.ema)
-        with torch.no_grad():
-            sums["loss_labelled"] += F.cross_entropy(run.model(x), y).item() if len(y) else 0.0
-        sums["mask_rate"] += mask.double().mean().item() if len(mask) else 0.0
-        sums["clipped_fraction"] += (torch.cat(norms) > private.clip_norm).double().mean().item() if norms else 0.0
-        run.step += 1
-        progress.advance()
-        if run.step % spec.checkpoint_every == 0:
-            row = {"step": run.step, "lr": cosine_lr(spec.lr, run.step - 1, spec.steps),
-                   **{k: v / spec.checkpoint_every for k, v in sums.items()}}
-            row["loss_unlabelled"] = float("nan")  # not computed: it would cost a forward pass per step
-            _keep(run, checkpoint, fingerprint, row)
-            log(f"fixmatch (DP-SGD, σ = {private.noise_multiplier:.4g}) step {run.step}/{spec.steps}: "
-                + ", ".join(f"{k} {v:.4g}" for k, v in row.items() if k != "step"))
             sums = dict.fromkeys(sums, 0.0)
     return run.kept, run.history
 
