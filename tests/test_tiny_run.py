@@ -415,10 +415,16 @@ def test_mia_scores_recompute_every_rows_auc_and_decisions(tiny_run):
     """attack/scores_<target>.parquet of the attack and attack_training_time rules against mia.csv."""
     mia = read_table(tiny_run.path(f"{RESULTS}/digits/mia.csv"))
     splits = json.loads(tiny_run.path(f"{RESULTS}/digits/splits.json").read_text())["splits"]
+    evaluated = {}
     for mechanism, rows in mia.groupby("mechanism"):
         scores = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/attack/scores_{mechanism}.parquet"))
         assert_scores_are_each_rows(rows, scores, ["mechanism", "eps", "repeat", "attack", "adaptive"], splits,
                                     "finetune", "nonmember")
+        _, first = next(iter(scores.fillna({"eps": -1.0}).groupby(["eps", "repeat", "attack", "adaptive"],
+                                                                    observed=True)))
+        evaluated[mechanism] = first.record.tolist()  # every row of the file scores these (checked above)
+    # the attack and attack_training_time rules query the same records (the reports pair them)
+    assert len({tuple(records) for records in evaluated.values()}) == 1, {m: r[:4] for m, r in evaluated.items()}
     # each line's record is the image scored: the clean head's confidence on that image's features
     # (the encode rule's row i of split s is pool image splits[s][i]), recomputed here
     from privssl.release.protection import head_inputs, released_heads

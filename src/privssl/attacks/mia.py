@@ -213,7 +213,6 @@ def balanced_evaluation(n_members: int, n_nonmembers: int, seed: int) -> tuple[t
     return members, nonmembers, np.r_[np.ones(n, bool), np.zeros(n, bool)]
 
 
-
 @dataclass(frozen=True)
 class MembershipEvaluation:
     """The records every attack on a dataset's releases is scored on, `members` (positions in d,
