@@ -42,8 +42,8 @@ rule attack:
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
         protected=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=MECHANISMS),
     output:
-        csv=expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{target}}.csv", target=AUDITED),
-        scores=expand(f"{RESULTS}/{{{{dataset}}}}/attack/scores_{{target}}.parquet", target=AUDITED),
+        csv=part_files(MIA_TABLE, "{dataset}", AUDITED),
+        scores=part_files(MIA_SCORE_TABLE, "{dataset}", AUDITED),
     params:
         choices=choice_config("head", "certified"),
         library=library("attack.py"),
@@ -78,22 +78,13 @@ rule mia_table:
     """All attack rows of one dataset in one tidy CSV."""
     input:
         script=script("merge_csv.py"),
-        parts=lambda w: expand(
-            f"{RESULTS}/{w.dataset}/attack/{{target}}.csv",
-            target=["none"] + MECHANISMS + (TRAINING_TIME if w.dataset in DATASETS else []),
-        ),
+        parts=lambda w: [MIA_TABLE.path(RESULTS, w.dataset, t) for t in ["none"] + released(w.dataset)],
     output:
-        f"{RESULTS}/{{dataset}}/mia.csv",
+        MIA_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("merge_csv.py"),
-        expect=lambda w: expect(
-            grid(
-                "mia",
-                "attack/{target}.csv",
-                [w.dataset],
-                ["none"] + MECHANISMS + (TRAINING_TIME if w.dataset in DATASETS else []),
-            )
-        ),
+        table=MIA_TABLE.name,
+        expect=lambda w: expect(grid(MIA_TABLE, [w.dataset], ["none"] + released(w.dataset))),
     log:
         f"{RESULTS}/{{dataset}}/logs/mia_table.log",
     localrule: True
@@ -101,4 +92,4 @@ rule mia_table:
     conda:
         ENV
     shell:
-        "python {input.script:q} --table mia --out {output:q} {input.parts:q} {params.expect} 2> {log:q}"
+        "python {input.script:q} --table {params.table} --out {output:q} {input.parts:q} {params.expect} 2> {log:q}"

@@ -52,14 +52,14 @@ rule lira:
         heads=lambda w: f"{RESULTS}/{w.dataset}/attack/lira/heads_{lira_head_kind(w.target)}.pt",
     output:
         csv=f"{RESULTS}/{{dataset}}/attack/lira/{{target}}.csv",
-        scores=f"{RESULTS}/{{dataset}}/attack/lira/scores_{{target}}.parquet",
-        audit=f"{RESULTS}/{{dataset}}/audit/hypothesis_test_{{target}}.csv",
+        scores=LIRA_SCORE_TABLE.path(RESULTS, "{dataset}", "{target}"),
+        audit=HYPOTHESIS_TEST_AUDIT_TABLE.path(RESULTS, "{dataset}", "{target}"),
     params:
         choices=choice_config("head"),
         library=library("lira.py"),
         release=release_args,
         expect=lambda w: expect(
-            grid("utility", "protect/{target}.csv", [w.dataset], [w.target] if w.target != "none" else []),
+            grid(UTILITY_TABLE, [w.dataset], [w.target] if w.target != "none" else []),
             release_records(w.dataset, [w.target] if w.target != "none" else []),
             {
                 f"{RESULTS}/{w.dataset}/attack/lira/heads_{lira_head_kind(w.target)}.pt": grids.lira_heads_record(
@@ -103,7 +103,7 @@ rule lira_references:
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
         heads=f"{RESULTS}/{{dataset}}/attack/lira/heads_finetune.pt",
     output:
-        f"{RESULTS}/{{dataset}}/attack/lira/references.csv",
+        LIRA_REFERENCES_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("lira_references.py"),
         attacks=" ".join(a for a in LIRA["attacks"] if a in REFERENCE_ATTACKS),
@@ -146,7 +146,7 @@ rule audit_canary:
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
         release=f"{RESULTS}/{{dataset}}/protect/dpsgd.pt",
     output:
-        f"{RESULTS}/{{dataset}}/audit/canary_dpsgd.csv",
+        CANARY_AUDIT_TABLE.path(RESULTS, "{dataset}"),
     params:
         choices=choice_config("head"),
         library=library("audit_canary.py"),
@@ -183,7 +183,7 @@ rule audit_crafted_pair:
         sensitivity=f"{RESULTS}/{{dataset}}/certified/sensitivity.json",
         releases=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=CERTIFIED_METHODS),
     output:
-        f"{RESULTS}/{{dataset}}/audit/crafted_pair_certified.csv",
+        CRAFTED_PAIR_AUDIT_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("audit_crafted_pair.py"),
         methods=" ".join(CERTIFIED_METHODS),
@@ -221,7 +221,7 @@ rule audit_one_run:
         features=f"{RESULTS}/{{dataset}}/finetune/features.pt",
         releases=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.{{ext}}", method=MECHANISMS, ext=["pt", "csv"]),
     output:
-        f"{RESULTS}/{{dataset}}/audit/one_run.csv",
+        ONE_RUN_AUDIT_TABLE.path(RESULTS, "{dataset}"),
     params:
         choices=choice_config("head", "certified"),
         library=library("audit_one_run.py"),
@@ -236,9 +236,7 @@ rule audit_one_run:
         confidence=config["audit"]["confidence"],
         delta=config["protect"]["delta"],
         seed=stage_seed("audit_one_run"),
-        expect=lambda w: expect(
-            grid("utility", "protect/{target}.csv", [w.dataset], MECHANISMS), release_records(w.dataset, MECHANISMS)
-        ),
+        expect=lambda w: expect(grid(UTILITY_TABLE, [w.dataset], MECHANISMS), release_records(w.dataset, MECHANISMS)),
         threads_option=threads_option("audit_one_run"),
     log:
         f"{RESULTS}/{{dataset}}/logs/audit_one_run.log",
@@ -263,31 +261,25 @@ rule membership_tables:
     one file per method: the figure reads a few rows of each)."""
     input:
         script=script("merge_csv.py"),
-        lira=expand(f"{RESULTS}/{{{{dataset}}}}/attack/lira/{{target}}.csv", target=AUDITED),
-        audit=expand(f"{RESULTS}/{{{{dataset}}}}/audit/hypothesis_test_{{target}}.csv", target=AUDITED)
-        + [f"{RESULTS}/{{dataset}}/audit/one_run.csv"]
-        + ([f"{RESULTS}/{{dataset}}/audit/canary_dpsgd.csv"] if "dpsgd" in MECHANISMS else [])
-        + ([f"{RESULTS}/{{dataset}}/audit/crafted_pair_certified.csv"] if CERTIFIED_METHODS else []),
+        lira=[LIRA_TABLE.path(RESULTS, "{dataset}", t) for t in AUDITED],
+        audit=lambda w: list(audit_parts(w.dataset)),
     output:
-        lira=f"{RESULTS}/{{dataset}}/lira.csv",
-        audit=f"{RESULTS}/{{dataset}}/audit.csv",
+        lira=LIRA_TABLE.path(RESULTS, "{dataset}"),
+        audit=AUDIT_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("merge_csv.py"),
-        lira=lambda w: expect(grid("lira", "attack/lira/{target}.csv", [w.dataset], AUDITED)),
-        audit=lambda w: expect(
-            grid("hypothesis_test_audit", "audit/hypothesis_test_{target}.csv", [w.dataset], AUDITED),
-            grid("one_run_audit", "audit/one_run.csv", [w.dataset]),
-            grid("canary_audit", "audit/canary_dpsgd.csv", [w.dataset] if "dpsgd" in MECHANISMS else []),
-            grid("crafted_pair_audit", "audit/crafted_pair_certified.csv", [w.dataset] if CERTIFIED_METHODS else []),
-        ),
+        lira_table=LIRA_TABLE.name,
+        audit_table=AUDIT_TABLE.name,
+        lira=lambda w: expect(grid(LIRA_TABLE, [w.dataset], AUDITED)),
+        audit=lambda w: expect(audit_parts(w.dataset)),
     log:
         f"{RESULTS}/{{dataset}}/logs/membership_tables.log",
     localrule: True
     conda:
         ENV
     shell:
-        "(python {input.script:q} --table lira --out {output.lira:q} {input.lira:q} {params.lira}"
-        " && python {input.script:q} --table audit --out {output.audit:q} {input.audit:q} {params.audit}) 2> {log:q}"
+        "(python {input.script:q} --table {params.lira_table} --out {output.lira:q} {input.lira:q} {params.lira}"
+        " && python {input.script:q} --table {params.audit_table} --out {output.audit:q} {input.audit:q} {params.audit}) 2> {log:q}"
 
 
 rule audit_figures:
@@ -295,10 +287,10 @@ rule audit_figures:
     audited lower bound, violations marked)."""
     input:
         script=script("plot_audit.py"),
-        lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
-        scores=expand(f"{RESULTS}/{{dataset}}/attack/lira/scores_{{target}}.parquet", dataset=DATASETS, target=AUDITED),
-        audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
-        references=expand(f"{RESULTS}/{{dataset}}/attack/lira/references.csv", dataset=DATASETS),
+        lira=files(LIRA_TABLE, DATASETS),
+        scores=[LIRA_SCORE_TABLE.path(RESULTS, d, t) for d in DATASETS for t in AUDITED],
+        audit=files(AUDIT_TABLE, DATASETS),
+        references=files(LIRA_REFERENCES_TABLE, DATASETS),
     output:
         fig4_png=report(f"{RESULTS}/figures/fig4_roc.png", caption="../report/fig4.rst", category="Figures"),
         fig4_pdf=f"{RESULTS}/figures/fig4_roc.pdf",
@@ -312,10 +304,10 @@ rule audit_figures:
     params:
         library=library("plot_audit.py"),
         expect=expect(
-            grid("lira", "lira.csv", DATASETS),
-            grid("lira", "attack/lira/scores_{target}.parquet", DATASETS, AUDITED),
-            grid("audit", "audit.csv", DATASETS),
-            grid("lira_references", "attack/lira/references.csv", DATASETS),
+            grid(LIRA_TABLE, DATASETS),
+            grid(LIRA_SCORE_TABLE, DATASETS, AUDITED),
+            grid(AUDIT_TABLE, DATASETS),
+            grid(LIRA_REFERENCES_TABLE, DATASETS),
         ),
     log:
         f"{RESULTS}/logs/audit_figures.log",

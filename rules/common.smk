@@ -4,6 +4,25 @@ import shlex
 from pathlib import Path
 
 from privssl import grids, stage_seeds
+from privssl.artefacts.audits import (
+    AUDIT_TABLE,
+    CANARY_AUDIT_TABLE,
+    CRAFTED_PAIR_AUDIT_TABLE,
+    HYPOTHESIS_TEST_AUDIT_TABLE,
+    ONE_RUN_AUDIT_TABLE,
+)
+from privssl.artefacts.contrastive import CONTRASTIVE_TABLE
+from privssl.artefacts.graphs import LINK_ATTACKS_TABLE, LINK_PROTECTION_TABLE, LINK_TRANSFER_TABLE
+from privssl.artefacts.image import (
+    LIRA_REFERENCES_TABLE,
+    LIRA_SCORE_TABLE,
+    LIRA_TABLE,
+    MIA_SCORE_TABLE,
+    MIA_TABLE,
+    UTILITY_TABLE,
+)
+from privssl.artefacts.semileak import SEMILEAK_HISTORY_TABLE, SEMILEAK_TABLE
+from privssl.artefacts.training_time import DPADAPTER_TABLE, DPCL_ACCOUNTING_TABLE
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS
 from privssl.code_graph import library_code
 from privssl.data.label_maps import membership_task_of
@@ -83,11 +102,14 @@ def semileak_seed(stage, repeat):
     return stage_seeds.repeat_seed(config["seed"], stage, int(repeat))
 
 
-def semileak_grid(table, name):
-    """The config's grid of rows of each Semi-Leak dataset's and repeat's file `name` (under
-    results/<dataset>/semileak/repeat<r>/)."""
-    make = getattr(grids, table)
-    return {f"{RESULTS}/{d}/semileak/repeat{r}/{name}": make(config, d, r) for d in SEMILEAK for r in SEMILEAK_REPEATS}
+def semileak_histories(wildcards):
+    """(dataset, part) of every training history one Semi-Leak repeat's attack reads: each role's
+    and target's."""
+    return [
+        (wildcards.dataset, {"repeat": wildcards.repeat, "role": role, "target": target})
+        for role in ("target", "shadow")
+        for target in SEMILEAK_TARGETS
+    ]
 
 
 def semileak_scale(wildcards, key):
@@ -367,13 +389,45 @@ def training_time_release(method):
     return f"{RESULTS}/{{dataset}}/{branch}/{method}.pt"
 
 
-def grid(table, name, datasets, targets=None):
-    """The config's grid of rows (privssl.grids.<table>) of each dataset's file `name` (under
-    results/<dataset>/; a `{target}` in it: one file per target, each with that target's rows)."""
-    make = getattr(grids, table)
-    if targets is None:
-        return {f"{RESULTS}/{d}/{name}": make(config, d) for d in datasets}
-    return {f"{RESULTS}/{d}/{name.format(target=t)}": make(config, d, [t]) for d in datasets for t in targets}
+def grid(table, datasets, values=None):
+    """The config's rows of each dataset's file of `table` (its declaration, privssl.artefacts.
+    <track>), or with `values` of each of its parts (one per target, repeat, ...), by path."""
+    return table.expected(config, RESULTS, datasets, values)
+
+
+def released(dataset):
+    """The release methods of a dataset, in the order of its merged tables' parts: the protect
+    rule's, then on images the training-time branches'."""
+    return MECHANISMS + (TRAINING_TIME if dataset in DATASETS else [])
+
+
+def audit_parts(dataset):
+    """The parts of a dataset's audit.csv with the config's rows of each, by path, in order:
+    the hypothesis test of every target, the one-run audits, the canary audits of the DP-SGD head
+    and the crafted-pair audits of the certified releases where the config has them."""
+    return (
+        grid(HYPOTHESIS_TEST_AUDIT_TABLE, [dataset], AUDITED)
+        | grid(ONE_RUN_AUDIT_TABLE, [dataset])
+        | grid(CANARY_AUDIT_TABLE, [dataset] if "dpsgd" in MECHANISMS else [])
+        | grid(CRAFTED_PAIR_AUDIT_TABLE, [dataset] if CERTIFIED_METHODS else [])
+    )
+
+
+def files(table, datasets, values=None):
+    """Each dataset's file of `table`, or with `values` each of its parts, in that order."""
+    if values is None:
+        return [table.path(RESULTS, dataset) for dataset in datasets]
+    return [table.path(RESULTS, dataset, value) for dataset in datasets for value in values]
+
+
+def part_files(table, dataset, values):
+    """A dataset's parts of `table`, one per value (`dataset` may be the wildcard "{dataset}")."""
+    return [table.path(RESULTS, dataset, value) for value in values]
+
+
+def parts(table, pairs):
+    """The config's rows of the parts of `table` named by (dataset, value) pairs, by path."""
+    return {table.path(RESULTS, dataset, value): table.rows(config, dataset, value) for dataset, value in pairs}
 
 
 def release_records(dataset, methods):

@@ -9,7 +9,7 @@ rule contrastive_attack:
         targets=f"{RESULTS}/{{dataset}}/contrastive/target_models.pt",
         shadows=f"{RESULTS}/{{dataset}}/contrastive/shadow_models.pt",
     output:
-        metrics=f"{RESULTS}/{{dataset}}/contrastive/metrics.csv",
+        metrics=CONTRASTIVE_TABLE.path(RESULTS, "{dataset}"),
         scores=f"{RESULTS}/{{dataset}}/contrastive/scores.parquet",
     params:
         library=library("contrastive_attack.py"),

@@ -3,8 +3,8 @@ rule figures:
     accuracy-ε frontier) for every release method, line style by guarantee kind; from CSV only."""
     input:
         script=script("plot_figures.py"),
-        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
-        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
+        utility=files(UTILITY_TABLE, DATASETS),
+        mia=files(MIA_TABLE, DATASETS),
     output:
         fig1_png=report(f"{RESULTS}/figures/fig1_utility_loss.png", caption="../report/fig1.rst", category="Figures"),
         fig1_pdf=f"{RESULTS}/figures/fig1_utility_loss.pdf",
@@ -14,7 +14,7 @@ rule figures:
         fig3_pdf=f"{RESULTS}/figures/fig3_frontier.pdf",
     params:
         library=library("plot_figures.py"),
-        expect=expect(grid("utility", "utility.csv", DATASETS), grid("mia", "mia.csv", DATASETS)),
+        expect=expect(grid(UTILITY_TABLE, DATASETS), grid(MIA_TABLE, DATASETS)),
     log:
         f"{RESULTS}/logs/figures.log",
     localrule: True
@@ -55,14 +55,14 @@ rule table2:
     """Table 2: accuracy and MIA at ε ∈ {1, 10} (the grid's nearest) per release method, with its guarantee kind."""
     input:
         script=script("make_table2.py"),
-        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
-        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
+        utility=files(UTILITY_TABLE, DATASETS),
+        mia=files(MIA_TABLE, DATASETS),
     output:
         csv=report(f"{RESULTS}/tables/table2.csv", caption="../report/table2.rst", category="Tables"),
         md=f"{RESULTS}/tables/table2.md",
     params:
         library=library("make_table2.py"),
-        expect=expect(grid("utility", "utility.csv", DATASETS), grid("mia", "mia.csv", DATASETS)),
+        expect=expect(grid(UTILITY_TABLE, DATASETS), grid(MIA_TABLE, DATASETS)),
     log:
         f"{RESULTS}/logs/table2.log",
     localrule: True
@@ -79,22 +79,20 @@ rule claims:
     input:
         script=script("claims_ledger.py"),
         catalogue=resource("claims.csv"),
-        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
-        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
-        audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
-        lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
+        utility=files(UTILITY_TABLE, DATASETS),
+        mia=files(MIA_TABLE, DATASETS),
+        audit=files(AUDIT_TABLE, DATASETS),
+        lira=files(LIRA_TABLE, DATASETS),
         contrastive_thesis=resource("thesis_contrastive.csv"),
-        contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
+        contrastive=files(CONTRASTIVE_TABLE, CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
-        semileak=expand(
-            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/metrics.csv", dataset=SEMILEAK, repeat=SEMILEAK_REPEATS
-        ),
+        semileak=files(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
         semileak_scores=expand(
             f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
             dataset=SEMILEAK,
             repeat=SEMILEAK_REPEATS,
         ),
-        dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
+        dpadapter=files(DPADAPTER_TABLE, DATASETS if DPADAPTER_METHODS else []),
     output:
         csv=report(f"{RESULTS}/tables/claims.csv", caption="../report/claims.rst", category="Tables"),
         md=f"{RESULTS}/tables/claims.md",
@@ -102,13 +100,13 @@ rule claims:
         library=library("claims_ledger.py"),
         branches=lambda w, input: branch_arguments(input),
         expect=expect(
-            grid("utility", "utility.csv", DATASETS),
-            grid("mia", "mia.csv", DATASETS),
-            grid("audit", "audit.csv", DATASETS),
-            grid("lira", "lira.csv", DATASETS),
-            grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE),
-            semileak_grid("semileak", "metrics.csv"),
-            grid("dpadapter", "dpadapter/results.csv", DATASETS if DPADAPTER_METHODS else []),
+            grid(UTILITY_TABLE, DATASETS),
+            grid(MIA_TABLE, DATASETS),
+            grid(AUDIT_TABLE, DATASETS),
+            grid(LIRA_TABLE, DATASETS),
+            grid(CONTRASTIVE_TABLE, CONTRASTIVE),
+            grid(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
+            grid(DPADAPTER_TABLE, DATASETS if DPADAPTER_METHODS else []),
         ),
     log:
         f"{RESULTS}/logs/claims.log",
@@ -128,7 +126,7 @@ rule contrastive_report:
     input:
         script=script("contrastive_report.py"),
         thesis=resource("thesis_contrastive.csv"),
-        metrics=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
+        metrics=files(CONTRASTIVE_TABLE, CONTRASTIVE),
     output:
         privacy_png=report(
             f"{RESULTS}/figures/fig_contrastive_privacy.png",
@@ -150,7 +148,7 @@ rule contrastive_report:
         md=f"{RESULTS}/tables/contrastive.md",
     params:
         library=library("contrastive_report.py"),
-        expect=expect(grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE)),
+        expect=expect(grid(CONTRASTIVE_TABLE, CONTRASTIVE)),
     log:
         f"{RESULTS}/logs/contrastive_report.log",
     localrule: True
@@ -170,28 +168,25 @@ rule digest:
         script=script("results_digest.py"),
         splits=expand(f"{RESULTS}/{{dataset}}/splits.json", dataset=DATASETS),
         metrics=expand(f"{RESULTS}/{{dataset}}/finetune/metrics.json", dataset=DATASETS),
-        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
-        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
-        lira=expand(f"{RESULTS}/{{dataset}}/lira.csv", dataset=DATASETS),
-        audit=expand(f"{RESULTS}/{{dataset}}/audit.csv", dataset=DATASETS),
+        utility=files(UTILITY_TABLE, DATASETS),
+        mia=files(MIA_TABLE, DATASETS),
+        lira=files(LIRA_TABLE, DATASETS),
+        audit=files(AUDIT_TABLE, DATASETS),
         sensitivity=expand(f"{RESULTS}/{{dataset}}/sensitivity.json", dataset=DATASETS),
-        link_protection=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=PROTECTED_GRAPHS),
-        link_parts=expand(f"{RESULTS}/{{dataset}}/link/attacks.csv", dataset=GRAPHS)
-        + [f"{RESULTS}/{t}/link/transfer_{s}.csv" for t, s in transfer_pairs()],
+        link_protection=files(LINK_PROTECTION_TABLE, PROTECTED_GRAPHS),
+        link_parts=files(LINK_ATTACKS_TABLE, GRAPHS) + list(parts(LINK_TRANSFER_TABLE, transfer_pairs())),
         catalogue=resource("claims.csv"),
         contrastive_thesis=resource("thesis_contrastive.csv"),
-        contrastive=expand(f"{RESULTS}/{{dataset}}/contrastive/metrics.csv", dataset=CONTRASTIVE),
+        contrastive=files(CONTRASTIVE_TABLE, CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
-        semileak=expand(
-            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/metrics.csv", dataset=SEMILEAK, repeat=SEMILEAK_REPEATS
-        ),
+        semileak=files(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
         semileak_scores=expand(
             f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
             dataset=SEMILEAK,
             repeat=SEMILEAK_REPEATS,
         ),
-        dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
-        accounting=expand(f"{RESULTS}/{{dataset}}/dpcl/accounting.csv", dataset=DATASETS if DPCL_METHODS else []),
+        dpadapter=files(DPADAPTER_TABLE, DATASETS if DPADAPTER_METHODS else []),
+        accounting=files(DPCL_ACCOUNTING_TABLE, DATASETS if DPCL_METHODS else []),
     output:
         f"{RESULTS}/digest.md",
     params:
@@ -201,15 +196,15 @@ rule digest:
         branches=lambda w, input: branch_arguments(input),
         delta=config["protect"]["delta"],
         expect=expect(
-            *(grid(table, f"{table}.csv", DATASETS) for table in ("utility", "mia", "lira", "audit")),
-            grid("link_protection", "link_protection.csv", PROTECTED_GRAPHS),
+            *(grid(table, DATASETS) for table in (UTILITY_TABLE, MIA_TABLE, LIRA_TABLE, AUDIT_TABLE)),
+            grid(LINK_PROTECTION_TABLE, PROTECTED_GRAPHS),
             {f"{RESULTS}/{d}/sensitivity.json": grids.sensitivity_record(config, d, "finetune") for d in DATASETS},
-            grid("link_attacks", "link/attacks.csv", GRAPHS),
-            {f"{RESULTS}/{t}/link/transfer_{s}.csv": grids.link_transfer(config, t, s) for t, s in transfer_pairs()},
-            grid("contrastive", "contrastive/metrics.csv", CONTRASTIVE),
-            semileak_grid("semileak", "metrics.csv"),
-            grid("dpadapter", "dpadapter/results.csv", DATASETS if DPADAPTER_METHODS else []),
-            grid("dpcl_accounting", "dpcl/accounting.csv", DATASETS if DPCL_METHODS else []),
+            grid(LINK_ATTACKS_TABLE, GRAPHS),
+            parts(LINK_TRANSFER_TABLE, transfer_pairs()),
+            grid(CONTRASTIVE_TABLE, CONTRASTIVE),
+            grid(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
+            grid(DPADAPTER_TABLE, DATASETS if DPADAPTER_METHODS else []),
+            grid(DPCL_ACCOUNTING_TABLE, DATASETS if DPCL_METHODS else []),
         ),
     log:
         f"{RESULTS}/logs/digest.log",

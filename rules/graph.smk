@@ -146,7 +146,7 @@ rule link_steal:
         graph=f"{GRAPH}/graph.pt",
         target=f"{GRAPH}/link/target.pt",
     output:
-        f"{GRAPH}/link/attacks.csv",
+        LINK_ATTACKS_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("link_steal.py"),
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
@@ -178,7 +178,7 @@ rule link_transfer:
         shadow_graph=f"{RESULTS}/{{shadow}}/graph.pt",
         shadow_target=f"{RESULTS}/{{shadow}}/link/target.pt",
     output:
-        f"{GRAPH}/link/transfer_{{shadow}}.csv",
+        LINK_TRANSFER_TABLE.path(RESULTS, "{dataset}", "{shadow}"),
     params:
         library=library("link_transfer.py"),
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
@@ -203,8 +203,8 @@ rule link_table:
     """Part A: every link-stealing row, the mean ± std table beside the thesis, and the figure."""
     input:
         script=script("link_table.py"),
-        attacks=expand(f"{RESULTS}/{{dataset}}/link/attacks.csv", dataset=GRAPHS),
-        transfers=[f"{RESULTS}/{t}/link/transfer_{s}.csv" for t, s in transfer_pairs()],
+        attacks=files(LINK_ATTACKS_TABLE, GRAPHS),
+        transfers=list(parts(LINK_TRANSFER_TABLE, transfer_pairs())),
     output:
         rows=f"{RESULTS}/tables/link_stealing_rows.csv",
         csv=report(f"{RESULTS}/tables/link_stealing.csv", caption="../report/link_stealing.rst", category="Tables"),
@@ -214,8 +214,8 @@ rule link_table:
     params:
         library=library("link_table.py"),
         expect=expect(
-            grid("link_attacks", "link/attacks.csv", GRAPHS),
-            {f"{RESULTS}/{t}/link/transfer_{s}.csv": grids.link_transfer(config, t, s) for t, s in transfer_pairs()},
+            grid(LINK_ATTACKS_TABLE, GRAPHS),
+            parts(LINK_TRANSFER_TABLE, transfer_pairs()),
         ),
     log:
         f"{RESULTS}/logs/link_table.log",
@@ -240,7 +240,7 @@ rule link_protect:
         head=f"{GRAPH}/finetune/head.pt",
         protected=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=MECHANISMS),
     output:
-        expand(f"{RESULTS}/{{{{dataset}}}}/link/protected_{{target}}.csv", target=AUDITED),
+        part_files(LINK_PROTECTION_TABLE, "{dataset}", AUDITED),
     params:
         library=library("link_protect.py"),
         expect=lambda w: expect(release_records(w.dataset, MECHANISMS)),
@@ -270,30 +270,29 @@ rule link_protection_table:
         dataset=one_of(GRAPHS),
     input:
         script=script("merge_csv.py"),
-        parts=expand(f"{RESULTS}/{{{{dataset}}}}/link/protected_{{target}}.csv", target=["none"] + MECHANISMS),
+        parts=[LINK_PROTECTION_TABLE.path(RESULTS, "{dataset}", t) for t in ["none"] + MECHANISMS],
     output:
-        f"{GRAPH}/link_protection.csv",
+        LINK_PROTECTION_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("merge_csv.py"),
-        expect=lambda w: expect(
-            grid("link_protection", "link/protected_{target}.csv", [w.dataset], ["none"] + MECHANISMS)
-        ),
+        table=LINK_PROTECTION_TABLE.name,
+        expect=lambda w: expect(grid(LINK_PROTECTION_TABLE, [w.dataset], ["none"] + MECHANISMS)),
     log:
         f"{GRAPH}/logs/link_protection_table.log",
     localrule: True
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script:q} --table link_protection --out {output:q} {input.parts:q} {params.expect} 2> {log:q}"
+        "python {input.script:q} --table {params.table} --out {output:q} {input.parts:q} {params.expect} 2> {log:q}"
 
 
 rule graph_figures:
     """Part B: utility loss, node MIA and link-stealing AUC vs ε per mechanism, a column per graph."""
     input:
         script=script("plot_graph_protection.py"),
-        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=PROTECTED_GRAPHS),
-        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=PROTECTED_GRAPHS),
-        links=expand(f"{RESULTS}/{{dataset}}/link_protection.csv", dataset=PROTECTED_GRAPHS),
+        utility=files(UTILITY_TABLE, PROTECTED_GRAPHS),
+        mia=files(MIA_TABLE, PROTECTED_GRAPHS),
+        links=files(LINK_PROTECTION_TABLE, PROTECTED_GRAPHS),
     output:
         png=report(
             f"{RESULTS}/figures/graph_protection.png", caption="../report/graph_protection.rst", category="Figures"
@@ -302,9 +301,9 @@ rule graph_figures:
     params:
         library=library("plot_graph_protection.py"),
         expect=expect(
-            grid("utility", "utility.csv", PROTECTED_GRAPHS),
-            grid("mia", "mia.csv", PROTECTED_GRAPHS),
-            grid("link_protection", "link_protection.csv", PROTECTED_GRAPHS),
+            grid(UTILITY_TABLE, PROTECTED_GRAPHS),
+            grid(MIA_TABLE, PROTECTED_GRAPHS),
+            grid(LINK_PROTECTION_TABLE, PROTECTED_GRAPHS),
         ),
     log:
         f"{RESULTS}/logs/graph_figures.log",

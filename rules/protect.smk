@@ -12,7 +12,7 @@ if OUTPUT_PERTURBATION:
             heads={released_head(m)[0] for m in OUTPUT_PERTURBATION},
             sensitivities={released_head(m)[1] for m in OUTPUT_PERTURBATION},
         output:
-            csv=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{mechanism}}.csv", mechanism=OUTPUT_PERTURBATION),
+            csv=part_files(UTILITY_TABLE, "{dataset}", OUTPUT_PERTURBATION),
             heads=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{mechanism}}.pt", mechanism=OUTPUT_PERTURBATION),
         params:
             library=library("protect.py"),
@@ -95,22 +95,13 @@ rule utility_table:
     """All release methods' utility rows of one dataset in one tidy CSV."""
     input:
         script=script("merge_csv.py"),
-        parts=lambda w: expand(
-            f"{RESULTS}/{w.dataset}/protect/{{mechanism}}.csv",
-            mechanism=MECHANISMS + (TRAINING_TIME if w.dataset in DATASETS else []),
-        ),
+        parts=lambda w: [UTILITY_TABLE.path(RESULTS, w.dataset, m) for m in released(w.dataset)],
     output:
-        f"{RESULTS}/{{dataset}}/utility.csv",
+        UTILITY_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("merge_csv.py"),
-        expect=lambda w: expect(
-            grid(
-                "utility",
-                "protect/{target}.csv",
-                [w.dataset],
-                MECHANISMS + (TRAINING_TIME if w.dataset in DATASETS else []),
-            )
-        ),
+        table=UTILITY_TABLE.name,
+        expect=lambda w: expect(grid(UTILITY_TABLE, [w.dataset], released(w.dataset))),
     log:
         f"{RESULTS}/{{dataset}}/logs/utility_table.log",
     localrule: True
@@ -118,4 +109,4 @@ rule utility_table:
     conda:
         ENV
     shell:
-        "python {input.script:q} --table utility --out {output:q} {input.parts:q} {params.expect} 2> {log:q}"
+        "python {input.script:q} --table {params.table} --out {output:q} {input.parts:q} {params.expect} 2> {log:q}"

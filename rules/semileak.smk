@@ -49,7 +49,9 @@ rule semileak_train:
     output:
         models=f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/{{role}}/{{target}}.pt",
         # means over the training batches (DP-SGD's before the noise): covered by no claim
-        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/repeat{{repeat}}/{{role}}/{{target}}_history.csv",
+        history=SEMILEAK_HISTORY_TABLE.path(
+            RESULTS, "{dataset}", {"repeat": "{repeat}", "role": "{role}", "target": "{target}"}
+        ),
     params:
         library=library("semileak_train.py"),
         semileak=lambda w: semileak_section(
@@ -98,13 +100,9 @@ rule semileak_attack:
         shadows=expand(
             f"{RESULTS}/{{{{dataset}}}}/semileak/repeat{{{{repeat}}}}/shadow/{{target}}.pt", target=SEMILEAK_TARGETS
         ),
-        histories=expand(
-            f"{RESULTS}/{{{{dataset}}}}/diagnostics/not_private/semileak/repeat{{{{repeat}}}}/{{role}}/{{target}}_history.csv",
-            role=["target", "shadow"],
-            target=SEMILEAK_TARGETS,
-        ),
+        histories=lambda w: [SEMILEAK_HISTORY_TABLE.path(RESULTS, d, part) for d, part in semileak_histories(w)],
     output:
-        metrics=f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/metrics.csv",
+        metrics=SEMILEAK_TABLE.path(RESULTS, "{dataset}", "{repeat}"),
         # every metrics row's per-record scores (record = the image's index in the pool)
         scores=f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
         # the training histories merged: not private, as they are
@@ -112,15 +110,7 @@ rule semileak_attack:
     params:
         library=library("semileak_attack.py"),
         semileak=semileak_section("augmentation", "attack", "defences"),
-        expect=lambda w: expect(
-            {
-                f"{RESULTS}/{w.dataset}/diagnostics/not_private/semileak/repeat{w.repeat}/{role}/{target}_history.csv": grids.semileak_history(
-                    config, role, target
-                )
-                for role in ("target", "shadow")
-                for target in SEMILEAK_TARGETS
-            }
-        ),
+        expect=lambda w: expect(parts(SEMILEAK_HISTORY_TABLE, semileak_histories(w))),
         fpr=" ".join(map(str, LIRA["fpr"])),
         bootstrap=LIRA["bootstrap"],
         seed=lambda w: semileak_seed("semileak_attack", w.repeat),
@@ -153,9 +143,7 @@ rule semileak_report:
     input:
         script=script("semileak_report.py"),
         thesis=resource("thesis_semileak.csv"),
-        metrics=expand(
-            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/metrics.csv", dataset=SEMILEAK, repeat=SEMILEAK_REPEATS
-        ),
+        metrics=files(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
         scores=expand(
             f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
             dataset=SEMILEAK,
@@ -191,7 +179,7 @@ rule semileak_report:
         early=config.get("semileak", {}).get("defences", {}).get("early_stopping"),
         views=config.get("semileak", {}).get("attack", {}).get("views"),
         similarity=config.get("semileak", {}).get("attack", {}).get("similarity"),
-        expect=expect(semileak_grid("semileak", "metrics.csv")),
+        expect=expect(grid(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS)),
     log:
         f"{RESULTS}/logs/semileak_report.log",
     localrule: True

@@ -14,11 +14,11 @@ rule dpcl_train:
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
         metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
     output:
-        utility=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.csv", method=DPCL_METHODS),
+        utility=part_files(UTILITY_TABLE, "{dataset}", DPCL_METHODS),
         releases=expand(f"{RESULTS}/{{{{dataset}}}}/dpcl/{{method}}.pt", method=DPCL_METHODS),
         # computed on d without noise and covered by no claim: a diagnostic, outside the releases
         history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/dpcl_history.csv",
-        accounting=f"{RESULTS}/{{dataset}}/dpcl/accounting.csv",
+        accounting=DPCL_ACCOUNTING_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("dpcl_train.py"),
         dpcl=as_json(config.get("dpcl", {})),
@@ -63,7 +63,7 @@ rule dpadapter_train:
     output:
         utility=f"{RESULTS}/{{dataset}}/protect/dpadapter.csv",
         release=f"{RESULTS}/{{dataset}}/dpadapter/dpadapter.pt",
-        results=f"{RESULTS}/{{dataset}}/dpadapter/results.csv",
+        results=DPADAPTER_TABLE.path(RESULTS, "{dataset}"),
         history=f"{RESULTS}/{{dataset}}/dpadapter/history.csv",
     params:
         library=library("dpadapter_train.py"),
@@ -106,7 +106,7 @@ rule attack_training_time:
         releases=[training_time_release(m) for m in TRAINING_TIME],
     output:
         csv=expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{method}}.csv", method=TRAINING_TIME),
-        scores=expand(f"{RESULTS}/{{{{dataset}}}}/attack/scores_{{method}}.parquet", method=TRAINING_TIME),
+        scores=part_files(MIA_SCORE_TABLE, "{dataset}", TRAINING_TIME),
     params:
         library=library("attack_training_time.py"),
         fpr=" ".join(map(str, config["attack"]["lira"]["fpr"])),
@@ -137,11 +137,11 @@ rule training_time_report:
     """Fig. fig_training_time_dp and the DPAdapter and DPCL accounting tables."""
     input:
         script=script("training_time_report.py"),
-        utility=expand(f"{RESULTS}/{{dataset}}/utility.csv", dataset=DATASETS),
-        mia=expand(f"{RESULTS}/{{dataset}}/mia.csv", dataset=DATASETS),
+        utility=files(UTILITY_TABLE, DATASETS),
+        mia=files(MIA_TABLE, DATASETS),
         splits=expand(f"{RESULTS}/{{dataset}}/splits.json", dataset=DATASETS),
-        dpadapter=expand(f"{RESULTS}/{{dataset}}/dpadapter/results.csv", dataset=DATASETS if DPADAPTER_METHODS else []),
-        accounting=expand(f"{RESULTS}/{{dataset}}/dpcl/accounting.csv", dataset=DATASETS if DPCL_METHODS else []),
+        dpadapter=files(DPADAPTER_TABLE, DATASETS if DPADAPTER_METHODS else []),
+        accounting=files(DPCL_ACCOUNTING_TABLE, DATASETS if DPCL_METHODS else []),
     output:
         png=report(
             f"{RESULTS}/figures/fig_training_time_dp.png",
@@ -155,10 +155,10 @@ rule training_time_report:
         library=library("training_time_report.py"),
         delta=config["protect"]["delta"],
         expect=expect(
-            grid("utility", "utility.csv", DATASETS),
-            grid("mia", "mia.csv", DATASETS),
-            grid("dpadapter", "dpadapter/results.csv", DATASETS if DPADAPTER_METHODS else []),
-            grid("dpcl_accounting", "dpcl/accounting.csv", DATASETS if DPCL_METHODS else []),
+            grid(UTILITY_TABLE, DATASETS),
+            grid(MIA_TABLE, DATASETS),
+            grid(DPADAPTER_TABLE, DATASETS if DPADAPTER_METHODS else []),
+            grid(DPCL_ACCOUNTING_TABLE, DATASETS if DPCL_METHODS else []),
         ),
     log:
         f"{RESULTS}/logs/training_time_report.log",

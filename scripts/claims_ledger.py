@@ -9,8 +9,9 @@ without a branch has no rows of its claims."""
 
 import argparse
 
+from privssl.artefacts.audits import AUDIT
 from privssl.artefacts.claims import PAPER_CLAIMS
-from privssl.artefacts.image import AUDIT, LIRA, MIA, UTILITY
+from privssl.artefacts.image import LIRA, MIA, UTILITY
 from privssl.artefacts.tables import load_csv_file, load_csv_files
 from privssl import claim_sources
 from privssl.cli import expect_argument

@@ -9,13 +9,15 @@ import argparse
 
 import pandas as pd
 
-from privssl.artefacts.graphs import LINK_PROTECTION
-from privssl.artefacts.image import AUDIT, LIRA, MIA, UTILITY
-from privssl.artefacts.tables import expected_of, load_csv_file
+from privssl.artefacts.audits import AUDIT_TABLE
+from privssl.artefacts.graphs import LINK_PROTECTION_TABLE
+from privssl.artefacts.image import LIRA_TABLE, MIA_TABLE, UTILITY_TABLE
+from privssl.artefacts.tables import expected_of
 from privssl.cli import expect_argument
 from privssl.io import atomic_write_csv, script_logger
 
-TABLES = {"utility": UTILITY, "mia": MIA, "lira": LIRA, "audit": AUDIT, "link_protection": LINK_PROTECTION}
+# the tables merged from parts (their declarations name the parts and the merged file)
+TABLES = {table.name: table for table in (UTILITY_TABLE, MIA_TABLE, LIRA_TABLE, AUDIT_TABLE, LINK_PROTECTION_TABLE)}
 
 
 def main() -> None:
@@ -26,10 +28,9 @@ def main() -> None:
     expect_argument(parser)
     args = parser.parse_args()
     script_logger("merge_csv")  # an input error in one line
-    schema = TABLES[args.table]
+    table = TABLES[args.table]
     grids = [expected_of(args.expect, p) for p in args.parts]
-    atomic_write_csv(pd.concat([load_csv_file(p, schema, g) for p, g in zip(args.parts, grids)], ignore_index=True),
-                     args.out)
+    atomic_write_csv(pd.concat([table.load(p, g) for p, g in zip(args.parts, grids)], ignore_index=True), args.out)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ import argparse
 
 import pandas as pd
 
-from privssl.artefacts.image import AUDIT, LIRA, LIRA_REFERENCES, LIRA_SCORES
+from privssl.artefacts.audits import AUDIT
+from privssl.artefacts.image import LIRA, LIRA_REFERENCES, LIRA_SCORES
 from privssl.artefacts.tables import expected_of, load_csv_file, load_csv_files
 from privssl.cli import expect_argument
 from privssl.io import InputError, atomic_path, script_logger

@@ -13,9 +13,10 @@ from typing import Callable
 import pandas as pd
 
 from privssl.accounting.dpcl import paper_settings_rows
+from privssl.artefacts.audits import AUDIT
 from privssl.artefacts.claims import PAPER_CLAIMS
 from privssl.artefacts.graphs import LINK_PROTECTION, LINK_ROWS
-from privssl.artefacts.image import AUDIT, HEAD_METRICS, LIRA, MIA, UTILITY, load_image_splits, load_sensitivity
+from privssl.artefacts.image import HEAD_METRICS, LIRA, MIA, UTILITY, load_image_splits, load_sensitivity
 from privssl.artefacts.semileak import load_semileak_metrics
 from privssl.artefacts.tables import expected_of, load_csv_file, load_csv_files, load_json_file
 from privssl.artefacts.training_time import DPCL_ACCOUNTING

@@ -20,9 +20,9 @@ from scipy import stats
 from warm_scripts import script_python
 
 from privssl.artefacts.claims import PAPER_CLAIMS, THESIS_CLAIMS, THESIS_SEMILEAK
+from privssl.artefacts.audits import AUDIT
 from privssl.artefacts.graphs import GRAPH, load_graph_splits, load_link_target
 from privssl.artefacts.image import (
-    AUDIT,
     FEATURES,
     HEAD,
     LIRA_SCORES,

@@ -15,7 +15,15 @@ import pandas as pd
 import pytest
 
 from privssl.artefacts.specs import ArtefactError, Num, Text
-from privssl.artefacts.tables import check_expected, check_grid, expected_of, key_value, load_csv_file, load_csv_files
+from privssl.artefacts.tables import (
+    Table,
+    check_expected,
+    check_grid,
+    expected_of,
+    key_value,
+    load_csv_file,
+    load_csv_files,
+)
 from privssl.io import atomic_write_csv
 
 # a results table: per (method, attack) a grid of (eps, repeat); `none` (the clean head) has no ε
@@ -289,3 +297,35 @@ def test_two_rows_of_one_combination_are_a_repeat_whatever_their_other_columns(t
     frame = pd.concat([rows(), rows()[2:3].assign(auc=0.9)], ignore_index=True)  # (alm, loss, 10, 0) twice
     message = refusal(tmp_path, "eps, repeat", check_grid, frame, ("method", "attack"), ("eps", "repeat"))
     assert "the rows with method = alm, attack = loss repeat {'eps': 10.0, 'repeat': 0" in message
+
+
+def _rows(config, dataset, value=None):
+    """A toy table's rows: the config's methods (one part: its own), recording what was asked."""
+    methods = config["methods"] if value is None else [value]
+    return [{"dataset": [dataset], "method": methods}]
+
+
+def test_a_tables_declaration_gives_each_file_and_part_its_path_and_rows():
+    config = {"methods": ["alm", "laplace"]}
+    table = Table("mia.csv", SCHEMA, _rows, part="attack/{target}.csv")
+    assert table.name == "mia"
+    assert table.expected(config, "results", ["a", "b"]) == {
+        "results/a/mia.csv": [{"dataset": ["a"], "method": ["alm", "laplace"]}],
+        "results/b/mia.csv": [{"dataset": ["b"], "method": ["alm", "laplace"]}]}
+    assert table.expected(config, "results", ["a"], ["alm", "none"]) == {
+        "results/a/attack/alm.csv": [{"dataset": ["a"], "method": ["alm"]}],
+        "results/a/attack/none.csv": [{"dataset": ["a"], "method": ["none"]}]}
+    assert table.expected(config, "results", ["a"], []) == {}  # no parts asked: no files expected
+    # a rule's wildcards pass through, so outputs are declared by the same pattern
+    assert table.path("results", "{dataset}", "{target}") == "results/{dataset}/attack/{target}.csv"
+    several = Table(None, SCHEMA, _rows, part="x/repeat{repeat}/{role}_history.csv")
+    with pytest.raises(ValueError, match="has no merged file"):  # parts only: nothing to merge them by
+        several.name
+    assert several.path("r", "d", {"repeat": 1, "role": "shadow"}) == "r/d/x/repeat1/shadow_history.csv"
+
+
+def test_a_table_declared_without_a_file_or_with_a_part_without_a_wildcard_is_refused():
+    with pytest.raises(ValueError, match="a table has a file, a part pattern or both"):
+        Table(None, SCHEMA, _rows)
+    with pytest.raises(ValueError, match="a table's part pattern has a wildcard, got 'attack/all.csv'"):
+        Table("mia.csv", SCHEMA, _rows, part="attack/all.csv")

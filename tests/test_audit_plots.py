@@ -17,7 +17,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
-from privssl.artefacts.image import AUDIT  # noqa: E402
+from privssl.artefacts.audits import AUDIT  # noqa: E402
 from privssl.artefacts.tables import load_csv_files  # noqa: E402
 from privssl.reports.audit_plots import figure5, roc_curves, strongest_attacks  # noqa: E402
 

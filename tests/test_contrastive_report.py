@@ -495,7 +495,7 @@ def test_the_membership_claim_reads_the_membership_task_rows_and_talos_the_task_
 
 
 def test_the_expected_grid_has_membership_task_rows_only_where_the_dataset_has_a_membership_task():
-    from privssl.grids import contrastive
+    from privssl.artefacts.contrastive import contrastive_rows as contrastive
 
     config = {"contrastive": {"datasets": {"digits": {"task": "parity", "part": 40, "aux": 40}}, "repeats": 1,
                               "talos": {"lambdas": [0, 2]}}}

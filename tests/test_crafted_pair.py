@@ -11,6 +11,7 @@ import pytest
 import torch
 from scipy import optimize, special
 
+from privssl.artefacts.audits import crafted_pair_audit_rows as crafted_pair_audit
 from privssl.audit.crafted_pair import (
     CraftedPair,
     PairDesign,
@@ -21,7 +22,6 @@ from privssl.audit.crafted_pair import (
     pair_designs,
 )
 from privssl.audit.gradient_canary import ClaimViolated, check_below_claim
-from privssl.grids import crafted_pair_audit
 from privssl.release.certified import CertifiedSpec, certified_sensitivity
 from privssl.release.mechanisms import Gaussian, L2Gamma, Laplace
 from privssl.release.protection import head_inputs

@@ -56,8 +56,10 @@ def test_an_import_against_the_order_breaks_the_contract(tmp_path):
 
 def test_the_modules_the_snakefile_imports_are_free_of_torch():
     # with --use-conda, Snakemake itself may run where torch is not installed; the config check
-    # and the config's grids (rules/common.smk) run there before any job
+    # and the config's grids (rules/common.smk: the tables' declarations) run there before any job
     code = ("import sys; import privssl.config, privssl.grids, privssl.release.methods, privssl.warm; "
+            "import privssl.artefacts.image, privssl.artefacts.audits, privssl.artefacts.contrastive; "
+            "import privssl.artefacts.graphs, privssl.artefacts.semileak, privssl.artefacts.training_time; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'torchvision', 'torch_geometric')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]", proc.stdout

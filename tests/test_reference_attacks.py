@@ -10,7 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from privssl import grids  # noqa: E402
+from privssl.artefacts.image import lira_reference_rows  # noqa: E402
 from privssl.attacks.lira import lira_scores, logit_confidence  # noqa: E402
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS, reference_counts  # noqa: E402
 from privssl.attacks.reference_attacks import References, fit_rmia, reference_scores  # noqa: E402
@@ -131,7 +131,7 @@ def test_the_table_lists_every_row_at_the_lowest_fpr_with_its_false_positives():
 
 def test_the_grid_expects_every_reference_attack_at_every_count():
     config = {"attack": {"lira": {"attacks": ["lira_online", "loss", "rmia_offline"], "shadows": 5}}}
-    assert grids.lira_references(config, "toy") == [{"dataset": ["toy"], "attack": ["lira_online", "rmia_offline"],
+    assert lira_reference_rows(config, "toy") == [{"dataset": ["toy"], "attack": ["lira_online", "rmia_offline"],
                                                      "references": [1, 2, 4, 5]}]
     assert set(REFERENCE_ATTACKS) == {"lira_online", "lira_offline", "lira_online_global", "lira_offline_global",
                                       "rmia_online", "rmia_offline", "calibrated_loss"}

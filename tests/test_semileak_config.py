@@ -1,5 +1,5 @@
 """The semi-supervised branch's splits, sizes, config checks and the rows its attack table must
-hold (privssl.data.splits, privssl.config.check_semileak, privssl.grids.semileak)."""
+hold (privssl.data.splits, privssl.config.check_semileak, privssl.artefacts.semileak.semileak_rows)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from privssl.artefacts.semileak import semileak_rows as semileak
 from privssl.artefacts.tables import key_value
 from privssl.config import ConfigError, load_config_file, validate_config
 from privssl.data.splits import DATASETS, SEMILEAK_SPLITS, check_semileak_sizes, make_semileak_splits
-from privssl.grids import semileak
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"

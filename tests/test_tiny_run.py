@@ -541,27 +541,27 @@ def test_lira_scores_and_audit_tables(tiny_run):
 
 # the issue's cases: `head -N file` keeps a well-formed table of fewer rows, which the file's own
 # grid cannot tell from a whole one when the rows lost are whole values of a key
-# (the schema as <module of privssl.artefacts>.<name>)
-CUT_AT_A_LINE_END = [("digits/contrastive/metrics.csv", "contrastive.CONTRASTIVE", "contrastive"),
-                     ("digits/semileak/repeat0/metrics.csv", "semileak.SEMILEAK", "semileak"),
-                     ("digits/lira.csv", "image.LIRA", "lira"), ("digits/dpcl/accounting.csv",
-                                                                 "training_time.DPCL_ACCOUNTING", "dpcl_accounting"),
-                     ("digits/dpadapter/results.csv", "training_time.DPADAPTER_RESULTS", "dpadapter"),
-                     ("digits/audit.csv", "image.AUDIT", "audit"), ("sbm/link_protection.csv",
-                                                                    "graphs.LINK_PROTECTION", "link_protection"),
-                     ("sbm/link/attacks.csv", "graphs.LINK_ROWS", "link_attacks")]
+# (the table's declaration as <module of privssl.artefacts>.<name>, with a part's wildcard value)
+CUT_AT_A_LINE_END = [("digits", "contrastive.CONTRASTIVE_TABLE", None), ("digits", "semileak.SEMILEAK_TABLE", 0),
+                     ("digits", "image.LIRA_TABLE", None), ("digits", "training_time.DPCL_ACCOUNTING_TABLE", None),
+                     ("digits", "training_time.DPADAPTER_TABLE", None), ("digits", "audits.AUDIT_TABLE", None),
+                     ("sbm", "graphs.LINK_PROTECTION_TABLE", None), ("sbm", "graphs.LINK_ATTACKS_TABLE", None)]
 
 
-@pytest.mark.parametrize("table, schema, grid", CUT_AT_A_LINE_END)
-def test_a_table_cut_at_a_line_end_is_refused_naming_the_first_missing_row(tiny_run, tmp_path, table, schema, grid):
-    from privssl import grids
+def declared(name: str):
+    """A table's declaration by <module of privssl.artefacts>.<name>."""
+    module, name = name.split(".")
+    return getattr(importlib.import_module(f"privssl.artefacts.{module}"), name)
+
+
+@pytest.mark.parametrize("dataset, table, value", CUT_AT_A_LINE_END)
+def test_a_table_cut_at_a_line_end_is_refused_naming_the_first_missing_row(tiny_run, tmp_path, dataset, table, value):
     from privssl.artefacts.specs import ArtefactError
     from privssl.artefacts.tables import key_value, load_csv_file, show_key
 
-    module, name = schema.split(".")
-    schema = getattr(importlib.import_module(f"privssl.artefacts.{module}"), name)
-    path, dataset = tiny_run.path(f"{RESULTS}/{table}"), table.split("/")[0]
-    expected = getattr(grids, grid)(tiny_run.expected, dataset, *((0,) if grid == "semileak" else ()))
+    table = declared(table)
+    schema, path = table.schema, tiny_run.path(table.path(RESULTS, dataset, value))
+    expected = table.rows(tiny_run.expected, dataset, *(() if value is None else (value,)))
     whole = load_csv_file(path, schema, expected)  # the run's file is the grid
     lines = path.read_text().splitlines(keepends=True)
     kept = (len(lines) + 1) // 2  # the header and the first half of the rows, as `head -N` leaves them
@@ -577,10 +577,48 @@ def test_a_table_cut_at_a_line_end_is_refused_naming_the_first_missing_row(tiny_
     assert missing.group(1) in lost, (missing.group(1), sorted(lost)[:5])
 
 
+def declared_tables() -> dict:
+    """Every table declaration of the track modules (privssl.artefacts.<track>.<NAME>: a Table)."""
+    import pkgutil
+
+    import privssl.artefacts
+    from privssl.artefacts.tables import Table
+
+    return {f"{info.name}.{name}": value for info in pkgutil.iter_modules(privssl.artefacts.__path__)
+            for name, value in vars(importlib.import_module(f"privssl.artefacts.{info.name}")).items()
+            if isinstance(value, Table)}
+
+
+def test_every_declared_table_is_what_the_dag_writes_there_with_its_declared_rows(tiny_run):
+    """Each declaration names files the tiny run wrote (its merged file, and parts matching its
+    pattern), and each such file loads with the declared schema and exactly the declared rows of
+    the config: a declaration whose path, columns or rows drifted from its writer fails here, as
+    the rules' --expect (derived from it) would fail the run."""
+    tables = declared_tables()
+    assert {"image.MIA_TABLE", "audits.AUDIT_TABLE", "semileak.SEMILEAK_HISTORY_TABLE",
+            "graphs.LINK_TRANSFER_TABLE"} <= set(tables), sorted(tables)  # every track's module is searched
+    root = tiny_run.path(RESULTS)
+    written = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+    fixed = {t.file for t in tables.values() if t.file}  # a part's wildcard may match another table's file
+    for name, table in tables.items():
+        for pattern in filter(None, (table.file, table.part)):
+            regex = re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(pattern))
+            found = [(m, path) for path in written if (m := re.fullmatch(rf"(?P<dataset>[^/]+)/{regex}", path))
+                     and (pattern == table.file or path.split("/", 1)[1] not in fixed)]
+            assert found, (name, pattern)
+            for match, path in found:
+                values = {k: int(v) if v.isdigit() else v for k, v in match.groupdict().items() if k != "dataset"}
+                value = (values if len(values) > 1 else next(iter(values.values()))) if values else None
+                dataset = match["dataset"]
+                rows = table.rows(tiny_run.expected, dataset, *(() if value is None else (value,)))
+                table.load(root / path, rows)
+
+
 def test_the_issues_inconsistent_files_are_refused_by_their_first_reader(tiny_run, tmp_path):
     from privssl import grids
+    from privssl.artefacts.audits import AUDIT, one_run_audit_rows
     from privssl.artefacts.contrastive import load_contrastive_models
-    from privssl.artefacts.image import AUDIT, load_lira_heads, load_release
+    from privssl.artefacts.image import load_lira_heads, load_release
     from privssl.artefacts.specs import ArtefactError
     from privssl.artefacts.tables import load_csv_file
     from privssl.artefacts.training_time import DPCL_ACCOUNTING
@@ -597,7 +635,7 @@ def test_the_issues_inconsistent_files_are_refused_by_their_first_reader(tiny_ru
     one_run.loc[1, "correct"] = one_run.loc[1, "n"] + 1
     one_run.to_csv(tmp_path / "one_run.csv", index=False)
     with pytest.raises(ArtefactError, match=re.escape(f"{tmp_path / 'one_run.csv'}: field 'correct'")):
-        load_csv_file(tmp_path / "one_run.csv", AUDIT, grids.one_run_audit(config, "digits"))
+        load_csv_file(tmp_path / "one_run.csv", AUDIT, one_run_audit_rows(config, "digits"))
     # the shadow models copied over the target models: the contrastive attack reads them first
     with pytest.raises(ArtefactError, match="field 'role': 'shadow'"):
         load_contrastive_models(tiny_run.path(f"{RESULTS}/digits/contrastive/shadow_models.pt"), "target",
@@ -659,8 +697,7 @@ def test_contrastive_branch_outputs(tiny_run):
 def test_semileak_branch_outputs(tiny_run):
     """Thesis Ch. 3 end to end: the parts and labelled sets, every target's checkpoints, the DP-SGD
     targets' spent ε within their target, the attacks' grid and the claims table."""
-    from privssl import grids
-    from privssl.artefacts.semileak import SEMILEAK, load_semileak_models, load_semileak_splits
+    from privssl.artefacts.semileak import SEMILEAK, load_semileak_models, load_semileak_splits, semileak_rows
     from privssl.artefacts.tables import load_csv_file
 
     cfg = tiny_run.expected["semileak"]
@@ -681,7 +718,7 @@ def test_semileak_branch_outputs(tiny_run):
         else:
             assert sorted(bundle["models"][0]["states"]) == checkpoints
     metrics = load_csv_file(tiny_run.path(f"{RESULTS}/digits/semileak/repeat0/metrics.csv"),
-                            SEMILEAK, grids.semileak(tiny_run.expected, "digits", 0))
+                            SEMILEAK, semileak_rows(tiny_run.expected, "digits", 0))
     members = metrics[metrics.target != "supervised"]
     # the unlabelled and labelled members of the SSL targets split the part; every row scores every non-member
     assert set(members.groupby("member_kind").n_members.unique().map(tuple)) == {(part,), (labels,),

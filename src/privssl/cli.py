@@ -63,8 +63,9 @@ def nonnegative_int(text: str) -> int:
 
 
 def expect_argument(parser: argparse.ArgumentParser) -> None:
-    """--expect: the config's grid of rows of each input table, by path (privssl.grids; the rule
-    passes it), so that a table cut short or from another config is refused by its first reader."""
+    """--expect: the config's grid of rows of each input table, by path (its declaration's rows,
+    privssl.artefacts; the rule passes it), so that a table cut short or from another config is
+    refused by its first reader."""
     parser.add_argument("--expect", type=json_object, default=None,
                         help="JSON object: input table path -> its grid of expected rows (privssl.grids)")
 

@@ -15,20 +15,24 @@ size or value seen, and every later use must agree: `Tensor(("n", "F"))` then
 `Tensor(("n",), "int", Num(0, "n_classes", high_open=True))` ties features to their labels.
 
 The package itself defines and re-exports nothing: a reader imports each name from the module that
-defines it, one concept each, and each table is declared beside its track.
+defines it, one concept each, and each table is declared once, beside its track (`tables.Table`:
+its file and parts, its schema, the rows the config asks of it), so that the rules derive its
+paths and their readers' --expect from that one declaration.
 
 - `specs`: the value specs, `ArtefactError` and `fail`, the generic checks (`check_numbers`,
   `require`, `check_tensor`, `check_fields`) and the specs every track shares (POSITIVE,
   PROBABILITY, COUNT, a label tensor);
-- `tables`: the readers (`load_tensor_file`, `load_json_file`, `check_recorded`, `read_table`,
+- `tables`: the declaration of a table (`Table`), the readers (`load_tensor_file`, `load_json_file`, `check_recorded`, `read_table`,
   `load_csv_file(s)`, `estimates_within_intervals`) and the completeness checks of a table
-  (`check_grid`; `check_expected` against the config's grid, privssl.grids, `expected_of`), with
+  (`check_grid`; `check_expected` against the config's grid, `expected_of`), with
   the columns and the relation helper several tracks' tables share;
 - `splits`: the checks every track's splits.json shares (disjoint splits, the pool record);
-- `image`: the image track: features, heads, releases, sensitivities, the utility, MIA, LiRA, LiRA scores
-  and audit tables with their relations, and their loaders (`load_image_splits`,
+- `image`: the image track: features, heads, releases, sensitivities, the utility, MIA, LiRA and
+  reference-sweep tables and the MIA and LiRA scores, declared, and their loaders (`load_image_splits`,
   `load_sensitivity`, `load_release`, `load_lira_heads`, `load_attacker`, `load_encoder`,
   `load_tuning_folds`, `load_private_sets`);
+- `audits`: the audit tables (hypothesis test, one-run, canary, crafted pair; audit.csv), declared,
+  with the relations between their columns;
 - `training_time`: the training-time branch (DPCL, DPAdapter): the release record and its tables;
 - `graphs`: the graph track: graphs, embeddings, the link-stealing files and tables;
 - `contrastive`: the contrastive track (thesis Ch. 4): its table, splits and models;

@@ -10,9 +10,19 @@ import pandas as pd
 from privssl.artefacts.record_scores import score_key, score_lines, score_schema, split_records
 from privssl.artefacts.specs import COUNT, PROBABILITY, Decisions, Each, Flag, Num, Tensor, Text, check_fields, fail
 from privssl.artefacts.splits import _check_disjoint, _check_pool
-from privssl.artefacts.tables import load_json_file, load_tensor_file
-from privssl.attacks.contrastive_spec import INFERENCES, MEMBERSHIP, MEMBERSHIP_TASK
+from privssl.artefacts.tables import Table, load_json_file, load_tensor_file
+from privssl.attacks.contrastive_spec import (
+    ATTRIBUTE,
+    ATTRIBUTE_ATTACK,
+    INFERENCES,
+    MEMBERSHIP,
+    MEMBERSHIP_ATTACKS,
+    MEMBERSHIP_TASK,
+    TARGET_KINDS,
+)
+from privssl.data.label_maps import membership_task_of
 from privssl.data.splits import CONTRASTIVE_SPLITS, DATASETS
+from privssl.grids import NONE
 from privssl.training.encoder_names import ENCODERS
 
 
@@ -115,3 +125,29 @@ def load_contrastive_models(path, role: str, dataset: str) -> dict:
         check_fields(path, membership["layer"], CONTRASTIVE_MEMBERSHIP_LAYER,
                      {"n_membership_task": bundle["n_membership_task"]}, f"models[{i}].membership.layer.")
     return bundle
+
+
+
+# --------------------------------------------------------------------------------- the tables, declared
+
+def contrastive_rows(config: dict, dataset: str) -> list[dict]:
+    """contrastive/metrics.csv: every membership and the attribute attack on every target model
+    (supervised; contrastive = Talos at λ = 0; Talos at every other λ) and repeat; the membership
+    attacks again on the membership task's models where the dataset has a task of its own for them."""
+    section = config["contrastive"]
+    entry = section["datasets"][dataset]
+    lambdas = {"supervised": NONE, "contrastive": [0.0],
+               "talos": [lam for lam in section["talos"]["lambdas"] if lam != 0]}
+    repeats = list(range(section["repeats"]))
+    inferences = [MEMBERSHIP] + ([MEMBERSHIP_TASK] if membership_task_of(entry) != entry["task"] else [])
+    blocks = []
+    for target in TARGET_KINDS:
+        if not lambdas[target]:
+            continue  # no Talos λ > 0 configured
+        key = {"dataset": [dataset], "target": [target], "lambda": lambdas[target], "repeat": repeats}
+        blocks += [key | {"inference": inferences, "attack": list(MEMBERSHIP_ATTACKS)},
+                   key | {"inference": [ATTRIBUTE], "attack": [ATTRIBUTE_ATTACK]}]
+    return blocks
+
+
+CONTRASTIVE_TABLE = Table("contrastive/metrics.csv", CONTRASTIVE, contrastive_rows)

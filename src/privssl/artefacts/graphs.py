@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from privssl.artefacts.specs import COUNT, PROBABILITY, Each, Num, Tensor, Text, _label, check_fields
 from privssl.artefacts.splits import _check_disjoint, _check_reader
-from privssl.artefacts.tables import _METHOD, load_json_file, load_tensor_file
+from privssl.artefacts.tables import _METHOD, Table, load_json_file, load_tensor_file
+from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
 from privssl.graphs.splits import NODE_SPLITS
+from privssl.grids import NONE, release_grid
 
 
 GRAPH = {"name": Text(), "n_classes": Num(2, integer=True), "x": Tensor(("N", "features")),
@@ -42,3 +44,42 @@ def load_graph_splits(path, dataset: str | None = None, sizes: dict | None = Non
 def load_link_target(path, num_nodes: int) -> dict:
     """The link_target rule's file for a graph of `num_nodes` nodes."""
     return load_tensor_file(path, LINK_TARGET, {"N": num_nodes})
+
+
+
+# --------------------------------------------------------------------------------- the tables, declared
+
+def link_protection_rows(config: dict, graph: str, target: str | None = None) -> list[dict]:
+    """link_protection.csv (and link/protected_<target>.csv): Attack-0 with every distance and
+    Attack-3 on the posteriors of the clean GCN head and of every release."""
+    blocks = []
+    for t in [target] if target else ["none", *config["protect"]["mechanisms"]]:
+        eps, repeats = (NONE, [0]) if t == "none" else release_grid(config, t)
+        key = {"dataset": [graph], "mechanism": [t], "eps": eps, "repeat": repeats, "feature_set": ["posteriors"]}
+        blocks += [key | {"attack": ["attack-0"], "distance": list(DISTANCES)}, key | {"attack": ["attack-3"],
+                                                                                      "distance": NONE}]
+    return blocks
+
+
+def link_attack_rows(config: dict, graph: str) -> list[dict]:
+    """link/attacks.csv: Attack-0 and Attack-2 (each information with every distance), Attack-3
+    and Attack-6 on the graph's own target, in every run (the workflow's adversary knows F and g)."""
+    key = {"dataset": [graph], "shadow": NONE, "run": list(range(config["link_stealing"]["runs"]))}
+    return [key | {"attack": ["attack-0"], "feature_set": ["posteriors"], "distance": list(DISTANCES)},
+            key | {"attack": ["attack-2"], "feature_set": list(ATTACK_2_INFORMATION), "distance": list(DISTANCES)},
+            key | {"attack": ["attack-3"], "feature_set": ["posteriors"], "distance": NONE},
+            key | {"attack": ["attack-6"], "feature_set": [ALL_INFORMATION], "distance": NONE}]
+
+
+def link_transfer_rows(config: dict, graph: str, shadow: str) -> list[dict]:
+    """link/transfer_<shadow>.csv: Attack-1, 4 (posteriors) and 5, 7 (with F and g) trained on `shadow`."""
+    key = {"dataset": [graph], "shadow": [shadow], "run": list(range(config["link_stealing"]["runs"])),
+           "distance": NONE}
+    return [key | {"attack": ["attack-1", "attack-4"], "feature_set": ["posteriors"]},
+            key | {"attack": ["attack-5", "attack-7"], "feature_set": [ALL_INFORMATION]}]
+
+
+LINK_PROTECTION_TABLE = Table("link_protection.csv", LINK_PROTECTION, link_protection_rows,
+                              part="link/protected_{target}.csv")
+LINK_ATTACKS_TABLE = Table("link/attacks.csv", LINK_ROWS, link_attack_rows)
+LINK_TRANSFER_TABLE = Table(None, LINK_ROWS, link_transfer_rows, part="link/transfer_{shadow}.csv")

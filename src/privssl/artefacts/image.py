@@ -1,6 +1,7 @@
 """The image track's artefacts: the schemas of features, heads, releases, sensitivities, the LiRA
-heads and the attacker, the utility, MIA, LiRA, LiRA's per-record scores (and their writer,
-`lira_score_table`) and audit tables with the relations between their columns, and the loaders
+heads and the attacker; the utility, MIA, LiRA and reference-sweep tables and the MIA and LiRA
+per-record scores (their writers `mia_score_table`, `lira_score_table`), each declared with the
+rows the config asks of it (the audit tables: privssl.artefacts.audits); and the loaders
 with cross-field checks (splits, sensitivity, release, LiRA heads, attacker, encoder, tuning
 folds, and the private sets a training-time release trains on)."""
 
@@ -27,15 +28,22 @@ from privssl.artefacts.specs import (
     Text,
     _label,
     check_fields,
-    check_numbers,
     fail,
 )
 from privssl.artefacts.splits import _check_disjoint, _check_pool, _check_reader
-from privssl.artefacts.tables import _METHOD, _METRICS, _first_line, load_json_file, load_tensor_file
-from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS
-from privssl.audit.audit_names import CANARY_ATTACK, CRAFTED_ATTACK, THREAT_MODELS
+from privssl.artefacts.tables import (
+    _METHOD,
+    _METRICS,
+    Table,
+    _first_line,
+    load_json_file,
+    load_tensor_file,
+)
+from privssl.attacks.mia_spec import ATTACKS as MIA_ATTACKS
+from privssl.attacks.mia_spec import METRIC_ATTACKS, REFERENCE_ATTACKS, RMIA_ATTACKS, reference_counts
 from privssl.data.splits import DATASETS, LABELLED_SPLITS, SPLITS
-from privssl.release.methods import ADD_REMOVE, GUARANTEE_KINDS, METHODS, REGISTRY
+from privssl.grids import NONE, audited, lira_keys, noise_free_draws, release_grid, release_methods
+from privssl.release.methods import GUARANTEE_KINDS, METHODS
 from privssl.training.encoder_names import ENCODERS
 
 if TYPE_CHECKING:
@@ -46,72 +54,6 @@ if TYPE_CHECKING:
 
 
 # --------------------------------------------------------------------------------- relations
-
-def one_run_counts(path, frame: pd.DataFrame) -> None:
-    """A one-run audit row guesses on at most its canaries and is right at most on every guess:
-    correct <= n (guesses) <= canaries; otherwise its lower bound is computed from impossible counts."""
-    if "canaries" not in frame.columns:  # a hypothesis-test audit only
-        return
-    one_run = frame.audit.str.startswith("one_run").to_numpy()
-    for name in ("canaries", "correct"):
-        check_numbers(path, name, frame[name], Num(0, integer=True), nan_ok=~one_run)
-    _first_line(path, "n", one_run & (frame.n > frame.canaries).to_numpy(), frame.n,
-                "at most the row's canaries (the auditor guesses on canary slots only)")
-    _first_line(path, "correct", one_run & (frame.correct > frame.n).to_numpy(), frame.correct,
-                "at most the row's n, the guesses made")
-
-
-def bounds_within_ceilings(path, frame: pd.DataFrame) -> None:
-    """An audit row's ceiling is its own bound with every decision right (privssl.audit.bounds), and
-    the bound only falls as errors are added: a bound above its ceiling was not computed from the
-    row's counts. A parametric canary audit's ceiling is the claim (privssl.audit.gradient_canary),
-    which its rule never lets a bound pass. The tolerance is float rounding only."""
-    over = (frame.eps_lower_bound > frame.eps_ceiling * (1 + 1e-9) + 1e-12).to_numpy()
-    _first_line(path, "eps_lower_bound", over, frame.eps_lower_bound,
-                "at most the row's eps_ceiling, the bound of the same audit with every decision right")
-
-
-# the audits whose claim is the release's own adjacency (the canary: add/remove for DP-SGD; the crafted
-# pair: substitution); every other audit tests the substitution of one record (release.methods.substitution_claim)
-OWN_ADJACENCY_ATTACKS = (CANARY_ATTACK, CRAFTED_ATTACK)
-PARAMETRIC_AUDITS = ("white_box_gdp", "final_model_gdp", "crafted_pair_gdp")  # their ceiling is the claim
-PROVEN_BY_CONSTRUCTION = ("certified_gaussian", "certified_pure", "dpsgd")  # no sampled sensitivity: never weaker
-
-
-def audit_claims_are_the_releases(path, frame: pd.DataFrame) -> None:
-    """Each row's claim is its release's (privssl.release.methods), so that an edited claim or kind
-    cannot move the ledger: `claimed_eps` is ε for the canary and crafted-pair audits and the
-    substitution claim for the others (ε, or 2ε or ∞ for DP-SGD's addition/removal); a release whose
-    guarantee rests on no sampled sensitivity has its registry kind at every finite ε; a parametric
-    audit's ceiling is its claim."""
-    claimed, eps = frame.claimed_eps.to_numpy(dtype=float), frame.eps.to_numpy(dtype=float)
-    released = (frame.method != "none").to_numpy()
-    own = frame.attack.isin(OWN_ADJACENCY_ATTACKS).to_numpy()
-    add_remove = frame.method.map(lambda m: m in REGISTRY and REGISTRY[m].adjacency == ADD_REMOVE).to_numpy(bool)
-    doubled = np.isclose(claimed, 2 * eps, rtol=1e-12) | np.isinf(claimed)
-    wrong = released & ~np.where(own | ~add_remove, np.isclose(claimed, eps, rtol=1e-12), doubled)
-    wrong |= ~released & ~np.isinf(claimed)
-    _first_line(path, "claimed_eps", wrong, frame.claimed_eps,
-                "the release's own claim: ε for the canary and crafted-pair audits, the substitution claim (ε; 2ε or "
-                "∞ for DP-SGD) for the others, ∞ for the unprotected head")
-    kind = frame.method.map(lambda m: REGISTRY[m].dp_kind if m in PROVEN_BY_CONSTRUCTION else None)
-    wrong = (kind.notna() & np.isfinite(eps) & (frame.guarantee_kind != kind)).to_numpy()
-    if wrong.any():
-        i = int(np.flatnonzero(wrong)[0])
-        fail(path, "guarantee_kind", f"{frame.guarantee_kind.iloc[i]!r} for {frame.method.iloc[i]} on line {i + 2}",
-             f"{kind.iloc[i]!r}, the registry's guarantee of {frame.method.iloc[i]} (privssl.release.methods)")
-    parametric = frame.audit.isin(PARAMETRIC_AUDITS).to_numpy()
-    _first_line(path, "eps_ceiling", parametric & ~np.isclose(frame.eps_ceiling.to_numpy(dtype=float), claimed,
-                                                              rtol=1e-12), frame.eps_ceiling,
-                "the row's claimed_eps: a parametric audit's ceiling is its claim")
-
-
-def audit_relations(path, frame: pd.DataFrame) -> None:
-    """A table's schema names one relation check; audit.csv has three."""
-    one_run_counts(path, frame)
-    bounds_within_ceilings(path, frame)
-    audit_claims_are_the_releases(path, frame)
-
 
 def noise_free_limits(path, frame: pd.DataFrame) -> None:
     """A utility row at ε = ∞ is its method's noise-free limit (privssl.release.tuning: the same
@@ -235,12 +177,56 @@ def lira_score_table(rows: list[dict], scores: list[np.ndarray], target_in: np.n
                         "record": tiled(candidates["record"], n_targets), "member": target_in.reshape(-1)})
 
 
-AUDIT = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
-         "delta": Num(0, 1, high_open=True), "claimed_eps": Num(0, low_open=True, finite=False),  # none: ∞
-         "guarantee_kind": Text(GUARANTEE_KINDS), "audit": Text(), "threat_model": Text(THREAT_MODELS), "eps_lower_bound": Num(0),
-         "eps_ceiling": Num(0),  # the bound were every decision right: what the audit could prove at its n
-         "n": COUNT, "grid": (("dataset", "method", "audit", "attack", "adaptive"), ("eps",)),
-         "relations": audit_relations}
+# --------------------------------------------------------------------------------- the tables, declared
+
+def utility_rows(config: dict, dataset: str, target: str | None = None) -> list[dict]:
+    """utility.csv (and each method's protect/<method>.csv): every (ε, draw) of every method, and
+    its noise-free limit at ε = ∞."""
+    blocks = []
+    for method in [target] if target else release_methods(config, dataset):
+        eps, repeats = release_grid(config, method)
+        blocks.append({"dataset": [dataset], "mechanism": [method], "eps": eps, "repeat": repeats})
+        if noise_free_draws(config, method):
+            blocks.append({"dataset": [dataset], "mechanism": [method], "eps": [float("inf")],
+                           "repeat": noise_free_draws(config, method)})
+    return blocks
+
+
+def mia_rows(config: dict, dataset: str, target: str | None = None) -> list[dict]:
+    """mia.csv (and each target's attack/<target>.csv): every attack on the clean head (its one
+    attack counts as adaptive) and, non-adaptive and adaptive, on every release of every method."""
+    blocks = []
+    for t in [target] if target else ["none", *release_methods(config, dataset)]:
+        key = {"dataset": [dataset], "mechanism": [t], "attack": list(MIA_ATTACKS)}
+        if t == "none":
+            blocks.append(key | {"adaptive": [True], "eps": NONE, "repeat": [0]})
+        else:
+            eps, repeats = release_grid(config, t)
+            blocks.append(key | {"adaptive": [False, True], "eps": eps, "repeat": repeats})
+    return blocks
+
+
+def lira_rows(config: dict, dataset: str, target: str | None = None) -> list[dict]:
+    """lira.csv (and attack/lira/<target>.csv, attack/lira/scores_<target>.parquet: per key T × pool
+    scores): every LiRA variant on every target."""
+    return [lira_keys(config, dataset, t) | {"attack": list(config["attack"]["lira"]["attacks"])}
+            for t in ([target] if target else audited(config))]
+
+
+def lira_reference_rows(config: dict, dataset: str) -> list[dict]:
+    """attack/lira/references.csv: every LiRA and RMIA attack of the config on the clean heads at
+    1, 2, 4, … of the shadow heads."""
+    lira = config["attack"]["lira"]
+    return [{"dataset": [dataset], "attack": [a for a in lira["attacks"] if a in REFERENCE_ATTACKS],
+             "references": reference_counts(lira["shadows"])}]
+
+
+UTILITY_TABLE = Table("utility.csv", UTILITY, utility_rows, part="protect/{target}.csv")
+MIA_TABLE = Table("mia.csv", MIA, mia_rows, part="attack/{target}.csv")
+MIA_SCORE_TABLE = Table(None, MIA_SCORES, mia_rows, part="attack/scores_{target}.parquet")
+LIRA_TABLE = Table("lira.csv", LIRA, lira_rows, part="attack/lira/{target}.csv")
+LIRA_SCORE_TABLE = Table(None, LIRA_SCORES, lira_rows, part="attack/lira/scores_{target}.parquet")
+LIRA_REFERENCES_TABLE = Table("attack/lira/references.csv", LIRA_REFERENCES, lira_reference_rows)
 
 
 # --------------------------------------------------------------------------------- loaders with cross-field checks

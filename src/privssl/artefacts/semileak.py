@@ -23,16 +23,26 @@ from privssl.artefacts.specs import (
 from privssl.artefacts.splits import _check_disjoint, _check_pool
 from privssl.artefacts.tables import (
     _METRICS,
+    Table,
     expected_of,
     load_csv_file,
     load_json_file,
     load_tensor_file,
     read_table,
 )
-from privssl.attacks.semi_leak_spec import ATTACKS
+from privssl.attacks.semi_leak_spec import ATTACKS, DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.data.splits import DATASETS, SEMILEAK_SPLITS
+from privssl.grids import NONE
 from privssl.io import InputError
-from privssl.training.semi_supervised_spec import ARCHITECTURES, DEFENCES, MEMBER_KINDS, SIMILARITIES, TARGETS
+from privssl.training.semi_supervised_spec import (
+    ARCHITECTURES,
+    DEFENCES,
+    DPSGD_TARGET,
+    MEMBER_KINDS,
+    SIMILARITIES,
+    SUPERVISED,
+    TARGETS,
+)
 
 
 # semileak_attack rule (thesis Ch. 3): eps only for the DP-SGD target; views and similarity only for A_DA
@@ -186,3 +196,55 @@ def load_semileak_models(path, role: str, target: str | None, dataset: str) -> d
             check_fields(path, state, {name: Tensor(None, "number") for name in state},
                          prefix=f"models[{i}].states[{step}].")
     return bundle
+
+
+
+# --------------------------------------------------------------------------------- the tables, declared
+
+def semileak_rows(config: dict, dataset: str, repeat: int) -> list[dict]:
+    """semileak/repeat<r>/metrics.csv: the baselines and A_DA (default K, similarity) against every
+    algorithm at every checkpoint; at the last step A_DA's views and similarity grids and the top-1
+    defence; the supervised reference (members: all) and DP-SGD at every ε at their last step."""
+    section = config["semileak"]
+    train, attack, defences = section["train"], section["attack"], section["defences"]
+    views, similarity = attack["views"], attack["similarity"]
+    steps, last = train["steps"], [train["steps"]]
+    baselines = {"attack": [NN_ATTACK, *METRIC_ATTACKS], "similarity": NONE, "views": NONE}
+    default = {"attack": [DA_ATTACK], "similarity": [similarity], "views": [views]}
+    ablations = [{"attack": [DA_ATTACK], "similarity": [similarity], "views": attack["views_grid"]},
+                 {"attack": [DA_ATTACK], "similarity": attack["similarities"], "views": [views]}]
+
+    def block(target, eps, step, defence, attacks, kinds=MEMBER_KINDS):
+        return {"dataset": [dataset], "repeat": [repeat], "target": [target], "eps": eps, "step": step,
+                "defence": [defence],
+                **attacks, "member_kind": list(kinds)}
+
+    checkpoints = list(range(train["checkpoint_every"], steps + 1, train["checkpoint_every"]))
+    blocks = []
+    for algorithm in section["algorithms"]:
+        blocks += [block(algorithm, NONE, checkpoints, "none", attacks) for attacks in (baselines, default)]
+        blocks += [block(algorithm, NONE, last, "none", attacks) for attacks in ablations]
+        if defences["top1"]:
+            blocks += [block(algorithm, NONE, last, "top1", attacks) for attacks in (baselines, default)]
+    blocks += [block(SUPERVISED, NONE, last, "none", attacks, ["all"]) for attacks in (baselines, default)]
+    if "dpsgd" in defences:
+        dp = defences["dpsgd"]
+        blocks += [block(DPSGD_TARGET, dp["eps"], [dp["steps"]], "none", attacks) for attacks in (baselines, default)]
+    return blocks
+
+
+def semileak_history_rows(config: dict, dataset: str, part: dict) -> list[dict]:
+    """A role's and target's training history (`part`: its repeat, role and target): one row per
+    checkpoint step (DP-SGD: per ε, its last step)."""
+    role, target = part["role"], part["target"]
+    section = config["semileak"]
+    train, dpsgd = section["train"], section["defences"].get("dpsgd")
+    if target == DPSGD_TARGET:
+        return [{"role": [role], "target": [target], "eps": dpsgd["eps"], "step": [dpsgd["steps"]]}]
+    steps = list(range(train["checkpoint_every"], train["steps"] + 1, train["checkpoint_every"]))
+    return [{"role": [role], "target": [target], "eps": NONE, "step": steps}]
+
+
+SEMILEAK_TABLE = Table(None, SEMILEAK, semileak_rows, part="semileak/repeat{repeat}/metrics.csv")
+SEMILEAK_HISTORY_TABLE = Table(None, SEMILEAK_HISTORY, semileak_history_rows,
+                               part="diagnostics/not_private/semileak/repeat{repeat}/{role}/{target}_history.csv")

@@ -1,10 +1,11 @@
-"""The file readers and the completeness checks of tables.
+"""The file readers, the completeness checks of tables and the declaration of a table (`Table`).
 
 `load_tensor_file` and `load_json_file` read a record and check it against its schema and against
 what the reading rule expects it to record (`check_recorded`); `read_table` reads a CSV file whole,
 and `load_csv_file(s)` check its columns, its estimates against their intervals, its own grid
-(`check_grid`) and the config's grid of rows (`check_expected`, privssl.grids; `expected_of` picks
-a file's). Also the column specs and the relation helper several tracks' tables share.
+(`check_grid`) and the config's grid of rows (`check_expected`, from the table's declaration;
+`expected_of` picks a file's). Also the column specs and the relation helper several tracks'
+tables share.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import itertools
 import json
 import math
 import pickle
+import string
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -108,6 +112,60 @@ def _read_parquet(path) -> pd.DataFrame:
     return frame
 
 
+# --------------------------------------------------------------------------------- a table, declared once
+
+@dataclass(frozen=True)
+class Table:
+    """A tidy table, declared once beside the track that writes it: where it lies under
+    results/<dataset>/ (`file`), its columns and the checks of their values and relations
+    (`schema`, as load_csv_file reads it) and the rows the config asks of it (`rows`, the grid the
+    reading rules pass as --expect: blocks as privssl.grids describes them). A table written as one part per value
+    of a wildcard (per target: attack/{target}.csv; per repeat) declares the parts' pattern in
+    `part`; `rows(config, dataset, value)` gives one part's rows (`value`: the wildcard's value, or
+    a dict of the values of several), `rows(config, dataset)` the merged file's (`file`; None where
+    the parts are read as they are)."""
+
+    file: str | None
+    schema: dict
+    rows: Callable[..., list[dict]]
+    part: str | None = None
+
+    def __post_init__(self):
+        if self.part is not None and not _fields(self.part):
+            raise ValueError(f"a table's part pattern has a wildcard, got {self.part!r}")
+        if (self.file or self.part) is None:
+            raise ValueError("a table has a file, a part pattern or both")
+
+    @property
+    def name(self) -> str:
+        """The merged file's stem (mia.csv: mia), the table's name on merge_csv's command line."""
+        if self.file is None:
+            raise ValueError(f"the table of parts {self.part!r} has no merged file, and so no name to merge it by")
+        return Path(self.file).name.split(".")[0]
+
+    def path(self, results: str, dataset: str, value=None) -> str:
+        """The dataset's file, or with `value` its part for that value of the wildcard."""
+        if value is None:
+            name = self.file
+        else:
+            name = self.part.format(**(value if isinstance(value, dict) else {_fields(self.part)[0]: value}))
+        return f"{results}/{dataset}/{name}"
+
+    def expected(self, config: dict, results: str, datasets, values=None) -> dict[str, list[dict]]:
+        """The config's rows of each dataset's file (`values` None) or of each of its parts, by
+        path: what a reading rule passes as --expect."""
+        if values is None:
+            return {self.path(results, d): self.rows(config, d) for d in datasets}
+        return {self.path(results, d, v): self.rows(config, d, v) for d in datasets for v in values}
+
+    def load(self, path, expect: list[dict] | None = None) -> pd.DataFrame:
+        return load_csv_file(path, self.schema, expect)
+
+
+def _fields(pattern: str) -> list[str]:
+    return [field for _, field, _, _ in string.Formatter().parse(pattern) if field]
+
+
 # a table schema's entries that are not columns: its grid within the file's own values, whether it
 # holds many rows per key (an ROC curve's points, per-record scores), and a check of the relations
 # between its columns
@@ -136,7 +194,7 @@ def estimates_within_intervals(path, frame: pd.DataFrame) -> None:
 def load_csv_file(path, schema: dict, expect: list[dict] | None = None) -> pd.DataFrame:
     """A table (CSV, or Parquet: read_table) with every column of `schema` (a name ending in '*'
     stands for every column with that prefix), each value checked, and, per `schema['grid']`, a
-    complete grid of rows; with `expect` (privssl.grids: the rows the config asks for), exactly the
+    complete grid of rows; with `expect` (the rows the config asks for), exactly the
     rows of that grid."""
     frame = read_table(path)
     columns = {name: spec for name, spec in schema.items() if name not in TABLE_OPTIONS}

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from privssl.artefacts.specs import COUNT, POSITIVE, PROBABILITY, Decisions, Num, Tensor, Text
-from privssl.artefacts.tables import _first_line
-from privssl.release.methods import GUARANTEE_KINDS, TRAINING_TIME_METHODS
+from privssl.artefacts.tables import Table, _first_line
+from privssl.grids import NONE
+from privssl.release.methods import DPCL_METHOD_OF_VARIANT, GUARANTEE_KINDS, TRAINING_TIME_METHODS
 
 
 def accountant_within_target(path, frame: pd.DataFrame) -> None:
@@ -46,3 +47,26 @@ DPCL_ACCOUNTING = {"dataset": Text(), "method": Text(TRAINING_TIME_METHODS), "va
                    "eps_rdp_without_replacement": Num(0), "eps_pld_poisson": Num(0),
                    "guarantee_kind": Text(GUARANTEE_KINDS), "sensitivities": Text(),
                    "relations": accountant_within_target}
+
+
+
+# --------------------------------------------------------------------------------- the tables, declared
+
+def dpadapter_rows(config: dict, dataset: str) -> list[dict]:
+    """dpadapter/results.csv: standard (ρ = 0), SAM and DPAdapter at every radius, each DP-SGD
+    fine-tuned at every ε and repeat."""
+    section = config["dpadapter"]
+    key = {"dataset": [dataset], "eps": section["eps"], "repeat": list(range(section["repeats"]))}
+    return [key | {"pretraining": ["standard"], "rho": [0.0]},
+            key | {"pretraining": ["sam", "dpadapter"], "rho": section["radii"]}]
+
+
+def dpcl_accounting_rows(config: dict, dataset: str) -> list[dict]:
+    """dpcl/accounting.csv: per variant, target ε (empty at a fixed noise multiplier) and role."""
+    section = config["dpcl"]
+    return [{"dataset": [dataset], "method": [DPCL_METHOD_OF_VARIANT[v]], "variant": [v],
+             "role": ["target", "shadow"], "eps_target": section["eps"] or NONE} for v in section["variants"]]
+
+
+DPADAPTER_TABLE = Table("dpadapter/results.csv", DPADAPTER_RESULTS, dpadapter_rows)
+DPCL_ACCOUNTING_TABLE = Table("dpcl/accounting.csv", DPCL_ACCOUNTING, dpcl_accounting_rows)
