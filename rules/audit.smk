@@ -51,7 +51,7 @@ rule lira:
         splits=f"{RESULTS}/{{dataset}}/splits.json",
         heads=lambda w: f"{RESULTS}/{w.dataset}/attack/lira/heads_{lira_head_kind(w.target)}.pt",
     output:
-        csv=f"{RESULTS}/{{dataset}}/attack/lira/{{target}}.csv",
+        csv=LIRA_TABLE.path(RESULTS, "{dataset}", "{target}"),
         scores=LIRA_SCORE_TABLE.path(RESULTS, "{dataset}", "{target}"),
         audit=HYPOTHESIS_TEST_AUDIT_TABLE.path(RESULTS, "{dataset}", "{target}"),
     params:

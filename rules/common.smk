@@ -362,8 +362,10 @@ def release_inputs(wildcards):
     """The method's release file (noise scale per ε) and utility CSV (guarantee kinds); none for `none`."""
     if wildcards.target == "none":
         return {}
-    base = f"{RESULTS}/{wildcards.dataset}/protect/{wildcards.target}"
-    return {"release": f"{base}.pt", "utility": f"{base}.csv"}
+    return {
+        "release": f"{RESULTS}/{wildcards.dataset}/protect/{wildcards.target}.pt",
+        "utility": UTILITY_TABLE.path(RESULTS, wildcards.dataset, wildcards.target),
+    }
 
 
 def release_args(wildcards, input):

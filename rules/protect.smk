@@ -58,7 +58,7 @@ rule protect_dpsgd:
         head=f"{RESULTS}/{{dataset}}/finetune/head.pt",
         best_clean=f"{RESULTS}/{{dataset}}/finetune/best_head.pt",
     output:
-        csv=f"{RESULTS}/{{dataset}}/protect/dpsgd.csv",
+        csv=UTILITY_TABLE.path(RESULTS, "{dataset}", "dpsgd"),
         heads=f"{RESULTS}/{{dataset}}/protect/dpsgd.pt",
     params:
         choices=choice_config("head", "dpsgd"),

@@ -61,7 +61,7 @@ rule dpadapter_train:
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
         metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
     output:
-        utility=f"{RESULTS}/{{dataset}}/protect/dpadapter.csv",
+        utility=UTILITY_TABLE.path(RESULTS, "{dataset}", "dpadapter"),
         release=f"{RESULTS}/{{dataset}}/dpadapter/dpadapter.pt",
         results=DPADAPTER_TABLE.path(RESULTS, "{dataset}"),
         history=f"{RESULTS}/{{dataset}}/dpadapter/history.csv",
@@ -105,7 +105,7 @@ rule attack_training_time:
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
         releases=[training_time_release(m) for m in TRAINING_TIME],
     output:
-        csv=expand(f"{RESULTS}/{{{{dataset}}}}/attack/{{method}}.csv", method=TRAINING_TIME),
+        csv=part_files(MIA_TABLE, "{dataset}", TRAINING_TIME),
         scores=part_files(MIA_SCORE_TABLE, "{dataset}", TRAINING_TIME),
     params:
         library=library("attack_training_time.py"),
