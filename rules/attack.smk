@@ -42,8 +42,8 @@ rule attack:
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
         protected=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=MECHANISMS),
     output:
-        csv=part_files(MIA_TABLE, "{dataset}", AUDITED),
-        scores=part_files(MIA_SCORE_TABLE, "{dataset}", AUDITED),
+        csv=files(MIA_TABLE, ["{dataset}"], AUDITED),
+        scores=files(MIA_SCORE_TABLE, ["{dataset}"], AUDITED),
     params:
         choices=choice_config("head", "certified"),
         library=library("attack.py"),

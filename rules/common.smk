@@ -106,7 +106,7 @@ def semileak_histories(wildcards):
     """(dataset, part) of every training history one Semi-Leak repeat's attack reads: each role's
     and target's."""
     return [
-        (wildcards.dataset, {"repeat": wildcards.repeat, "role": role, "target": target})
+        (wildcards.dataset, {"repeat": int(wildcards.repeat), "role": role, "target": target})
         for role in ("target", "shadow")
         for target in SEMILEAK_TARGETS
     ]
@@ -399,8 +399,8 @@ def grid(table, datasets, values=None):
 
 def released(dataset):
     """The release methods of a dataset, in the order of its merged tables' parts: the protect
-    rule's, then on images the training-time branches'."""
-    return MECHANISMS + (TRAINING_TIME if dataset in DATASETS else [])
+    rule's, then on images the training-time branches' (privssl.grids, as the tables' rows)."""
+    return grids.release_methods(config, dataset)
 
 
 def audit_parts(dataset):
@@ -416,20 +416,21 @@ def audit_parts(dataset):
 
 
 def files(table, datasets, values=None):
-    """Each dataset's file of `table`, or with `values` each of its parts, in that order."""
+    """Each dataset's file of `table`, or with `values` each of its parts, in that order (a
+    dataset may be the wildcard "{dataset}": a rule's outputs and inputs)."""
     if values is None:
         return [table.path(RESULTS, dataset) for dataset in datasets]
     return [table.path(RESULTS, dataset, value) for dataset in datasets for value in values]
 
 
-def part_files(table, dataset, values):
-    """A dataset's parts of `table`, one per value (`dataset` may be the wildcard "{dataset}")."""
-    return [table.path(RESULTS, dataset, value) for value in values]
+def part_paths(table, pairs):
+    """The parts of `table` named by (dataset, value) pairs, in that order."""
+    return [table.path(RESULTS, dataset, value) for dataset, value in pairs]
 
 
 def parts(table, pairs):
     """The config's rows of the parts of `table` named by (dataset, value) pairs, by path."""
-    return {table.path(RESULTS, dataset, value): table.rows(config, dataset, value) for dataset, value in pairs}
+    return {path: table.rows(config, *pair) for path, pair in zip(part_paths(table, pairs), pairs)}
 
 
 def release_records(dataset, methods):

@@ -174,7 +174,7 @@ rule digest:
         audit=files(AUDIT_TABLE, DATASETS),
         sensitivity=expand(f"{RESULTS}/{{dataset}}/sensitivity.json", dataset=DATASETS),
         link_protection=files(LINK_PROTECTION_TABLE, PROTECTED_GRAPHS),
-        link_parts=files(LINK_ATTACKS_TABLE, GRAPHS) + list(parts(LINK_TRANSFER_TABLE, transfer_pairs())),
+        link_parts=files(LINK_ATTACKS_TABLE, GRAPHS) + part_paths(LINK_TRANSFER_TABLE, transfer_pairs()),
         catalogue=resource("claims.csv"),
         contrastive_thesis=resource("thesis_contrastive.csv"),
         contrastive=files(CONTRASTIVE_TABLE, CONTRASTIVE),

@@ -204,7 +204,7 @@ rule link_table:
     input:
         script=script("link_table.py"),
         attacks=files(LINK_ATTACKS_TABLE, GRAPHS),
-        transfers=list(parts(LINK_TRANSFER_TABLE, transfer_pairs())),
+        transfers=part_paths(LINK_TRANSFER_TABLE, transfer_pairs()),
     output:
         rows=f"{RESULTS}/tables/link_stealing_rows.csv",
         csv=report(f"{RESULTS}/tables/link_stealing.csv", caption="../report/link_stealing.rst", category="Tables"),
@@ -240,7 +240,7 @@ rule link_protect:
         head=f"{GRAPH}/finetune/head.pt",
         protected=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=MECHANISMS),
     output:
-        part_files(LINK_PROTECTION_TABLE, "{dataset}", AUDITED),
+        files(LINK_PROTECTION_TABLE, ["{dataset}"], AUDITED),
     params:
         library=library("link_protect.py"),
         expect=lambda w: expect(release_records(w.dataset, MECHANISMS)),

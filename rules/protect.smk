@@ -12,7 +12,7 @@ if OUTPUT_PERTURBATION:
             heads={released_head(m)[0] for m in OUTPUT_PERTURBATION},
             sensitivities={released_head(m)[1] for m in OUTPUT_PERTURBATION},
         output:
-            csv=part_files(UTILITY_TABLE, "{dataset}", OUTPUT_PERTURBATION),
+            csv=files(UTILITY_TABLE, ["{dataset}"], OUTPUT_PERTURBATION),
             heads=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{mechanism}}.pt", mechanism=OUTPUT_PERTURBATION),
         params:
             library=library("protect.py"),

@@ -100,7 +100,7 @@ rule semileak_attack:
         shadows=expand(
             f"{RESULTS}/{{{{dataset}}}}/semileak/repeat{{{{repeat}}}}/shadow/{{target}}.pt", target=SEMILEAK_TARGETS
         ),
-        histories=lambda w: [SEMILEAK_HISTORY_TABLE.path(RESULTS, d, part) for d, part in semileak_histories(w)],
+        histories=lambda w: part_paths(SEMILEAK_HISTORY_TABLE, semileak_histories(w)),
     output:
         metrics=SEMILEAK_TABLE.path(RESULTS, "{dataset}", "{repeat}"),
         # every metrics row's per-record scores (record = the image's index in the pool)

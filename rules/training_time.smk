@@ -14,7 +14,7 @@ rule dpcl_train:
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
         metrics=f"{RESULTS}/{{dataset}}/finetune/metrics.json",
     output:
-        utility=part_files(UTILITY_TABLE, "{dataset}", DPCL_METHODS),
+        utility=files(UTILITY_TABLE, ["{dataset}"], DPCL_METHODS),
         releases=expand(f"{RESULTS}/{{{{dataset}}}}/dpcl/{{method}}.pt", method=DPCL_METHODS),
         # computed on d without noise and covered by no claim: a diagnostic, outside the releases
         history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/dpcl_history.csv",
@@ -105,8 +105,8 @@ rule attack_training_time:
         attacker=f"{RESULTS}/{{dataset}}/attack/attacker.pt",
         releases=[training_time_release(m) for m in TRAINING_TIME],
     output:
-        csv=part_files(MIA_TABLE, "{dataset}", TRAINING_TIME),
-        scores=part_files(MIA_SCORE_TABLE, "{dataset}", TRAINING_TIME),
+        csv=files(MIA_TABLE, ["{dataset}"], TRAINING_TIME),
+        scores=files(MIA_SCORE_TABLE, ["{dataset}"], TRAINING_TIME),
     params:
         library=library("attack_training_time.py"),
         fpr=" ".join(map(str, config["attack"]["lira"]["fpr"])),

@@ -17,7 +17,9 @@ from privssl.cli import expect_argument
 from privssl.io import atomic_write_csv, script_logger
 
 # the tables merged from parts (their declarations name the parts and the merged file)
-TABLES = {table.name: table for table in (UTILITY_TABLE, MIA_TABLE, LIRA_TABLE, AUDIT_TABLE, LINK_PROTECTION_TABLE)}
+MERGED = (UTILITY_TABLE, MIA_TABLE, LIRA_TABLE, AUDIT_TABLE, LINK_PROTECTION_TABLE)
+TABLES = {table.name: table for table in MERGED}
+assert len(TABLES) == len(MERGED), "two merged tables share a name: merge_csv --table could not tell them apart"
 
 
 def main() -> None:

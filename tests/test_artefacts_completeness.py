@@ -322,10 +322,26 @@ def test_a_tables_declaration_gives_each_file_and_part_its_path_and_rows():
     with pytest.raises(ValueError, match="has no merged file"):  # parts only: nothing to merge them by
         several.name
     assert several.path("r", "d", {"repeat": 1, "role": "shadow"}) == "r/d/x/repeat1/shadow_history.csv"
+    # a falsy value (repeat 0) names a part, not the merged file
+    assert Table(None, SCHEMA, _rows, part="s/repeat{repeat}/m.csv").path("r", "d", 0) == "r/d/s/repeat0/m.csv"
+
+
+def test_a_path_the_declaration_does_not_have_is_refused():
+    with pytest.raises(ValueError, match="the table of parts 'attack/{target}.csv' has no merged file"):
+        Table(None, SCHEMA, _rows, part="attack/{target}.csv").path("results", "a")
+    with pytest.raises(ValueError, match="the table 'mia.csv' has no parts: 'alm' names none"):
+        Table("mia.csv", SCHEMA, _rows).path("results", "a", "alm")
+    several = Table(None, SCHEMA, _rows, part="x/repeat{repeat}/{role}_history.csv")
+    with pytest.raises(ValueError, match=r"has the wildcards \['repeat', 'role'\]: name each in a dict, got 0"):
+        several.path("r", "d", 0)
+    with pytest.raises(ValueError, match=r"has the wildcards \['repeat', 'role'\], got \['repeat'\]"):
+        several.path("r", "d", {"repeat": 0})
 
 
 def test_a_table_declared_without_a_file_or_with_a_part_without_a_wildcard_is_refused():
     with pytest.raises(ValueError, match="a table has a file, a part pattern or both"):
         Table(None, SCHEMA, _rows)
-    with pytest.raises(ValueError, match="a table's part pattern has a wildcard, got 'attack/all.csv'"):
+    with pytest.raises(ValueError, match="a table's part pattern needs a wildcard, got 'attack/all.csv'"):
         Table("mia.csv", SCHEMA, _rows, part="attack/all.csv")
+    with pytest.raises(ValueError, match="a table's merged file has no wildcard"):
+        Table("mia_{dataset}.csv", SCHEMA, _rows)

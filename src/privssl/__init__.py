@@ -7,7 +7,11 @@ the top of this list down (a layers contract of import-linter in pyproject.toml,
 - `config` (the config check; `config_checks` below it, the checks a schema cannot express) and
   `claim_sources` (the claim branches' files, loaded for the
   claims ledger and the digest);
-- `artefacts` (the validated loader of every file a rule reads), which knows every stage below;
+- `artefacts` (the validated loader of every file a rule reads, and each table declared once
+  beside its track: its file, schema and the rows the config asks of it), which knows every stage
+  below;
+- `grids`: what the tables' rows share (a dataset's release methods and the (ε, draw) grid of
+  each, the targets of LiRA and the audits) and the fields each release file records;
 - `reports`: the figures and tables of every branch;
 - `audit`: empirical lower bounds on ε and the canaries of the one-run audits;
 - `attacks`: membership, attribute and label-only inference, LiRA, the adaptive attacker and the

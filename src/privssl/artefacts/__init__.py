@@ -15,7 +15,8 @@ size or value seen, and every later use must agree: `Tensor(("n", "F"))` then
 `Tensor(("n",), "int", Num(0, "n_classes", high_open=True))` ties features to their labels.
 
 The package itself defines and re-exports nothing: a reader imports each name from the module that
-defines it, one concept each, and each table is declared once, beside its track (`tables.Table`:
+defines it, one concept each, and each table whose rows the config fixes is declared once,
+beside its track (`tables.Table`:
 its file and parts, its schema, the rows the config asks of it), so that the rules derive its
 paths and their readers' --expect from that one declaration.
 

@@ -114,16 +114,18 @@ def _read_parquet(path) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------------- a table, declared once
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a declaration is equal to itself only (its schema, a dict, has no hash)
 class Table:
     """A tidy table, declared once beside the track that writes it: where it lies under
     results/<dataset>/ (`file`), its columns and the checks of their values and relations
     (`schema`, as load_csv_file reads it) and the rows the config asks of it (`rows`, the grid the
-    reading rules pass as --expect: blocks as privssl.grids describes them). A table written as one part per value
-    of a wildcard (per target: attack/{target}.csv; per repeat) declares the parts' pattern in
-    `part`; `rows(config, dataset, value)` gives one part's rows (`value`: the wildcard's value, or
-    a dict of the values of several), `rows(config, dataset)` the merged file's (`file`; None where
-    the parts are read as they are)."""
+    reading rules pass as --expect, in blocks as privssl.grids describes them). A table written as
+    one part per value of a wildcard (per target: attack/{target}.csv; per repeat) declares the
+    parts' pattern in `part`; `rows(config, dataset, value)` gives one part's rows (`value`: the
+    wildcard's value, or a dict of the values of several). A table with a merged `file` has
+    `rows(config, dataset)`, the merged file's rows; `file` is None where the parts are read as
+    they are (per-record scores, a Semi-Leak repeat's metrics, the transfers), whose rows need the
+    part's value."""
 
     file: str | None
     schema: dict
@@ -132,7 +134,9 @@ class Table:
 
     def __post_init__(self):
         if self.part is not None and not _fields(self.part):
-            raise ValueError(f"a table's part pattern has a wildcard, got {self.part!r}")
+            raise ValueError(f"a table's part pattern needs a wildcard, got {self.part!r}")
+        if self.file is not None and _fields(self.file):
+            raise ValueError(f"a table's merged file has no wildcard (its parts do), got {self.file!r}")
         if (self.file or self.part) is None:
             raise ValueError("a table has a file, a part pattern or both")
 
@@ -144,12 +148,22 @@ class Table:
         return Path(self.file).name.split(".")[0]
 
     def path(self, results: str, dataset: str, value=None) -> str:
-        """The dataset's file, or with `value` its part for that value of the wildcard."""
+        """The dataset's file, or with `value` its part for that value of the wildcard (a rule's
+        wildcards pass through: path(RESULTS, "{dataset}", "{target}") is an output pattern)."""
         if value is None:
-            name = self.file
-        else:
-            name = self.part.format(**(value if isinstance(value, dict) else {_fields(self.part)[0]: value}))
-        return f"{results}/{dataset}/{name}"
+            if self.file is None:
+                raise ValueError(f"the table of parts {self.part!r} has no merged file: name the part's value")
+            return f"{results}/{dataset}/{self.file}"
+        if self.part is None:
+            raise ValueError(f"the table {self.file!r} has no parts: {value!r} names none")
+        fields = _fields(self.part)
+        if not isinstance(value, dict):
+            if len(fields) != 1:
+                raise ValueError(f"the part {self.part!r} has the wildcards {fields}: name each in a dict, got {value!r}")
+            value = {fields[0]: value}
+        if set(value) != set(fields):
+            raise ValueError(f"the part {self.part!r} has the wildcards {fields}, got {sorted(value)}")
+        return f"{results}/{dataset}/{self.part.format(**value)}"
 
     def expected(self, config: dict, results: str, datasets, values=None) -> dict[str, list[dict]]:
         """The config's rows of each dataset's file (`values` None) or of each of its parts, by
@@ -159,6 +173,7 @@ class Table:
         return {self.path(results, d, v): self.rows(config, d, v) for d in datasets for v in values}
 
     def load(self, path, expect: list[dict] | None = None) -> pd.DataFrame:
+        """The file (or a part) checked against the schema and, with `expect`, its config rows."""
         return load_csv_file(path, self.schema, expect)
 
 

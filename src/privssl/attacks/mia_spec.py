@@ -1,5 +1,5 @@
 """Names of the paper's membership attacks, the rows of every attacked release (torch-free: the
-config's grids, privssl.grids, name them before any job). One owner for what the attack rules
+tables' declared rows, privssl.artefacts.image, name them before any job). One owner for what the attack rules
 write and the readers expect."""
 
 # Song & Mittal 2021 (seed 003 Ch. 4): a membership score per record from its posterior, thresholded
