@@ -159,7 +159,8 @@ class Table:
         fields = _fields(self.part)
         if not isinstance(value, dict):
             if len(fields) != 1:
-                raise ValueError(f"the part {self.part!r} has the wildcards {fields}: name each in a dict, got {value!r}")
+                raise ValueError(f"the part {self.part!r} has the wildcards {fields}: name each in a dict, "
+                                 f"got {value!r}")
             value = {fields[0]: value}
         if set(value) != set(fields):
             raise ValueError(f"the part {self.part!r} has the wildcards {fields}, got {sorted(value)}")
