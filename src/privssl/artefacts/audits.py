@@ -103,7 +103,7 @@ def hypothesis_test_audit_rows(config: dict, dataset: str, target: str | None = 
     """audit/hypothesis_test_<target>.csv: the Clopper-Pearson audit of every LiRA row."""
     return [lira_keys(config, dataset, t) | {"attack": list(config["attack"]["lira"]["attacks"]),
                                              "audit": ["hypothesis_test"]}
-            for t in ([target] if target else audited(config))]
+            for t in ([target] if target is not None else audited(config))]
 
 
 def one_run_audit_rows(config: dict, dataset: str) -> list[dict]:

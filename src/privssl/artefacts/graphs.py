@@ -53,7 +53,7 @@ def link_protection_rows(config: dict, graph: str, target: str | None = None) ->
     """link_protection.csv (and link/protected_<target>.csv): Attack-0 with every distance and
     Attack-3 on the posteriors of the clean GCN head and of every release."""
     blocks = []
-    for t in [target] if target else ["none", *config["protect"]["mechanisms"]]:
+    for t in [target] if target is not None else ["none", *config["protect"]["mechanisms"]]:
         eps, repeats = (NONE, [0]) if t == "none" else release_grid(config, t)
         key = {"dataset": [graph], "mechanism": [t], "eps": eps, "repeat": repeats, "feature_set": ["posteriors"]}
         blocks += [key | {"attack": ["attack-0"], "distance": list(DISTANCES)}, key | {"attack": ["attack-3"],

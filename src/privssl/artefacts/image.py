@@ -183,7 +183,7 @@ def utility_rows(config: dict, dataset: str, target: str | None = None) -> list[
     """utility.csv (and each method's protect/<method>.csv): every (ε, draw) of every method, and
     its noise-free limit at ε = ∞."""
     blocks = []
-    for method in [target] if target else release_methods(config, dataset):
+    for method in [target] if target is not None else release_methods(config, dataset):
         eps, repeats = release_grid(config, method)
         blocks.append({"dataset": [dataset], "mechanism": [method], "eps": eps, "repeat": repeats})
         if noise_free_draws(config, method):
@@ -196,7 +196,7 @@ def mia_rows(config: dict, dataset: str, target: str | None = None) -> list[dict
     """mia.csv (and each target's attack/<target>.csv): every attack on the clean head (its one
     attack counts as adaptive) and, non-adaptive and adaptive, on every release of every method."""
     blocks = []
-    for t in [target] if target else ["none", *release_methods(config, dataset)]:
+    for t in [target] if target is not None else ["none", *release_methods(config, dataset)]:
         key = {"dataset": [dataset], "mechanism": [t], "attack": list(MIA_ATTACKS)}
         if t == "none":
             blocks.append(key | {"adaptive": [True], "eps": NONE, "repeat": [0]})
@@ -210,7 +210,7 @@ def lira_rows(config: dict, dataset: str, target: str | None = None) -> list[dic
     """lira.csv (and attack/lira/<target>.csv, attack/lira/scores_<target>.parquet: per key T × pool
     scores): every LiRA variant on every target."""
     return [lira_keys(config, dataset, t) | {"attack": list(config["attack"]["lira"]["attacks"])}
-            for t in ([target] if target else audited(config))]
+            for t in ([target] if target is not None else audited(config))]
 
 
 def lira_reference_rows(config: dict, dataset: str) -> list[dict]:
