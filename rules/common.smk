@@ -11,7 +11,7 @@ from privssl.artefacts.audits import (
     HYPOTHESIS_TEST_AUDIT_TABLE,
     ONE_RUN_AUDIT_TABLE,
 )
-from privssl.artefacts.contrastive import CONTRASTIVE_TABLE
+from privssl.artefacts.contrastive import CONTRASTIVE_SCORE_TABLE, CONTRASTIVE_TABLE
 from privssl.artefacts.graphs import LINK_ATTACKS_TABLE, LINK_PROTECTION_TABLE, LINK_TRANSFER_TABLE
 from privssl.artefacts.image import (
     LIRA_REFERENCES_TABLE,
@@ -336,7 +336,7 @@ def branch_arguments(input):
     `digest`), from the job's inputs of each branch: none where the config runs no such branch."""
     words = []
     if input.contrastive:
-        words += ["--contrastive", *input.contrastive]
+        words += ["--contrastive", *input.contrastive, "--contrastive-scores", *input.contrastive_scores]
     if input.semileak:
         defaults = {
             "--early-stopping": config["semileak"]["defences"]["early_stopping"],
@@ -401,6 +401,12 @@ def released(dataset):
     """The release methods of a dataset, in the order of its merged tables' parts: the protect
     rule's, then on images the training-time branches' (privssl.grids, as the tables' rows)."""
     return grids.release_methods(config, dataset)
+
+
+def mia_scores(datasets):
+    """The per-record scores of every attack/<target>.csv of these datasets: the readers of
+    mia.csv take each row's decisions from them (artefacts.image.load_mia)."""
+    return part_paths(MIA_SCORE_TABLE, [(d, t) for d in datasets for t in ["none", *released(d)]])
 
 
 def audit_parts(dataset):

@@ -10,7 +10,7 @@ rule contrastive_attack:
         shadows=f"{RESULTS}/{{dataset}}/contrastive/shadow_models.pt",
     output:
         metrics=CONTRASTIVE_TABLE.path(RESULTS, "{dataset}"),
-        scores=f"{RESULTS}/{{dataset}}/contrastive/scores.parquet",
+        scores=CONTRASTIVE_SCORE_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("contrastive_attack.py"),
         attacks=contrastive_section("attacks"),

@@ -5,6 +5,7 @@ rule figures:
         script=script("plot_figures.py"),
         utility=files(UTILITY_TABLE, DATASETS),
         mia=files(MIA_TABLE, DATASETS),
+        mia_scores=mia_scores(DATASETS),
     output:
         fig1_png=report(f"{RESULTS}/figures/fig1_utility_loss.png", caption="../report/fig1.rst", category="Figures"),
         fig1_pdf=f"{RESULTS}/figures/fig1_utility_loss.pdf",
@@ -22,7 +23,8 @@ rule figures:
     conda:
         ENV
     shell:
-        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q} --fig1 {output.fig1_png:q} {output.fig1_pdf:q}"
+        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q}"
+        " --mia-scores {input.mia_scores:q} --fig1 {output.fig1_png:q} {output.fig1_pdf:q}"
         " --fig2 {output.fig2_png:q} {output.fig2_pdf:q} --fig3 {output.fig3_png:q} {output.fig3_pdf:q} {params.expect} 2> {log:q}"
 
 
@@ -57,6 +59,7 @@ rule table2:
         script=script("make_table2.py"),
         utility=files(UTILITY_TABLE, DATASETS),
         mia=files(MIA_TABLE, DATASETS),
+        mia_scores=mia_scores(DATASETS),
     output:
         csv=report(f"{RESULTS}/tables/table2.csv", caption="../report/table2.rst", category="Tables"),
         md=f"{RESULTS}/tables/table2.md",
@@ -69,7 +72,8 @@ rule table2:
     conda:
         ENV
     shell:
-        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q} --targets 1 10"
+        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q}"
+        " --mia-scores {input.mia_scores:q} --targets 1 10"
         " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
 
 
@@ -81,10 +85,12 @@ rule claims:
         catalogue=resource("claims.csv"),
         utility=files(UTILITY_TABLE, DATASETS),
         mia=files(MIA_TABLE, DATASETS),
+        mia_scores=mia_scores(DATASETS),
         audit=files(AUDIT_TABLE, DATASETS),
         lira=files(LIRA_TABLE, DATASETS),
         contrastive_thesis=resource("thesis_contrastive.csv"),
         contrastive=files(CONTRASTIVE_TABLE, CONTRASTIVE),
+        contrastive_scores=files(CONTRASTIVE_SCORE_TABLE, CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
         semileak=files(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
         semileak_scores=expand(
@@ -115,6 +121,7 @@ rule claims:
         ENV
     shell:
         "python {input.script:q} --catalogue {input.catalogue:q} --utility {input.utility:q} --mia {input.mia:q}"
+        " --mia-scores {input.mia_scores:q}"
         " --audit {input.audit:q} --lira {input.lira:q} --contrastive-thesis {input.contrastive_thesis:q}"
         " --semileak-thesis {input.semileak_thesis:q} {params.branches}"
         " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
@@ -127,6 +134,7 @@ rule contrastive_report:
         script=script("contrastive_report.py"),
         thesis=resource("thesis_contrastive.csv"),
         metrics=files(CONTRASTIVE_TABLE, CONTRASTIVE),
+        scores=files(CONTRASTIVE_SCORE_TABLE, CONTRASTIVE),
     output:
         privacy_png=report(
             f"{RESULTS}/figures/fig_contrastive_privacy.png",
@@ -155,7 +163,7 @@ rule contrastive_report:
     conda:
         ENV
     shell:
-        "python {input.script:q} --metrics {input.metrics:q} --thesis {input.thesis:q}"
+        "python {input.script:q} --metrics {input.metrics:q} --scores {input.scores:q} --thesis {input.thesis:q}"
         " --fig-privacy {output.privacy_png:q} {output.privacy_pdf:q} --fig-lambda {output.lambda_png:q} {output.lambda_pdf:q}"
         " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
 
@@ -170,6 +178,7 @@ rule digest:
         metrics=expand(f"{RESULTS}/{{dataset}}/finetune/metrics.json", dataset=DATASETS),
         utility=files(UTILITY_TABLE, DATASETS),
         mia=files(MIA_TABLE, DATASETS),
+        mia_scores=mia_scores(DATASETS),
         lira=files(LIRA_TABLE, DATASETS),
         audit=files(AUDIT_TABLE, DATASETS),
         sensitivity=expand(f"{RESULTS}/{{dataset}}/sensitivity.json", dataset=DATASETS),
@@ -178,6 +187,7 @@ rule digest:
         catalogue=resource("claims.csv"),
         contrastive_thesis=resource("thesis_contrastive.csv"),
         contrastive=files(CONTRASTIVE_TABLE, CONTRASTIVE),
+        contrastive_scores=files(CONTRASTIVE_SCORE_TABLE, CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
         semileak=files(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
         semileak_scores=expand(
@@ -213,7 +223,8 @@ rule digest:
         ENV
     shell:
         "python {input.script:q} --datasets {params.datasets} --splits {input.splits:q} --metrics {input.metrics:q}"
-        " --utility {input.utility:q} --mia {input.mia:q} --lira {input.lira:q} --audit {input.audit:q}"
+        " --utility {input.utility:q} --mia {input.mia:q}"
+        " --mia-scores {input.mia_scores:q} --lira {input.lira:q} --audit {input.audit:q}"
         " --sensitivity {input.sensitivity:q} --graphs {params.graphs} --link-protection {input.link_protection:q}"
         " --link-parts {input.link_parts:q} --catalogue {input.catalogue:q}"
         " --contrastive-thesis {input.contrastive_thesis:q}"

@@ -292,6 +292,7 @@ rule graph_figures:
         script=script("plot_graph_protection.py"),
         utility=files(UTILITY_TABLE, PROTECTED_GRAPHS),
         mia=files(MIA_TABLE, PROTECTED_GRAPHS),
+        mia_scores=mia_scores(PROTECTED_GRAPHS),
         links=files(LINK_PROTECTION_TABLE, PROTECTED_GRAPHS),
     output:
         png=report(
@@ -311,5 +312,6 @@ rule graph_figures:
     conda:
         GRAPH_ENV
     shell:
-        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q} --links {input.links:q}"
+        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q}"
+        " --mia-scores {input.mia_scores:q} --links {input.links:q}"
         " --out {output.png:q} {output.pdf:q} {params.expect} 2> {log:q}"

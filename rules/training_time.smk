@@ -139,6 +139,7 @@ rule training_time_report:
         script=script("training_time_report.py"),
         utility=files(UTILITY_TABLE, DATASETS),
         mia=files(MIA_TABLE, DATASETS),
+        mia_scores=mia_scores(DATASETS),
         splits=expand(f"{RESULTS}/{{dataset}}/splits.json", dataset=DATASETS),
         dpadapter=files(DPADAPTER_TABLE, DATASETS if DPADAPTER_METHODS else []),
         accounting=files(DPCL_ACCOUNTING_TABLE, DATASETS if DPCL_METHODS else []),
@@ -166,7 +167,8 @@ rule training_time_report:
     conda:
         ENV
     shell:
-        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q} --splits {input.splits:q}"
+        "python {input.script:q} --utility {input.utility:q} --mia {input.mia:q}"
+        " --mia-scores {input.mia_scores:q} --splits {input.splits:q}"
         " --dpadapter {input.dpadapter:q} --accounting {input.accounting:q} --delta {params.delta}"
         " --figure {output.png:q} {output.pdf:q} --dpadapter-table {output.dpadapter:q}"
         " --accounting-table {output.accounting:q} {params.expect} 2> {log:q}"

@@ -119,7 +119,7 @@ def main() -> None:
     progress = Progress(log.info, "released heads attacked", total)
     for protected, (_, out), scores_out in zip(loaded, targets, args.scores):
         scored = attack_target(protected, feats, head, attacker, evaluation, args, progress)
-        frame = pd.DataFrame([row for row, _ in scored])
+        frame = pd.DataFrame([row for row, *_ in scored])
         atomic_write_csv(frame, out)
         atomic_write_parquet(mia_score_table(scored, records), scores_out)
         log.info("%s: shadow_mlp accuracy by (adaptive, eps) %s", frame.mechanism[0],

@@ -86,7 +86,7 @@ def main() -> None:
                                      "nonmember": (evaluation.nonmembers, False)})
     for release, out, scores_out in zip(releases, args.out, args.scores):
         scored = attack_release(release, sets, attacker, evaluation, args, progress)
-        frame = pd.DataFrame([row for row, _ in scored])
+        frame = pd.DataFrame([row for row, *_ in scored])
         log.info("%s: shadow_mlp accuracy by (adaptive, eps) %s", release["method"],
                  frame[frame.attack == "shadow_mlp"].groupby(["adaptive", "eps"]).accuracy.mean().round(4).to_dict())
         atomic_write_csv(frame, out)

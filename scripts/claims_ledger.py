@@ -11,10 +11,10 @@ import argparse
 
 from privssl.artefacts.audits import AUDIT
 from privssl.artefacts.claims import PAPER_CLAIMS
-from privssl.artefacts.image import LIRA, MIA, UTILITY
+from privssl.artefacts.image import LIRA, UTILITY, load_mia
 from privssl.artefacts.tables import load_csv_file, load_csv_files
 from privssl import claim_sources
-from privssl.cli import expect_argument
+from privssl.cli import expect_argument, mia_arguments
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports import run_tables
 from privssl.reports.ledger_markdown import markdown
@@ -23,7 +23,7 @@ from privssl.reports.ledger_markdown import markdown
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--utility", nargs="*", default=[], help="utility.csv of each image dataset")
-    parser.add_argument("--mia", nargs="*", default=[], help="mia.csv of each image dataset")
+    mia_arguments(parser, "each image dataset", required=False)
     parser.add_argument("--audit", nargs="*", default=[], help="audit.csv of each image dataset")
     parser.add_argument("--lira", nargs="*", default=[], help="lira.csv of each image dataset (the ALM claims' "
                         "strongest attack)")
@@ -38,7 +38,7 @@ def main() -> None:
                      f"{len(args.mia)}")
     claim_sources.check_branch_arguments(parser, args)
     utility = load_csv_files(args.utility, UTILITY, args.expect) if args.utility else None
-    mia = load_csv_files(args.mia, MIA, args.expect) if args.mia else None
+    mia = load_mia(args.mia, args.mia_scores, args.expect) if args.mia else None
     audit = load_csv_files(args.audit, AUDIT, args.expect) if args.audit else None
     lira = load_csv_files(args.lira, LIRA, args.expect) if args.lira else None
     contrastive, semileak, dpadapter = claim_sources.branch_tables(args)

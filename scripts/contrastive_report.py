@@ -7,8 +7,8 @@ against its adversarial factor λ (PNG and PDF each)."""
 import argparse
 
 from privssl.artefacts.claims import THESIS_CLAIMS
-from privssl.artefacts.contrastive import CONTRASTIVE
-from privssl.artefacts.tables import load_csv_file, load_csv_files
+from privssl.artefacts.contrastive import load_contrastive
+from privssl.artefacts.tables import load_csv_file
 from privssl.cli import expect_argument
 from privssl.io import atomic_path, atomic_write_csv, script_logger
 from privssl.reports.contrastive_plots import privacy_figure, talos_lambda_figure
@@ -19,6 +19,8 @@ from privssl.reports.plotting import save_figure
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--metrics", nargs="+", required=True, help="results/{dataset}/contrastive/metrics.csv")
+    parser.add_argument("--scores", nargs="+", required=True,
+                        help="results/{dataset}/contrastive/scores.parquet, in the order of --metrics")
     parser.add_argument("--thesis", required=True, help="resources/thesis_contrastive.csv")
     parser.add_argument("--fig-privacy", nargs="+", required=True, metavar="PATH", help="PNG and/or PDF")
     parser.add_argument("--fig-lambda", nargs="+", required=True, metavar="PATH", help="PNG and/or PDF")
@@ -27,7 +29,9 @@ def main() -> None:
     expect_argument(parser)
     args = parser.parse_args()
     script_logger("contrastive_report")  # an input error in one line
-    metrics = load_csv_files(args.metrics, CONTRASTIVE, args.expect)
+    if len(args.scores) != len(args.metrics):
+        parser.error(f"--scores: {len(args.scores)} files for {len(args.metrics)} --metrics files (allowed: one each)")
+    metrics = load_contrastive(args.metrics, args.scores, args.expect)
     table = claims_table(metrics, load_csv_file(args.thesis, THESIS_CLAIMS))
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:

@@ -16,7 +16,7 @@ from privssl.accounting.dpcl import paper_settings_rows
 from privssl.artefacts.audits import AUDIT
 from privssl.artefacts.claims import PAPER_CLAIMS
 from privssl.artefacts.graphs import LINK_PROTECTION, LINK_ROWS
-from privssl.artefacts.image import HEAD_METRICS, LIRA, MIA, UTILITY, load_image_splits, load_sensitivity
+from privssl.artefacts.image import HEAD_METRICS, LIRA, UTILITY, load_image_splits, load_mia, load_sensitivity
 from privssl.artefacts.semileak import load_semileak_metrics
 from privssl.artefacts.tables import expected_of, load_csv_file, load_csv_files, load_json_file
 from privssl.artefacts.training_time import DPCL_ACCOUNTING
@@ -42,6 +42,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--datasets", nargs="*", default=[])
     for flag in ("splits", "metrics", "utility", "mia", "lira", "audit", "sensitivity"):
         parser.add_argument(f"--{flag}", nargs="*", default=[], help=f"{flag} file of each dataset")
+    parser.add_argument("--mia-scores", nargs="*", default=[],
+                        help="attack/scores_<target>.parquet of every target of those datasets")
     parser.add_argument("--graphs", nargs="*", default=[])
     parser.add_argument("--link-protection", nargs="*", default=[], help="link_protection.csv of each graph")
     parser.add_argument("--link-parts", nargs="*", default=[], help="link/attacks.csv and transfer_*.csv files")
@@ -81,14 +83,15 @@ def read_inputs(args: argparse.Namespace) -> Inputs:
     """Every input of the page, each loaded with its schema (and the config's grids, `--expect`)."""
     table = lambda path, schema: load_csv_file(path, schema, expected_of(args.expect, path))  # noqa: E731
     tables = lambda paths, schema: load_csv_files(paths, schema, args.expect) if paths else None  # noqa: E731
-    files = zip(args.datasets, args.splits, args.metrics, args.utility, args.mia, args.lira, args.audit)
+    mia = load_mia(args.mia, args.mia_scores, args.expect) if args.mia else None
+    files = zip(args.datasets, args.splits, args.metrics, args.utility, args.lira, args.audit)
     image = [(name, len(load_image_splits(s)["splits"]["test"]), load_json_file(m, HEAD_METRICS),
-              table(u, UTILITY), table(i, MIA), table(li, LIRA), table(a, AUDIT))
-             for name, s, m, u, i, li, a in files]
+              table(u, UTILITY), mia[mia.dataset == name].reset_index(drop=True), table(li, LIRA), table(a, AUDIT))
+             for name, s, m, u, li, a in files]
     sensitivity = [(name, load_sensitivity(path, expected_of(args.expect, path)))
                    for name, path in zip(args.datasets, args.sensitivity)]
     graphs = [(name, table(path, LINK_PROTECTION)) for name, path in zip(args.graphs, args.link_protection)]
-    utility, mia = tables(args.utility, UTILITY), tables(args.mia, MIA)
+    utility = tables(args.utility, UTILITY)
     accounting, link_rows = tables(args.accounting, DPCL_ACCOUNTING), tables(args.link_parts, LINK_ROWS)
     contrastive, semileak, dpadapter = claim_sources.branch_tables(args)
     audits = pd.concat([a for *_, a in image], ignore_index=True) if image else None

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from privssl.accounting.dpcl import paper_settings_rows
-from privssl.artefacts.image import MIA, UTILITY, load_image_splits
+from privssl.artefacts.image import UTILITY, load_image_splits, load_mia
 from privssl.artefacts.tables import load_csv_files
 from privssl.artefacts.training_time import DPADAPTER_RESULTS, DPCL_ACCOUNTING
-from privssl.cli import expect_argument
+from privssl.cli import expect_argument, mia_arguments
 from privssl.io import atomic_write_bytes, atomic_write_csv, script_logger
 from privssl.reports.plotting import save_figure
 from privssl.reports.training_time_report import (
@@ -32,7 +32,7 @@ def write_markdown(text: str, path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--utility", nargs="+", required=True, help="utility.csv of each image dataset")
-    parser.add_argument("--mia", nargs="+", required=True, help="mia.csv of each image dataset")
+    mia_arguments(parser, "each image dataset")
     parser.add_argument("--splits", nargs="+", required=True, help="splits.json of each image dataset (|test|)")
     parser.add_argument("--dpadapter", nargs="*", default=[], help="dpadapter/results.csv of each dataset")
     parser.add_argument("--accounting", nargs="*", default=[], help="dpcl/accounting.csv of each dataset")
@@ -47,7 +47,7 @@ def main() -> None:
                              (args.accounting, args.accounting_table, "accounting")):
         if bool(given) != bool(out) or (out and [Path(p).suffix for p in out] != [".csv", ".md"]):
             parser.error(f"--{name} needs --{name}-table CSV.md outputs and vice versa, got {given} -> {out}")
-    utility, mia = load_csv_files(args.utility, UTILITY, args.expect), load_csv_files(args.mia, MIA, args.expect)
+    utility, mia = load_csv_files(args.utility, UTILITY, args.expect), load_mia(args.mia, args.mia_scores, args.expect)
     n_test = {}
     for path in args.splits:
         splits = load_image_splits(path)

@@ -386,7 +386,7 @@ def mia_rows() -> pd.DataFrame:
     rows = [{"dataset": "digits", "mechanism": m, "eps": e, "repeat": r, "attack": "shadow_mlp", "adaptive": True,
              "n_members": 50, "n_nonmembers": 50, "accuracy": 0.6, "accuracy_lo": 0.5, "accuracy_hi": 0.7,
              "auc": 0.6, "auc_lo": 0.5, "auc_hi": 0.7, "tpr_at_1pct_fpr": 0.02, "tpr_at_1pct_fpr_lo": 0.0,
-             "tpr_at_1pct_fpr_hi": 0.1, "fp_at_1pct_fpr": 0, "decisions": right_of(60, 100)}
+             "tpr_at_1pct_fpr_hi": 0.1, "fp_at_1pct_fpr": 0}
             for m, e in (("none", math.nan), ("alm", 1.0), ("alm", 10.0)) for r in range(1 if m == "none" else 2)]
     return pd.DataFrame(rows)
 
@@ -441,8 +441,9 @@ def test_the_figures_script_fails_on_a_truncated_utility_table(tmp_path):
     utility.write_bytes(utility.read_bytes()[:-30])
     mia = write_csv(mia_rows(), tmp_path / "mia.csv")
     figures = [tmp_path / f"fig{i}.png" for i in (1, 2, 3)]
-    proc = run_script("plot_figures.py", "--utility", utility, "--mia", mia, "--fig1", figures[0], "--fig2",
-                      figures[1], "--fig3", figures[2])
+    proc = run_script("plot_figures.py", "--utility", utility, "--mia", mia, "--mia-scores",
+                      tmp_path / "scores_none.parquet", "--fig1", figures[0], "--fig2", figures[1], "--fig3",
+                      figures[2])
     assert proc.returncode == 1
     assert proc.stderr == f"plot_figures.py: error: {utility}: the last line ends without a newline: the file is cut " \
                           "short (expected a complete CSV file, ending with a newline)\n"
@@ -537,12 +538,13 @@ def test_mia_score_table_gives_each_score_its_row_and_its_records_split_pool_ind
             for eps in (1.0, 10.0) for repeat in (0, 1) for attack in ("loss", "shadow_mlp")
             for adaptive in (False, True)]
     rng = np.random.default_rng(1)
-    scored = [(row, rng.normal(size=4)) for row in rows]
+    scored = [(row, scores, scores >= 0) for row in rows for scores in [rng.normal(size=4)]]
     table = mia_score_table(scored, records)
     evaluated = [("finetune", 5, True), ("finetune", 8, True), ("nonmember", 9, False), ("nonmember", 4, False)]
     expected = [{**{c: row[c] for c in ("dataset", "mechanism", "eps", "repeat", "attack", "adaptive")},
-                 "split": split, "record": record, "member": member, "score": scores[i]}
-                for row, scores in scored for i, (split, record, member) in enumerate(evaluated)]
+                 "split": split, "record": record, "member": member, "called_member": scores[i] >= 0,
+                 "score": scores[i]}
+                for row, scores, _ in scored for i, (split, record, member) in enumerate(evaluated)]
     assert table.astype(object).to_dict("records") == expected
     atomic_write_parquet(table, tmp_path / "scores_alm.parquet")
     grid = [{"dataset": ["digits"], "mechanism": ["alm"], "attack": ["loss", "shadow_mlp"], "adaptive": [False, True],
@@ -550,7 +552,7 @@ def test_mia_score_table_gives_each_score_its_row_and_its_records_split_pool_ind
     assert load_csv_file(tmp_path / "scores_alm.parquet", MIA_SCORES, grid).astype(object).to_dict("records") \
         == expected
     with pytest.raises(ValueError, match="one score per record and row"):
-        mia_score_table([(row, scores[:3]) for row, scores in scored], records)
+        mia_score_table([(row, scores[:3], called[:3]) for row, scores, called in scored], records)
     atomic_write_parquet(table.assign(split="shadow"), tmp_path / "shadow.parquet")  # no evaluated record
     refused(tmp_path / "shadow.parquet", "split", load_csv_file, MIA_SCORES)
 

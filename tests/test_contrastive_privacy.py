@@ -13,6 +13,7 @@ from privssl.artefacts.contrastive import (
     CONTRASTIVE,
     CONTRASTIVE_SCORES,
     contrastive_score_table,
+    load_contrastive,
     load_contrastive_models,
 )
 from privssl.artefacts.specs import ArtefactError
@@ -161,7 +162,11 @@ def evaluated(tmp_path_factory) -> tuple[dict, list[TargetModel], list[TargetMod
     splits = {name: list(range(100 * i, 100 * i + len(split.task))) for i, (name, split) in enumerate(data.items())}
     atomic_write_parquet(contrastive_score_table(scored, splits), path.with_name("scores.parquet"))
     scores = load_csv_file(path.with_name("scores.parquet"), CONTRASTIVE_SCORES)
-    return data, targets, shadows, load_csv_file(path, CONTRASTIVE), (scores, splits)  # as the readers read them
+    # the membership rows' decisions cells are empty: their readers take them from the scores' calls
+    written = load_csv_file(path, CONTRASTIVE)
+    assert written.decisions.isna().to_numpy().tolist() == (written.inference != "attribute").tolist()
+    frame = load_contrastive([path], [path.with_name("scores.parquet")])  # as the readers read them
+    return data, targets, shadows, frame, (scores, splits)
 
 
 def test_evaluate_writes_one_valid_row_per_model_and_attack(evaluated):
@@ -221,6 +226,7 @@ def test_evaluate_decisions_are_each_records_right_or_wrong(evaluated):
             # the row's per-record scores: these scores, on its members' then its non-members' images
             own = scores_file[(scores_file.target == kind) & (scores_file.attack == attack)]
             np.testing.assert_allclose(own.score, score(target, images, labels), rtol=1e-12)
+            assert np.array_equal(own.called_member, score(target, images, labels) >= threshold), (kind, attack)
             assert own.record.tolist() == splits["target_train"] + splits["target_test"]
             assert np.array_equal(own.member, is_member) and own.split.tolist() == ["target_train"] * 30 + [
                 "target_test"] * 30
@@ -239,7 +245,8 @@ def test_a_decisions_column_of_digits_only_survives_the_csv_round_trip(tmp_path)
     rows = [{"dataset": "digits", "target": "supervised", "lambda": np.nan, "repeat": 0, "inference": inference,
              "attack": attack, "task_accuracy": 0.5, "task_accuracy_lo": 0.2, "task_accuracy_hi": 0.8, "n_test": 8,
              "task_decisions": pack_decisions(np.r_[np.ones(4, bool), np.zeros(4, bool)]),  # "f0"
-             "n": 8, "accuracy": 0.0, "accuracy_lo": 0.0, "accuracy_hi": 0.4, "decisions": pack_decisions(right),
+             "n": 8, "accuracy": 0.0, "accuracy_lo": 0.0, "accuracy_hi": 0.4,
+             "decisions": np.nan if inference == "membership" else pack_decisions(right),  # the scores hold its
              "n_members": members, "n_nonmembers": members, "auc": auc, "auc_lo": auc, "auc_hi": auc,
              "tpr_at_1pct_fpr": auc, "tpr_at_1pct_fpr_lo": auc, "tpr_at_1pct_fpr_hi": auc, "fp_at_1pct_fpr": members,
              "baseline": baseline, "baseline_lo": baseline, "baseline_hi": baseline,
@@ -250,8 +257,8 @@ def test_a_decisions_column_of_digits_only_survives_the_csv_round_trip(tmp_path)
                 ("membership", "nn", np.r_[np.ones(4, bool), np.zeros(4, bool)], 4, 0.5, np.nan),
                 ("attribute", ATTRIBUTE_ATTACK, np.zeros(8, bool), np.nan, np.nan, 0.0))]
     atomic_write_csv(pd.DataFrame(rows), tmp_path / "metrics.csv")
-    frame = load_csv_file(tmp_path / "metrics.csv", CONTRASTIVE)  # the baseline cell "00" stays text
-    assert frame.baseline_decisions.iloc[1] == "00"
+    frame = load_csv_file(tmp_path / "metrics.csv", CONTRASTIVE)  # the attribute row's cells "00" stay text
+    assert frame.baseline_decisions.iloc[1] == "00" and frame.decisions.iloc[1] == "00"
 
 
 def model_file(tmp_path, **changes):
@@ -498,7 +505,9 @@ def test_each_repeat_meets_attacks_of_its_own_seed(evaluated):
     relabel = lambda models, r: [dataclasses.replace(m, repeat=r) for m in models]  # noqa: E731
     pairs = pair_models(targets + relabel(targets, 1) + relabel(targets, 2),
                         shadows + relabel(shadows, 1) + relabel(shadows, 2))
-    rows = pd.DataFrame(evaluate("digits", pairs, data, 4, SETTINGS, seed=0, log=lambda _: None)[0])
+    evaluated_rows, scored = evaluate("digits", pairs, data, 4, SETTINGS, seed=0, log=lambda _: None)
+    calls = {id(row): pack_decisions(called) for row, _, called in scored}  # a membership row's decisions
+    rows = pd.DataFrame([{**row, "decisions": calls.get(id(row), row.get("decisions"))} for row in evaluated_rows])
     keys = ["target", "inference", "attack"]
     by_repeat = [rows[rows.repeat == r].set_index(keys).sort_index() for r in range(3)]
     assert np.allclose(by_repeat[0].accuracy, alone.set_index(keys).sort_index().accuracy)

@@ -16,11 +16,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
+from scored_files import write_contrastive  # noqa: E402
 from warm_scripts import script_python
 
 import privssl  # noqa: E402
 from privssl.artefacts.claims import THESIS_CLAIMS  # noqa: E402
-from privssl.artefacts.contrastive import CONTRASTIVE  # noqa: E402
+from privssl.artefacts.contrastive import CONTRASTIVE, load_contrastive  # noqa: E402
 from privssl.artefacts.tables import load_csv_file, load_csv_files  # noqa: E402
 from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS, NN_ATTACK  # noqa: E402
 from privssl.io import pack_decisions  # noqa: E402
@@ -154,22 +155,19 @@ MODELS = scenario()
 
 
 @pytest.fixture(scope="module")
-def csv_paths(tmp_path_factory) -> list[Path]:
-    """One metrics.csv per dataset, as the attack rule writes them (repeats in reverse: the report
-    must not rely on row order)."""
+def csv_paths(tmp_path_factory) -> list[tuple[str, str]]:
+    """One metrics.csv and scores.parquet per dataset, as the attack rule writes them (repeats in
+    reverse: the report must not rely on row order)."""
     folder = tmp_path_factory.mktemp("results")
     frame = frame_of(MODELS).iloc[::-1]
-    paths = []
-    for dataset in dict.fromkeys(frame.dataset.iloc[::-1]):
-        path = folder / f"{dataset}_metrics.csv"
-        frame[frame.dataset == dataset].to_csv(path, index=False)
-        paths.append(path)
-    return paths
+    return [write_contrastive(frame[frame.dataset == dataset], folder, f"{dataset}_metrics")
+            for dataset in dict.fromkeys(frame.dataset.iloc[::-1])]
 
 
 @pytest.fixture(scope="module")
 def metrics(csv_paths) -> pd.DataFrame:
-    return load_csv_files(csv_paths, CONTRASTIVE)  # the synthetic frames pass the schema
+    # the synthetic frames pass the schema, each membership row's decisions read back from its scores
+    return load_contrastive(*zip(*csv_paths))
 
 
 @pytest.fixture(scope="module")
@@ -428,8 +426,8 @@ def test_script_end_to_end(csv_paths, tmp_path):
     library = Path(privssl.__file__).parents[1]  # the privssl this test imported
     python = script_python()  # first: its server's socket goes into os.environ
     env = {**os.environ, "PYTHONPATH": str(library), "MPLBACKEND": "Agg"}
-    utkface = next(p for p in csv_paths if p.name.startswith("utkface"))
-    subprocess.run([python, str(ROOT / "scripts" / "contrastive_report.py"), "--metrics", str(utkface),
+    utkface, scores = next(p for p in csv_paths if Path(p[0]).name.startswith("utkface"))
+    subprocess.run([python, str(ROOT / "scripts" / "contrastive_report.py"), "--metrics", utkface, "--scores", scores,
                     "--thesis", str(THESIS_CSV), "--fig-privacy", str(out / "privacy.png"),
                     "--fig-lambda", str(out / "lambda.pdf"), "--csv", str(out / "claims.csv"),
                     "--md", str(out / "claims.md")], check=True, env=env, timeout=120)

@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
+from scored_files import write_mia  # noqa: E402
 from warm_scripts import script_python  # noqa: E402
 
 from privssl.attacks.repeated import paired_ratio, proportion  # noqa: E402
@@ -343,14 +344,17 @@ def test_table2_rejects_empty_or_mismatched_input(frames, break_input, message):
 def test_make_table2_script_writes_csv_and_md(frames, tmp_path):
     paths = {}
     for dataset in DATASETS:
-        for name, frame in (("utility", frames.utility), ("mia", frames.mia)):
-            paths.setdefault(name, []).append(str(tmp_path / f"{dataset}_{name}.csv"))
-            frame[frame.dataset == dataset].to_csv(paths[name][-1], index=False)
+        paths.setdefault("utility", []).append(str(tmp_path / f"{dataset}_utility.csv"))
+        frames.utility[frames.utility.dataset == dataset].to_csv(paths["utility"][-1], index=False)
+        for name, path in zip(("mia", "scores"), write_mia(frames.mia[frames.mia.dataset == dataset], tmp_path,
+                                                           f"{dataset}_mia")):
+            paths.setdefault(name, []).append(path)
     csv, md = tmp_path / "tables" / "table2.csv", tmp_path / "tables" / "table2.md"
     python = script_python()  # first: its server's socket goes into os.environ
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLBACKEND": "Agg"}
     subprocess.run([python, str(ROOT / "scripts" / "make_table2.py"), "--utility", *paths["utility"],
-                    "--mia", *paths["mia"], "--csv", str(csv), "--md", str(md)], check=True, env=env)
+                    "--mia", *paths["mia"], "--mia-scores", *paths["scores"], "--csv", str(csv), "--md", str(md)],
+                   check=True, env=env)
     table = pd.read_csv(csv)
     assert list(table.columns) == TABLE2_COLUMNS
     assert sorted(table.eps_target.dropna().unique()) == [1.0, 10.0]
@@ -363,10 +367,10 @@ def test_plot_figures_script_writes_three_figures(frames, tmp_path, monkeypatch)
     import runpy
 
     frames.utility.to_csv(tmp_path / "utility.csv", index=False)
-    frames.mia.to_csv(tmp_path / "mia.csv", index=False)
+    mia, scores = write_mia(frames.mia, tmp_path)
     outputs = [tmp_path / f"fig{i}.png" for i in (1, 2, 3)]
     monkeypatch.setattr(sys, "argv", ["plot_figures.py", "--utility", str(tmp_path / "utility.csv"),
-                                      "--mia", str(tmp_path / "mia.csv"), "--fig1", str(outputs[0]),
+                                      "--mia", mia, "--mia-scores", scores, "--fig1", str(outputs[0]),
                                       "--fig2", str(outputs[1]), "--fig3", str(outputs[2])])
     runpy.run_path(str(ROOT / "scripts" / "plot_figures.py"), run_name="__main__")
     assert all(p.stat().st_size > 0 for p in outputs)

@@ -386,11 +386,10 @@ def assert_scores_are_each_rows(rows: pd.DataFrame, scores: pd.DataFrame, key: l
                                 member_split: str, nonmember_split: str) -> None:
     """Per-record scores as a user reads them (pandas): per summary row, its n_members lines of
     records of `member_split` (members) and n_nonmembers of `nonmember_split`, each record once and
-    the same records for every row; their AUC (sklearn) the row's; and the row's decisions those of
-    a threshold on these scores (every record it calls a member scores above every one it does not)."""
+    the same records for every row; their AUC (sklearn) the row's; and the row's calls
+    (called_member) its accuracy and a threshold on these scores (every record it calls a member
+    scores above every one it does not)."""
     from sklearn.metrics import roc_auc_score
-
-    from privssl.io import unpack_decisions
 
     nan_free = {c: -1.0 for c in key if c in ("eps", "lambda")}  # NaN keys (the clean head, λ of supervised)
     groups = dict(list(scores.fillna(nan_free).groupby(key, observed=True)))
@@ -406,7 +405,8 @@ def assert_scores_are_each_rows(rows: pd.DataFrame, scores: pd.DataFrame, key: l
         records = own.record.tolist() if records is None else records
         assert own.record.tolist() == records, "another row scores other records"
         assert roc_auc_score(own.member, own.score) == pytest.approx(row["auc"], abs=1e-12)
-        called = unpack_decisions(row["decisions"], len(own)) == own.member.to_numpy()  # right iff called = member
+        called = own.called_member.to_numpy()
+        assert (called == own.member.to_numpy()).mean() == pytest.approx(row["accuracy"], abs=1e-12)
         if called.any() and not called.all():
             assert own.score[called].min() > own.score[~called].max(), tuple(row[c] for c in key)
 
@@ -895,7 +895,10 @@ def test_claims_ledger_carries_every_branch_table_row(tiny_run):
     unprotected = mia[(mia.mechanism == "none") & (mia.attack == "shadow_mlp") & mia.adaptive]
     vulnerable = ledger[ledger.claim == "alm_unprotected_vulnerable"].iloc[0]
     queried = int(unprotected.n_members.iloc[0] + unprotected.n_nonmembers.iloc[0])
-    assert vulnerable.value == pytest.approx(_decisions(unprotected, queried).mean(), abs=1e-12)
+    calls = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/attack/scores_none.parquet"))
+    calls = calls[(calls.attack == "shadow_mlp") & calls.adaptive]  # its per-record calls, read with pandas
+    assert len(calls) == queried
+    assert vulnerable.value == pytest.approx((calls.called_member == calls.member).mean(), abs=1e-12)
     assert vulnerable.value == pytest.approx(unprotected.accuracy.iloc[0], abs=1e-12)
     assert (vulnerable.n, vulnerable.draws) == (queried, 1)
 

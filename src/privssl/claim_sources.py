@@ -10,7 +10,7 @@ import argparse
 import pandas as pd
 
 from privssl.artefacts.claims import THESIS_CLAIMS, THESIS_SEMILEAK
-from privssl.artefacts.contrastive import CONTRASTIVE
+from privssl.artefacts.contrastive import load_contrastive
 from privssl.artefacts.semileak import load_semileak_metrics
 from privssl.artefacts.tables import load_csv_file, load_csv_files
 from privssl.artefacts.training_time import DPADAPTER_RESULTS
@@ -21,6 +21,8 @@ def add_branch_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of the claim branches, as rules/common.smk's `branch_arguments` writes them."""
     parser.add_argument("--catalogue", required=True, help="resources/claims.csv")
     parser.add_argument("--contrastive", nargs="*", default=[], help="contrastive/metrics.csv of each dataset")
+    parser.add_argument("--contrastive-scores", nargs="*", default=[],
+                        help="contrastive/scores.parquet of each dataset, in the order of --contrastive")
     parser.add_argument("--contrastive-thesis", help="resources/thesis_contrastive.csv")
     parser.add_argument("--semileak", nargs="*", default=[], help="semileak/metrics.csv of each dataset")
     parser.add_argument("--semileak-scores", nargs="*", default=[],
@@ -38,6 +40,9 @@ def check_branch_arguments(parser: argparse.ArgumentParser, args: argparse.Names
         parser.error("--contrastive needs --contrastive-thesis")
     if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
         parser.error("--semileak needs --semileak-thesis, --early-stopping, --views and --similarity")
+    if len(args.contrastive_scores) != len(args.contrastive):
+        parser.error(f"--contrastive-scores: {len(args.contrastive_scores)} files for {len(args.contrastive)} "
+                     f"--contrastive files (allowed: one each, in the same order)")
     if len(args.semileak_scores) != len(args.semileak):
         parser.error(f"--semileak-scores: {len(args.semileak_scores)} files for {len(args.semileak)} --semileak files "
                      f"(allowed: one each, in the same order)")
@@ -49,7 +54,8 @@ def branch_tables(args: argparse.Namespace) -> tuple[pd.DataFrame | None, pd.Dat
     None for a branch the run does not have."""
     contrastive = semileak = dpadapter = None
     if args.contrastive:
-        contrastive = contrastive_report.claims_table(load_csv_files(args.contrastive, CONTRASTIVE, args.expect),
+        contrastive = contrastive_report.claims_table(load_contrastive(args.contrastive, args.contrastive_scores,
+                                                                       args.expect),
                                                       load_csv_file(args.contrastive_thesis, THESIS_CLAIMS))
     if args.semileak:
         semileak = semileak_report.claims_table(load_semileak_metrics(args.semileak, args.semileak_scores, args.expect),

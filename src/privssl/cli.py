@@ -70,6 +70,15 @@ def expect_argument(parser: argparse.ArgumentParser) -> None:
                         help="JSON object: input table path -> its grid of expected rows (privssl.grids)")
 
 
+def mia_arguments(parser: argparse.ArgumentParser, what: str = "each dataset", required: bool = True) -> None:
+    """--mia and --mia-scores of a reader of the MIA rows (artefacts.image.load_mia): the summary
+    tables and the per-record scores whose calls are each row's decisions."""
+    many = "+" if required else "*"
+    parser.add_argument("--mia", nargs=many, required=required, default=[], help=f"mia.csv of {what}")
+    parser.add_argument("--mia-scores", nargs=many, required=required, default=[],
+                        help="attack/scores_<target>.parquet of every target of those datasets")
+
+
 def device_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="auto (CUDA when present, else CPU), cpu or cuda")
 

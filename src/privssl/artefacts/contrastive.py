@@ -7,10 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from privssl.artefacts.record_scores import score_key, score_lines, score_schema, split_records
+from privssl.artefacts.record_scores import (
+    attach_decisions,
+    called_by_a_threshold,
+    score_key,
+    score_lines,
+    score_schema,
+    split_records,
+    with_calls,
+)
 from privssl.artefacts.specs import COUNT, PROBABILITY, Decisions, Each, Flag, Num, Tensor, Text, check_fields, fail
 from privssl.artefacts.splits import _check_disjoint, _check_pool
-from privssl.artefacts.tables import Table, load_json_file, load_tensor_file
+from privssl.artefacts.tables import Table, load_csv_file, load_csv_files, load_json_file, load_tensor_file
 from privssl.attacks.contrastive_spec import (
     ATTRIBUTE,
     ATTRIBUTE_ATTACK,
@@ -41,21 +49,38 @@ CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "
                   for name in ("n_members", "n_nonmembers", "fp_at_*")},
                **{name: Num(0, 1, nan_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK)))
                   for name in ("baseline", "baseline_lo", "baseline_hi")},
-               "decisions": Decisions(("n",)), "task_decisions": Decisions(("n_test",)),
+               # a membership row's decisions are its scores' calls (CONTRASTIVE_SCORES; load_contrastive)
+               "decisions": Decisions(("n",), absent_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK))),
+               "task_decisions": Decisions(("n_test",)),
                "baseline_decisions": Decisions(("n",), absent_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK))),
                "grid": (("dataset", "target", "inference", "attack"), ("lambda", "repeat"))}
 # its per-record scores (contrastive/scores.parquet): per membership row, a line per record, the
-# target model's members (target_train) then its non-members (target_test); attribute rows have none
-CONTRASTIVE_SCORES = score_schema(CONTRASTIVE, {"split": Text(("target_train", "target_test")), "record": COUNT,
-                                                "member": Flag()})
+# target model's members (target_train) then its non-members (target_test), with the attack's call
+# (called_member: score >= the threshold it fitted on the shadow model); attribute rows have none
+CONTRASTIVE_KEY = score_key(CONTRASTIVE)
+CONTRASTIVE_SCORES = {**score_schema(CONTRASTIVE, {"split": Text(("target_train", "target_test")), "record": COUNT,
+                                                   "member": Flag(), "called_member": Flag()}),
+                      "relations": lambda path, frame: called_by_a_threshold(path, frame, CONTRASTIVE_KEY)}
 
 
-def contrastive_score_table(scored: list[tuple[dict, np.ndarray]], splits: dict) -> pd.DataFrame:
+def contrastive_score_table(scored: list[tuple[dict, np.ndarray, np.ndarray]], splits: dict) -> pd.DataFrame:
     """CONTRASTIVE_SCORES' lines of the membership rows of `scored` (each with its scores on the
-    members then the non-members; `splits`: splits.json's split -> pool indices)."""
+    members then the non-members and its calls on them; `splits`: splits.json's split -> pool
+    indices)."""
     records = split_records(splits, {"target_train": (np.arange(len(splits["target_train"])), True),
                                      "target_test": (np.arange(len(splits["target_test"])), False)})
-    return score_lines([row for row, _ in scored], score_key(CONTRASTIVE), [scores for _, scores in scored], records)
+    return with_calls(score_lines([row for row, *_ in scored], CONTRASTIVE_KEY, [s for _, s, _ in scored], records),
+                      [called for *_, called in scored])
+
+
+def load_contrastive(paths, score_paths, expect: dict[str, list[dict]] | None = None) -> pd.DataFrame:
+    """contrastive/metrics.csv of each dataset (CONTRASTIVE, each file its `expect` grid), each
+    membership row with its per-record decisions (its `decisions` cell, as
+    privssl.reports.decisions reads it) from its attack's calls in contrastive/scores.parquet
+    (`score_paths`, one per file), as record_scores.attach_decisions pairs them."""
+    metrics = load_csv_files(paths, CONTRASTIVE, expect)
+    scores = [(path, load_csv_file(path, CONTRASTIVE_SCORES)) for path in score_paths]
+    return attach_decisions(metrics, paths, scores, CONTRASTIVE_KEY, (metrics.inference != ATTRIBUTE).to_numpy())
 
 
 def load_contrastive_splits(path) -> dict:
@@ -150,4 +175,10 @@ def contrastive_rows(config: dict, dataset: str) -> list[dict]:
     return blocks
 
 
+def contrastive_score_rows(config: dict, dataset: str) -> list[dict]:
+    """contrastive/scores.parquet: the membership rows of contrastive/metrics.csv."""
+    return [block for block in contrastive_rows(config, dataset) if block["inference"] != [ATTRIBUTE]]
+
+
 CONTRASTIVE_TABLE = Table("contrastive/metrics.csv", CONTRASTIVE, contrastive_rows)
+CONTRASTIVE_SCORE_TABLE = Table("contrastive/scores.parquet", CONTRASTIVE_SCORES, contrastive_score_rows)

@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import pandas as pd
 
-from privssl.artefacts.record_scores import score_key, score_lines, score_schema, split_records, tiled
+from privssl.artefacts.record_scores import (
+    attach_decisions,
+    called_by_a_threshold,
+    score_key,
+    score_lines,
+    score_schema,
+    split_records,
+    tiled,
+    with_calls,
+)
 from privssl.artefacts.specs import (
     COUNT,
     POSITIVE,
@@ -36,6 +45,8 @@ from privssl.artefacts.tables import (
     _METRICS,
     Table,
     _first_line,
+    load_csv_file,
+    load_csv_files,
     load_json_file,
     load_tensor_file,
 )
@@ -131,8 +142,9 @@ UTILITY = {"dataset": Text(), "mechanism": Text(METHODS), "eps": Num(0, low_open
            "best_clean_decisions": Decisions(("n_test",), optional=True),
            "grid": (("dataset", "mechanism"), ("eps", "repeat")),
            "relations": noise_free_limits}
+# its per-record decisions are in its scores' called_member column (MIA_SCORES; load_mia)
 MIA = {**_KEY, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("mechanism", "none")), "repeat": COUNT,
-       **_METRICS, "decisions": Decisions(("n_members", "n_nonmembers")),
+       **_METRICS,
        "grid": (("dataset", "mechanism", "attack", "adaptive"), ("eps", "repeat"))}
 LIRA = {**_KEY, "method": _METHOD, "eps": Num(0, low_open=True, nan_where=("method", "none")),
         "guarantee_kind": Text(GUARANTEE_KINDS), "targets": Num(1, integer=True), **_METRICS,
@@ -152,13 +164,28 @@ LIRA_SCORES = score_schema(LIRA, {"target": COUNT, "split": Text(LABELLED_SPLITS
 # attack and attack_training_time rules' per-record scores (attack/scores_<target>.parquet): per
 # attack/<target>.csv row, a line per evaluated record (balanced_evaluation's members of d, then
 # its non-members)
-MIA_SCORES = score_schema(MIA, {"split": Text(("finetune", "nonmember")), "record": COUNT, "member": Flag()})
+# its non-members), with the attack's decision (called_member: score >= the row's threshold)
+MIA_KEY = score_key(MIA)
+MIA_SCORES = {**score_schema(MIA, {"split": Text(("finetune", "nonmember")), "record": COUNT, "member": Flag(),
+                                   "called_member": Flag()}),
+              "relations": lambda path, frame: called_by_a_threshold(path, frame, MIA_KEY)}
 
 
-def mia_score_table(scored: list[tuple[dict, np.ndarray]], records: dict) -> pd.DataFrame:
+def mia_score_table(scored: list[tuple[dict, np.ndarray, np.ndarray]], records: dict) -> pd.DataFrame:
     """MIA_SCORES' lines of one target's attack/<target>.csv rows: each (row, its scores over
-    `records`, split_records' columns of the evaluated records)."""
-    return score_lines([row for row, _ in scored], score_key(MIA), [scores for _, scores in scored], records)
+    `records`, whether the attack called each a member), `records` split_records' columns of the
+    evaluated records."""
+    return with_calls(score_lines([row for row, *_ in scored], MIA_KEY, [s for _, s, _ in scored], records),
+                      [called for *_, called in scored])
+
+
+def load_mia(paths, score_paths, expect: dict[str, list[dict]] | None = None) -> pd.DataFrame:
+    """mia.csv of each dataset (MIA, each file its `expect` grid), each row with its per-record
+    decisions (a `decisions` cell: right or wrong per record, as privssl.reports.decisions reads
+    it) from its attack's calls (`score_paths`: every attack/scores_<target>.parquet of those
+    datasets), as record_scores.attach_decisions pairs them."""
+    mia = load_csv_files(paths, MIA, expect)
+    return attach_decisions(mia, paths, [(path, load_csv_file(path, MIA_SCORES)) for path in score_paths], MIA_KEY)
 
 
 def lira_score_table(rows: list[dict], scores: list[np.ndarray], target_in: np.ndarray, pool: list[str],

@@ -4,16 +4,21 @@ each of its decisions, as Parquet beside its summary table (privssl.io.atomic_wr
 A line per (summary row, record): the row's key (its table's grid columns, text as categorical
 columns, stored once per file), the record's columns (the split it was drawn from, its image's
 index in the data set's pool as in splits.json, whether it is a member; LiRA's also the target
-head that decided it) and the attack's `score` (higher = member). With pandas alone a user
-recomputes a row's metric, plots a score distribution or joins the scores to the records
-(docs/pipeline.md, "Reading the per-record scores")."""
+head that decided it) and the attack's `score` (higher = member); where the summary row's metrics
+rest on a decision per record (the MIA rows' accuracy: member iff score >= the threshold the
+attacker fitted on its shadow data), that decision too (`called_member`), which the reports read
+back as the row's per-record decisions (`row_decisions`). With pandas alone a user recomputes a
+row's metric, plots a score distribution or joins the scores to the records (docs/pipeline.md,
+"Reading the per-record scores")."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from privssl.artefacts.specs import Num
+from privssl.artefacts.specs import Num, fail
+from privssl.artefacts.tables import key_value, show_key
+from privssl.io import pack_decisions
 
 
 def score_key(summary: dict) -> tuple[str, ...]:
@@ -68,3 +73,90 @@ def split_records(splits: dict, chosen: dict) -> dict:
                                       for s, (p, _) in chosen.items()]),
             "member": np.concatenate([np.broadcast_to(np.asarray(m, dtype=bool), (len(np.asarray(p)),))
                                       for p, m in chosen.values()])}
+
+
+def with_calls(lines: pd.DataFrame, called: list[np.ndarray]) -> pd.DataFrame:
+    """score_lines' `lines` with each row's calls (one bool per record, in the rows' order) as
+    the column `called_member`, before the score."""
+    lines.insert(lines.columns.get_loc("score"), "called_member", np.concatenate(called))
+    return lines
+
+
+def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...]) -> None:
+    """Each row's `called_member` is one threshold on its scores (member iff score >= t), as the
+    attack decided: every record called a member scores above every record not called one (±inf
+    rank as privssl.attacks.statistics.finite_scores ranks them; the schema refuses NaN). A
+    decision that no threshold gives is not the attack's: a shuffled or miscopied column."""
+    scores = frame.score.to_numpy(dtype=float)
+    called = frame.called_member.to_numpy()
+    codes = frame.groupby(list(key), observed=True, sort=False, dropna=False).ngroup().to_numpy()
+    n = codes.max() + 1
+    lowest_called, highest_not = np.full(n, np.inf), np.full(n, -np.inf)
+    np.minimum.at(lowest_called, codes[called], scores[called])
+    np.maximum.at(highest_not, codes[~called], scores[~called])
+    calls = np.bincount(codes, weights=called, minlength=n)
+    both = (calls > 0) & (calls < np.bincount(codes, minlength=n))  # some records called, some not
+    bad = np.flatnonzero(both & ~(lowest_called > highest_not))
+    if bad.size:
+        g = int(bad[0])
+        i = int(np.flatnonzero(codes == g)[0])
+        fail(path, "called_member", f"the row of line {i + 2}: a record called a member scores "
+             f"{lowest_called[g]:g}, one not called {highest_not[g]:g}",
+             "member iff score >= one threshold per row (every called record scoring above every other)")
+
+
+def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Each summary row's decisions, right or wrong per record (called_member == member), packed
+    as privssl.io.pack_decisions packs a table's `decisions` cell, in the file's record order; and
+    that order (the `record` column of every row, which must be the same for every row: the
+    reports pair two rows record by record, column by column). One line per row key."""
+    codes = frame.groupby(list(key), observed=True, sort=False, dropna=False).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes)
+    if (sizes != sizes[0]).any():
+        fail(path, None, f"rows scoring {sorted(set(sizes.tolist()))} records", "the same records for every row")
+    records = frame.record.to_numpy()[order].reshape(len(sizes), sizes[0])
+    if (records != records[0]).any():
+        g = int(np.flatnonzero((records != records[0]).any(axis=1))[0])
+        i = int(order[g * sizes[0]])
+        fail(path, "record", f"the row of line {i + 2} scores other records, or in another order, than the first",
+             "the same records in the same order for every row")
+    right = (frame.called_member.to_numpy() == frame.member.to_numpy())[order].reshape(len(sizes), sizes[0])
+    rows = frame[list(key)].iloc[order[::sizes[0]]].reset_index(drop=True)
+    rows = rows.astype({c: object for c in key if isinstance(rows[c].dtype, pd.CategoricalDtype)})
+    return rows.assign(decisions=[pack_decisions(r) for r in right]), records[0]
+
+
+def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.DataFrame]], key: tuple[str, ...],
+                     scored: np.ndarray | None = None) -> pd.DataFrame:
+    """`rows` (a summary table, read from `paths`) with the `decisions` cell of each of its scored
+    rows (`scored`, a mask; default every row) from its scores' calls (`scores`: each score file's
+    path and lines, row_decisions): every scored row has exactly one row of scores and every row of
+    scores its scored row; the score files of one dataset decide the same records in the same
+    order (the reports pair their rows record by record). The rows keep their order."""
+    decided, evaluated = [], {}
+    for path, lines in scores:
+        found, records = row_decisions(path, lines, key)
+        for dataset in found.dataset.unique():
+            first = evaluated.setdefault(dataset, (path, records))
+            if not np.array_equal(first[1], records):
+                fail(path, "record", f"other records, or in another order, than {first[0]}",
+                     f"the records of every score file of {dataset}, in one order")
+        decided.append(found)
+    columns = list(key)
+    table = pd.concat(decided, ignore_index=True) if decided else pd.DataFrame(columns=[*columns, "decisions"])
+    scored = np.ones(len(rows), bool) if scored is None else scored
+    merged = rows[columns].merge(table, on=columns, how="left", indicator=True, validate="one_to_one")
+    unscored = rows[scored & (merged._merge == "left_only").to_numpy()]
+    unread = table.merge(rows.loc[scored, columns], on=columns, how="left", indicator=True)
+    unread = unread[unread._merge == "left_only"]
+    for found, where, what in ((unscored, paths, "scores for it"), (unread, [p for p, _ in scores], "its summary row")):
+        if not found.empty:
+            row = show_key(columns, [key_value(v) for v in found[columns].iloc[0]])
+            fail(", ".join(map(str, where)), None, f"the row {row} without {what}",
+                 "one row of scores per scored summary row")
+    out = rows.copy()
+    if "decisions" not in out:
+        out["decisions"] = None
+    out.loc[scored, "decisions"] = merged.decisions.to_numpy()[scored]
+    return out

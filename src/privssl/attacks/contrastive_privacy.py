@@ -42,7 +42,7 @@ from privssl.attacks.contrastive_spec import (
 )
 from privssl.attacks.label_only import augmentation_scores, boundary_distance_scores
 from privssl.attacks.mia import AttackSpec, best_threshold, metric_scores, train_attack_mlps
-from privssl.attacks.statistics import accuracy_interval, membership_metrics
+from privssl.attacks.statistics import accuracy_interval, finite_scores, membership_metrics
 from privssl.io import Progress, pack_decisions
 from privssl.release.training_time import draw_seed
 from privssl.training.contrastive_targets import TargetModel
@@ -152,9 +152,9 @@ def _nn_attacks(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec,
 
 def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: dict[str, Split], n_attributes: int,
              settings: AttackSettings, seed: int, log: Callable[[str], None] = print,
-             membership_task: bool = False) -> tuple[list[dict], list[tuple[dict, np.ndarray]]]:
+             membership_task: bool = False) -> tuple[list[dict], list[tuple[dict, np.ndarray, np.ndarray]]]:
     """One row per (target model, attack): membership attacks and attribute inference, and each
-    membership row with its per-record scores (the members, then the non-members). `data`:
+    membership row with its per-record scores and calls (the members, then the non-members). `data`:
     the splits target_train (members), target_test, shadow_train, shadow_test and aux.
     `membership_task`: the models have membership models of a task of their own, whose attacks
     are rows of their own (inference `membership_task`) beside the task models' (`membership`).
@@ -173,21 +173,22 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
     seeds = [attack_seed(seed, target.repeat) for target, _ in pairs]
 
     def membership(inference: str, scores: torch.Tensor, threshold: float, attack: str,
-                   e: int) -> tuple[dict, np.ndarray]:
+                   e: int) -> tuple[dict, tuple[np.ndarray, np.ndarray]]:
+        # the row, and its per-record scores and calls (member iff score >= threshold, as
+        # membership_metrics decides): the reports read the row's decisions from the calls
         values = scores.double().numpy()
-        metrics = membership_metrics(values, is_member.numpy(), threshold, settings.fpr, settings.bootstrap, seeds[e],
-                                     with_decisions=True)
-        return {"inference": inference, "attack": attack, "n": metrics["n_members"] + metrics["n_nonmembers"],
-                **metrics}, values
+        metrics = membership_metrics(values, is_member.numpy(), threshold, settings.fpr, settings.bootstrap, seeds[e])
+        return ({"inference": inference, "attack": attack, "n": metrics["n_members"] + metrics["n_nonmembers"],
+                 **metrics}, (values, finite_scores(values) >= threshold))
 
     rows, scored = [], []
     # a few models, most of a minute each: one attack's row is the unit of the progress in `log`
     progress = Progress(log, "attacks on target models", len(pairs) * (len(queries) * len(MEMBERSHIP_ATTACKS) + 1))
 
-    def add(row: dict, scores: np.ndarray | None = None) -> None:
+    def add(row: dict, per_record: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         rows.append(row)
-        if scores is not None:
-            scored.append((row, scores))
+        if per_record is not None:
+            scored.append((row, *per_record))
         progress.advance()
 
     labels = {inference: {"target": torch.cat([labels_of(members), labels_of(nonmembers)]),

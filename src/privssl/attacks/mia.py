@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from privssl.attacks.mia_spec import ATTACKS
-from privssl.attacks.statistics import membership_metrics
+from privssl.attacks.statistics import finite_scores, membership_metrics
 
 _EPS = 1e-30  # guards log(0) of saturated probabilities
 
@@ -244,16 +244,18 @@ class MembershipEvaluation:
         return torch.cat([finetune.index_select(dim, self.members), nonmember.index_select(dim, self.nonmembers)], dim)
 
     def scored_rows(self, key: dict, fitted: FittedAttacks, adaptive: bool,
-                    probs: torch.Tensor) -> list[tuple[dict, np.ndarray]]:
+                    probs: torch.Tensor) -> list[tuple[dict, np.ndarray, np.ndarray]]:
         """Every attack of `fitted` (the `adaptive` attacker's or not) against one released head
-        (`probs`, (N, C) on the records): its row (`key`, the attack, `adaptive` and the metrics
-        with each record's decision) and its per-record scores (float64: exactly those the
-        row's metrics were computed from)."""
+        (`probs`, (N, C) on the records): its row (`key`, the attack, `adaptive` and the metrics),
+        its per-record scores (float64: exactly those the row's metrics were computed from) and
+        its per-record calls (member iff score >= the attack's threshold, as membership_metrics
+        decides), from which the reports cluster and pair the rows by record."""
         scored = []
         for attack, scores in attack_scores(fitted, probs, self.labels).items():
             values = scores.numpy().astype(np.float64)
+            threshold = fitted.thresholds[attack]
             scored.append(({**key, "attack": attack, "adaptive": adaptive,
-                            **membership_metrics(values, self.is_member, fitted.thresholds[attack], self.fpr,
-                                                 n_boot=self.bootstrap, seed=self.seed, with_decisions=True)},
-                           values))
+                            **membership_metrics(values, self.is_member, threshold, self.fpr,
+                                                 n_boot=self.bootstrap, seed=self.seed)},
+                           values, finite_scores(values) >= threshold))
         return scored

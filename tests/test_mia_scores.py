@@ -1,0 +1,132 @@
+"""The MIA rows' per-record decisions, read back from the attack's per-record scores
+(artefacts.image.MIA_SCORES' called_member, load_mia): each row's calls are one threshold on its
+scores, its decisions are its calls against membership in the file's record order, and every row
+of mia.csv has exactly one row of scores, deciding the same records as every other row of its
+dataset. Expectations are built here line by line, with numpy alone."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privssl.artefacts.image import MIA_KEY, MIA_SCORES, load_mia
+from privssl.artefacts.record_scores import row_decisions
+from privssl.artefacts.specs import ArtefactError
+from privssl.artefacts.tables import load_csv_file
+from privssl.io import atomic_write_csv, atomic_write_parquet, unpack_decisions
+from privssl.reports.release_table import mia_accuracy
+
+MEMBERS, NONMEMBERS = [5, 8, 2], [9, 4, 0, 7]  # pool indices of the evaluated records, in the file's order
+MEMBER = np.array([True] * len(MEMBERS) + [False] * len(NONMEMBERS))
+
+
+def mia_row(mechanism: str, eps: float, repeat: int, attack: str, adaptive: bool, right: np.ndarray) -> dict:
+    accuracy = float(right.mean())
+    return {"dataset": "digits", "mechanism": mechanism, "eps": eps, "repeat": repeat, "attack": attack,
+            "adaptive": adaptive, "n_members": len(MEMBERS), "n_nonmembers": len(NONMEMBERS),
+            "accuracy": accuracy, "accuracy_lo": 0.0, "accuracy_hi": 1.0, "auc": 0.5, "auc_lo": 0.0, "auc_hi": 1.0,
+            "tpr_at_1pct_fpr": 0.0, "tpr_at_1pct_fpr_lo": 0.0, "tpr_at_1pct_fpr_hi": 1.0, "fp_at_1pct_fpr": 0}
+
+
+def score_lines(row: dict, scores: np.ndarray, threshold: float, records=MEMBERS + NONMEMBERS) -> pd.DataFrame:
+    n = len(records)
+    return pd.DataFrame({**{c: [row[c]] * n for c in MIA_KEY},
+                         "split": ["finetune"] * len(MEMBERS) + ["nonmember"] * len(NONMEMBERS),
+                         "record": records, "member": MEMBER, "called_member": scores >= threshold, "score": scores})
+
+
+def written(tmp_path, targets: dict) -> tuple[list, list, dict]:
+    """mia.csv and one scores file per target (`targets`: mechanism -> [(eps, repeat, scores,
+    threshold)]), each row its two attacks; with each row's expected decisions by key."""
+    rows, paths, right = [], [], {}
+    for mechanism, draws in targets.items():
+        lines = []
+        for eps, repeat, scores, threshold in draws:
+            for attack, adaptive in (("loss", False), ("shadow_mlp", True)):
+                correct = (scores >= threshold) == MEMBER
+                row = mia_row(mechanism, eps, repeat, attack, adaptive, correct)
+                rows.append(row)
+                right[(mechanism, -1.0 if math.isnan(eps) else eps, repeat, attack)] = correct
+                lines.append(score_lines(row, scores, threshold))
+        path = tmp_path / f"scores_{mechanism}.parquet"
+        atomic_write_parquet(pd.concat(lines, ignore_index=True), path)
+        paths.append(path)
+    atomic_write_csv(pd.DataFrame(rows), tmp_path / "mia.csv")
+    return [tmp_path / "mia.csv"], paths, right
+
+
+def draws(rng, *eps: float) -> list:
+    return [(e, r, rng.normal(size=len(MEMBER)), float(rng.normal(scale=0.5))) for e in eps for r in range(2)]
+
+
+def test_each_rows_decisions_are_its_calls_against_membership_in_the_files_record_order(tmp_path):
+    rng = np.random.default_rng(3)
+    paths, scores, right = written(tmp_path, {"none": draws(rng, math.nan)[:1], "alm": draws(rng, 1.0, 10.0)})
+    mia = load_mia(paths, scores)
+    assert list(mia.mechanism) == ["none"] * 2 + ["alm"] * 8  # mia.csv's order
+    for row in mia.to_dict("records"):
+        key = (row["mechanism"], -1.0 if math.isnan(row["eps"]) else row["eps"], row["repeat"], row["attack"])
+        np.testing.assert_array_equal(unpack_decisions(row["decisions"], len(MEMBER)), right[key])
+    # the reports' record-clustered accuracy of a release: the mean of its draws' decisions
+    alm = mia[(mia.mechanism == "alm") & (mia.eps == 10.0) & (mia.attack == "shadow_mlp")]
+    expected = np.mean([right[("alm", 10.0, r, "shadow_mlp")] for r in range(2)])
+    assert mia_accuracy(alm).value == pytest.approx(expected)
+
+
+def test_a_row_of_mia_csv_without_scores_and_scores_without_a_row_are_refused(tmp_path):
+    rng = np.random.default_rng(4)
+    paths, scores, _ = written(tmp_path, {"none": draws(rng, math.nan)[:1], "alm": draws(rng, 1.0)})
+    with pytest.raises(ArtefactError, match=r"mechanism: alm.*without scores for it"):
+        load_mia(paths, scores[:1])
+    frame = pd.read_csv(paths[0])
+    atomic_write_csv(frame[frame.repeat == 0], paths[0])  # alm's repeat 1 has scores, no row
+    with pytest.raises(ArtefactError, match=r"repeat: 1.*without its summary row"):
+        load_mia(paths, scores)
+
+
+def test_score_files_of_one_dataset_deciding_other_records_are_refused(tmp_path):
+    rng = np.random.default_rng(5)
+    paths, scores, _ = written(tmp_path, {"none": draws(rng, math.nan)[:1], "alm": draws(rng, 1.0)})
+    lines = pd.read_parquet(scores[1])
+    swapped = lines.record.to_numpy().reshape(-1, len(MEMBER))[:, [1, 0, *range(2, len(MEMBER))]].reshape(-1)
+    atomic_write_parquet(lines.assign(record=swapped), scores[1])  # same records, another order
+    with pytest.raises(ArtefactError, match="other records, or in another order"):
+        load_mia(paths, scores)
+
+
+def test_rows_of_one_file_deciding_other_records_or_as_many_are_refused(tmp_path):
+    rng = np.random.default_rng(6)
+    row = mia_row("alm", 1.0, 0, "loss", False, np.ones(len(MEMBER), bool))
+    other = {**row, "repeat": 1}
+    s = rng.normal(size=len(MEMBER))
+    rows, records = row_decisions("x", pd.concat([score_lines(row, s, 0.0), score_lines(other, s, 0.0)]), MIA_KEY)
+    assert list(records) == MEMBERS + NONMEMBERS and list(rows.repeat) == [0, 1]
+    reordered = score_lines(other, s, 0.0, MEMBERS[::-1] + NONMEMBERS)
+    with pytest.raises(ArtefactError, match="other records, or in another order"):
+        row_decisions("x", pd.concat([score_lines(row, s, 0.0), reordered]), MIA_KEY)
+    with pytest.raises(ArtefactError, match="the same records for every row"):
+        row_decisions("x", pd.concat([score_lines(row, s, 0.0), score_lines(other, s, 0.0).iloc[1:]]), MIA_KEY)
+
+
+@pytest.mark.parametrize("plant", ["swap two calls", "a -inf score called, a finite one not",
+                                   "a tie split"])
+def test_calls_that_no_threshold_on_the_scores_gives_are_refused(tmp_path, plant):
+    row = mia_row("alm", 1.0, 0, "loss", False, np.ones(len(MEMBER), bool))
+    scores = np.array([0.9, -0.2, 0.4, 0.1, -1.0, 0.7, -np.inf])
+    lines = score_lines(row, scores, 0.3)  # called: 0.9, 0.4, 0.7
+    path = tmp_path / "scores_alm.parquet"
+    atomic_write_parquet(lines, path)
+    load_csv_file(path, MIA_SCORES)  # one threshold: loads
+    called = lines.called_member.to_numpy().copy()
+    if plant == "swap two calls":
+        called[[0, 1]] = called[[1, 0]]
+    elif plant == "a -inf score called, a finite one not":
+        called[6] = True  # -inf called, 0.1 and -0.2 not
+    else:  # two records of score 0.4, one called and one not
+        scores[3] = 0.4
+    atomic_write_parquet(lines.assign(called_member=called, score=scores), path)
+    with pytest.raises(ArtefactError, match="called_member"):
+        load_csv_file(path, MIA_SCORES)
