@@ -130,3 +130,27 @@ def test_calls_that_no_threshold_on_the_scores_gives_are_refused(tmp_path, plant
     atomic_write_parquet(lines.assign(called_member=called, score=scores), path)
     with pytest.raises(ArtefactError, match="called_member"):
         load_csv_file(path, MIA_SCORES)
+
+
+@pytest.mark.parametrize("plant", ["a member flag flipped", "two rows' scores swapped", "every call negated"])
+def test_calls_that_do_not_give_their_rows_accuracy_are_refused(tmp_path, plant):
+    rng = np.random.default_rng(8)
+    paths, scores, _ = written(tmp_path, {"alm": draws(rng, 1.0)})
+    mia = load_mia(paths, scores)
+    assert mia.accuracy.nunique() == 2  # the two draws' (a swap of rows of equal accuracy is not seen)
+    lines = pd.read_parquet(scores[0])
+    n = len(MEMBER)
+    if plant == "a member flag flipped":
+        lines.loc[0, "member"] = not lines.member[0]
+    elif plant == "two rows' scores swapped":  # the loss attack's lines of repeat 0 and of repeat 1
+        first, second = np.arange(n), np.arange(2 * n, 3 * n)
+        for column in ("called_member", "score"):
+            values = lines[column].to_numpy().copy()
+            values[first], values[second] = values[second], values[first].copy()
+            lines[column] = values
+    else:  # a threshold still, the other way round
+        lines["called_member"] = ~lines.called_member
+        lines["score"] = -lines.score
+    atomic_write_parquet(lines, scores[0])
+    with pytest.raises(ArtefactError, match="called_member.*calls of the row.*expected its accuracy"):
+        load_mia(paths, scores)

@@ -124,7 +124,7 @@ def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...]) -> tuple[pd.D
     right = (frame.called_member.to_numpy() == frame.member.to_numpy())[order].reshape(len(sizes), sizes[0])
     rows = frame[list(key)].iloc[order[::sizes[0]]].reset_index(drop=True)
     rows = rows.astype({c: object for c in key if isinstance(rows[c].dtype, pd.CategoricalDtype)})
-    return rows.assign(decisions=[pack_decisions(r) for r in right]), records[0]
+    return rows.assign(decisions=[pack_decisions(r) for r in right], decided_accuracy=right.mean(axis=1)), records[0]
 
 
 def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.DataFrame]], key: tuple[str, ...],
@@ -132,8 +132,9 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
     """`rows` (a summary table, read from `paths`) with the `decisions` cell of each of its scored
     rows (`scored`, a mask; default every row) from its scores' calls (`scores`: each score file's
     path and lines, row_decisions): every scored row has exactly one row of scores and every row of
-    scores its scored row; the score files of one dataset decide the same records in the same
-    order (the reports pair their rows record by record). The rows keep their order."""
+    scores its scored row, whose `accuracy` its calls give; the score files of one dataset decide
+    the same records in the same order (the reports pair their rows record by record). The rows
+    keep their order."""
     decided, evaluated = [], {}
     for path, lines in scores:
         found, records = row_decisions(path, lines, key)
@@ -144,7 +145,8 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
                      f"the records of every score file of {dataset}, in one order")
         decided.append(found)
     columns = list(key)
-    table = pd.concat(decided, ignore_index=True) if decided else pd.DataFrame(columns=[*columns, "decisions"])
+    table = (pd.concat(decided, ignore_index=True) if decided
+             else pd.DataFrame(columns=[*columns, "decisions", "decided_accuracy"]))
     scored = np.ones(len(rows), bool) if scored is None else scored
     merged = rows[columns].merge(table, on=columns, how="left", indicator=True, validate="one_to_one")
     unscored = rows[scored & (merged._merge == "left_only").to_numpy()]
@@ -155,6 +157,15 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
             row = show_key(columns, [key_value(v) for v in found[columns].iloc[0]])
             fail(", ".join(map(str, where)), None, f"the row {row} without {what}",
                  "one row of scores per scored summary row")
+    # the calls are the row's: their accuracy is the one it reports (a member column, a call or
+    # a row's scores swapped for another's moves it by at least 1/n)
+    off = scored & ~np.isclose(merged.decided_accuracy.to_numpy(float), rows.accuracy.to_numpy(float), rtol=0,
+                               atol=1e-9)
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        row = show_key(columns, [key_value(v) for v in rows[columns].iloc[i]])
+        fail(", ".join(map(str, [p for p, _ in scores])), "called_member", f"the calls of the row {row} are right on "
+             f"{merged.decided_accuracy.iloc[i]:g} of its records", f"its accuracy {rows.accuracy.iloc[i]:g}")
     out = rows.copy()
     if "decisions" not in out:
         out["decisions"] = None
