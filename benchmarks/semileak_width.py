@@ -40,8 +40,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from privssl.artefacts.semileak import load_semileak_metrics  # noqa: E402
 from privssl.attacks.paired_auc import log_step_slope  # noqa: E402
-from privssl.io import unpack_ranks  # noqa: E402
 from privssl.reports.semileak_report import THESIS_AUC, ada, of  # noqa: E402
 
 
@@ -75,12 +75,13 @@ def run_width(scratch: Path, config: dict, dataset: str, width: int, algorithms:
     scratch_workflow(root)
     cfg_path = root / "width.yaml"
     cfg_path.write_text(yaml.safe_dump(width_config(config, dataset, width, algorithms), sort_keys=False))
-    metrics = f"results/{dataset}/semileak/repeat0/metrics.csv"
+    metrics, scores = (f"results/{dataset}/semileak/repeat0/{name}" for name in ("metrics.csv", "scores.parquet"))
     start = time.perf_counter()
     # --rerun-triggers mtime: a finished width is not retrained because the workflow copy is newer
     subprocess.run([sys.executable, "-m", "snakemake", metrics, "--cores", str(cores), "--rerun-triggers", "mtime",
                     "--replace-workflow-config", "--configfile", cfg_path.name], cwd=root, check=True)
-    return pd.read_csv(root / metrics), time.perf_counter() - start
+    # each row's ranks from its scores, as the Semi-Leak report reads them
+    return load_semileak_metrics([root / metrics], [root / scores]), time.perf_counter() - start
 
 
 def width_slopes(rows: pd.DataFrame) -> pd.DataFrame:
@@ -89,9 +90,8 @@ def width_slopes(rows: pd.DataFrame) -> pd.DataFrame:
         last = own[own.step == own.step.max()].sort_values("width")
         if len(last) < 2:
             continue
-        records = int(last.n_members.iloc[0] + last.n_nonmembers.iloc[0])
         members = int(last.n_members.iloc[0])
-        slope = log_step_slope([unpack_ranks(r, records) for r in last.ranks], last.width, members)
+        slope = log_step_slope(list(last.ranks), last.width, members)
         top = last.iloc[-1]
 
         def reach(per_doubling: float) -> float:
@@ -131,10 +131,10 @@ def main() -> None:
             rows.append(own.assign(width=width, workflow_s=seconds))
     rows = pd.concat(rows, ignore_index=True)
     keep = ["dataset", "target", "width", "step", "auc", "auc_lo", "auc_hi", "n_members", "n_nonmembers",
-            "workflow_s", "ranks"]
+            "workflow_s"]
     rows[keep].to_csv(args.out, index=False)
     slopes = width_slopes(rows[rows.target.isin(args.algorithms)])
-    print(rows[keep[:-1]].to_string(index=False))
+    print(rows[keep].to_string(index=False))
     print(slopes.to_string(index=False))
 
 

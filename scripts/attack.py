@@ -70,10 +70,10 @@ def released_shadows(method: str, attacker: dict, protected: dict, feats: dict, 
 
 
 def attack_target(protected: dict | None, feats: dict, head: dict, attacker: dict, evaluation: MembershipEvaluation,
-                  args, progress: Progress) -> list[tuple[dict, np.ndarray]]:
+                  args, progress: Progress) -> list[tuple[dict, np.ndarray, np.ndarray]]:
     """Every attack, non-adaptive and adaptive, on the clean head (`protected` None) or on every
     release of a protect rule's file, on `evaluation`'s records: each row with
-    its per-record scores; `progress` advances per head and attacker."""
+    its per-record scores and calls; `progress` advances per head and attacker."""
     releases = released_heads(head, protected)
     queries = head_inputs(evaluation.evaluated(feats["finetune"], feats["nonmember"]), releases.clip_norm)
     probs = predict_proba(unflatten(releases.flat, releases.shapes), queries)  # (H, 2n, C)

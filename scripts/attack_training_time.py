@@ -24,9 +24,9 @@ from privssl.io import Progress, atomic_write_csv, atomic_write_parquet, script_
 
 
 def attack_release(release: dict, sets, attacker: dict, evaluation: MembershipEvaluation, args,
-                   progress: Progress) -> list[tuple[dict, np.ndarray]]:
+                   progress: Progress) -> list[tuple[dict, np.ndarray, np.ndarray]]:
     """Every attack, non-adaptive and adaptive, on every network of a release file, on
-    `evaluation`'s records (the attack rule's): each row with its per-record scores; `progress`
+    `evaluation`'s records (the attack rule's): each row with its per-record scores and calls; `progress`
     advances per network and attacker."""
     probs = evaluation.evaluated(release["finetune"], release["nonmember"], dim=2)  # (E, R, 2n, C)
     n_eps, repeats = probs.shape[:2]

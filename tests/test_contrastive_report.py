@@ -466,6 +466,18 @@ def test_bad_input_is_refused_by_name(metrics, thesis, tmp_path):
         load_csv_files([path], CONTRASTIVE)
 
 
+def test_the_membership_task_rows_decisions_are_read_from_their_scores_too(metrics, tmp_path):
+    """load_contrastive scores every row but the attribute attack's: the membership task's rows
+    (written here with calls, their cells left empty) get theirs back, the attribute rows keep
+    their cells."""
+    utkface = metrics[metrics.dataset == "utkface"]
+    task = utkface[utkface.inference == "membership"].assign(inference="membership_task")
+    frame = pd.concat([utkface, task], ignore_index=True)
+    loaded = load_contrastive(*zip(write_contrastive(frame, tmp_path, "utkface")))
+    assert (loaded.decisions == frame.decisions).all()
+    assert (loaded.inference == "membership_task").sum() == len(task)
+
+
 def test_the_membership_claim_reads_the_membership_task_rows_and_talos_the_task_rows(metrics, thesis):
     """Rows of the membership task's models (inference `membership_task`) in which the supervised
     and the contrastive model trade places: the contrastive-vs-supervised claim turns, the Talos

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from privssl.artefacts.contrastive import CONTRASTIVE_SCORES
 from privssl.artefacts.image import MIA_KEY, MIA_SCORES, load_mia
-from privssl.artefacts.record_scores import row_decisions
+from privssl.artefacts.record_scores import row_codes, row_decisions
 from privssl.artefacts.specs import ArtefactError
 from privssl.artefacts.tables import load_csv_file
 from privssl.io import atomic_write_csv, atomic_write_parquet, unpack_decisions
@@ -103,7 +104,8 @@ def test_rows_of_one_file_deciding_other_records_or_as_many_are_refused(tmp_path
     other = {**row, "repeat": 1}
     s = rng.normal(size=len(MEMBER))
     rows, records = row_decisions("x", pd.concat([score_lines(row, s, 0.0), score_lines(other, s, 0.0)]), MIA_KEY)
-    assert list(records) == MEMBERS + NONMEMBERS and list(rows.repeat) == [0, 1]
+    assert list(records[0]) == MEMBERS + NONMEMBERS and list(records[1]) == list(MEMBER)
+    assert list(rows.repeat) == [0, 1]
     reordered = score_lines(other, s, 0.0, MEMBERS[::-1] + NONMEMBERS)
     with pytest.raises(ArtefactError, match="other records, or in another order"):
         row_decisions("x", pd.concat([score_lines(row, s, 0.0), reordered]), MIA_KEY)
@@ -140,8 +142,8 @@ def test_calls_that_do_not_give_their_rows_accuracy_are_refused(tmp_path, plant)
     assert mia.accuracy.nunique() == 2  # the two draws' (a swap of rows of equal accuracy is not seen)
     lines = pd.read_parquet(scores[0])
     n = len(MEMBER)
-    if plant == "a member flag flipped":
-        lines.loc[0, "member"] = not lines.member[0]
+    if plant == "a member flag flipped":  # in every row alike (one row alone: the next test)
+        lines.loc[::n, "member"] = ~lines.member[::n]
     elif plant == "two rows' scores swapped":  # the loss attack's lines of repeat 0 and of repeat 1
         first, second = np.arange(n), np.arange(2 * n, 3 * n)
         for column in ("called_member", "score"):
@@ -154,3 +156,97 @@ def test_calls_that_do_not_give_their_rows_accuracy_are_refused(tmp_path, plant)
     atomic_write_parquet(lines, scores[0])
     with pytest.raises(ArtefactError, match="called_member.*calls of the row.*expected its accuracy"):
         load_mia(paths, scores)
+
+
+def test_row_codes_number_the_rows_as_a_group_by_would_whether_or_not_their_lines_are_together():
+    rng = np.random.default_rng(9)
+    rows = [mia_row(m, e, r, a, ad, np.ones(len(MEMBER), bool)) for m, e in (("none", math.nan), ("alm", 1.0))
+            for r in range(2) for a in ("loss", "shadow_mlp") for ad in (False, True)]
+    lines = pd.concat([score_lines(row, rng.normal(size=len(MEMBER)), 0.0) for row in rows], ignore_index=True)
+    lines = lines.astype({"mechanism": "category", "attack": "category"})
+    for frame in (lines, lines.sample(frac=1, random_state=1)):  # the rows' lines together, then scattered
+        expected = frame.groupby(list(MIA_KEY), observed=True, sort=False, dropna=False).ngroup().to_numpy()
+        np.testing.assert_array_equal(row_codes(frame, MIA_KEY), expected)
+    assert row_codes(lines, MIA_KEY).max() == len(rows) - 1  # the NaN eps of `none` one key, not one per line
+
+
+def test_a_rows_member_flags_moved_at_an_unchanged_accuracy_are_refused(tmp_path):
+    """The referee's case: in one row, a right call and a wrong call of the same call trade member
+    flags; its accuracy stands, its decisions do not. Every row must score the same members."""
+    rng = np.random.default_rng(8)
+    paths, scores, _ = written(tmp_path, {"alm": draws(rng, 1.0)})
+    lines = pd.read_parquet(scores[0])
+    row = lines.iloc[: len(MEMBER)]
+    right = (row.called_member == row.member).to_numpy()
+    called = row.called_member.to_numpy()
+    side = next(c for c in (True, False) if (right & (called == c)).any() and (~right & (called == c)).any())
+    a, b = int(np.flatnonzero(right & (called == side))[0]), int(np.flatnonzero(~right & (called == side))[0])
+    lines.loc[[a, b], "member"] = lines.member[[b, a]].to_numpy()
+    atomic_write_parquet(lines, scores[0])
+    with pytest.raises(ArtefactError, match="'member'.*other members than the first"):
+        load_mia(paths, scores)
+
+
+def test_interleaved_rows_keep_each_rows_record_order():
+    """Lines of two rows alternating (not as the writers put them): each row's decisions in its
+    own lines' order, as a stable sort keeps them (300 records: enough for an unstable sort to
+    reorder them)."""
+    rng = np.random.default_rng(10)
+    n = 300
+    member = np.arange(n) < n // 2
+    frames = []
+    for repeat in (0, 1):
+        scores = rng.normal(size=n)
+        frames.append(pd.DataFrame({"dataset": "digits", "mechanism": "alm", "eps": 1.0, "repeat": repeat,
+                                    "attack": "loss", "adaptive": False, "split": "finetune", "record": np.arange(n),
+                                    "member": member, "called_member": scores >= 0, "score": scores}))
+    interleaved = pd.concat(frames).sort_index(kind="stable").reset_index(drop=True)  # line i of 0, of 1, ...
+    rows, evaluated = row_decisions("x", interleaved, MIA_KEY)
+    for frame, cell in zip(frames, rows.decisions):
+        np.testing.assert_array_equal(unpack_decisions(cell, n), frame.called_member == member)
+    np.testing.assert_array_equal(evaluated[0], np.arange(n))
+
+
+def test_the_contrastive_scores_calls_are_one_threshold_too(tmp_path):
+    key = {"dataset": "digits", "target": "talos", "lambda": 1.0, "repeat": 0, "inference": "membership_task",
+           "attack": "loss"}
+    scores = np.array([0.9, -0.2, 0.4, 0.1])
+    lines = pd.DataFrame({**{c: [v] * 4 for c, v in key.items()}, "split": ["target_train"] * 2 + ["target_test"] * 2,
+                          "record": [3, 1, 2, 0], "member": [True, True, False, False], "called_member": scores >= 0.3,
+                          "score": scores})
+    path = tmp_path / "scores.parquet"
+    atomic_write_parquet(lines, path)
+    load_csv_file(path, CONTRASTIVE_SCORES)
+    atomic_write_parquet(lines.assign(called_member=[True, True, False, False]), path)  # -0.2 called, 0.4 not
+    with pytest.raises(ArtefactError, match="called_member"):
+        load_csv_file(path, CONTRASTIVE_SCORES)
+
+
+def test_each_attacks_calls_are_the_decisions_behind_its_rows_accuracy():
+    """MembershipEvaluation.scored_rows, the writer of the attack rules' calls: for every attack
+    (thresholds fitted on a shadow's scores, so the correctness attack's scores tie with its
+    threshold) the calls' agreement with membership is the row's accuracy as membership_metrics
+    computed it, and the calls are one threshold on the row's scores."""
+    import torch
+
+    from privssl.attacks.mia import AttackSpec, MembershipEvaluation, fit_attacks
+
+    torch.manual_seed(0)
+    n, classes = 40, 3
+    shadow = torch.softmax(3 * torch.randn(1, 2 * n, classes, dtype=torch.float64), -1).float()
+    labels = torch.randint(classes, (2 * n,))
+    shadow_member = torch.cat([torch.ones(n), torch.zeros(n)])
+    fitted = fit_attacks(shadow, labels, shadow_member, AttackSpec(hidden=8, layers=1, epochs=2), 0)[0]
+    evaluation = MembershipEvaluation.balanced(torch.randint(classes, (n,)), torch.randint(classes, (n,)), (0.1,),
+                                               bootstrap=10, seed=0)
+    probs = torch.softmax(3 * torch.randn(2 * n, classes), -1)
+    scored = evaluation.scored_rows({"dataset": "digits"}, fitted, True, probs)
+    assert [row["attack"] for row, *_ in scored] == ["shadow_mlp", "confidence", "entropy", "modified_entropy", "loss",
+                                                     "correctness"]
+    ties = 0
+    for row, scores, called in scored:
+        assert (called == evaluation.is_member).mean() == pytest.approx(row["accuracy"], abs=1e-12), row["attack"]
+        if called.any() and not called.all():
+            assert scores[called].min() > scores[~called].max(), row["attack"]
+        ties += int((scores == fitted.thresholds[row["attack"]]).sum())
+    assert ties > 0  # some score on its threshold: a call with > instead of >= would differ

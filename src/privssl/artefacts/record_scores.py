@@ -82,6 +82,26 @@ def with_calls(lines: pd.DataFrame, called: list[np.ndarray]) -> pd.DataFrame:
     return lines
 
 
+def row_codes(frame: pd.DataFrame, key: tuple[str, ...]) -> np.ndarray:
+    """Each line's summary row, numbered in order of first appearance (pandas' ngroup over `key`,
+    NaN keys equal). The writers put a row's lines together, so a row is a run of equal keys:
+    found by comparing each line with the one before, a pass over the columns instead of a
+    12-million-line group-by (the Fashion-MNIST preset's MIA scores); lines of a row that are not
+    together fall back to the group-by."""
+    change = np.zeros(len(frame), bool)
+    change[:1] = True
+    for column in key:
+        values = frame[column]
+        values = values.cat.codes.to_numpy() if isinstance(values.dtype, pd.CategoricalDtype) else values.to_numpy()
+        differs = values[1:] != values[:-1]
+        if values.dtype.kind == "f":  # NaN == NaN in a key (the clean head's eps, a supervised model's lambda)
+            differs &= ~(np.isnan(values[1:]) & np.isnan(values[:-1]))
+        change[1:] |= differs
+    if not frame[list(key)].iloc[np.flatnonzero(change)].duplicated().any():  # one run per row
+        return np.cumsum(change) - 1
+    return frame.groupby(list(key), observed=True, sort=False, dropna=False).ngroup().to_numpy()
+
+
 def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...]) -> None:
     """Each row's `called_member` is one threshold on its scores (member iff score >= t), as the
     attack decided: every record called a member scores above every record not called one (±inf
@@ -89,7 +109,7 @@ def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...]) -> No
     decision that no threshold gives is not the attack's: a shuffled or miscopied column."""
     scores = frame.score.to_numpy(dtype=float)
     called = frame.called_member.to_numpy()
-    codes = frame.groupby(list(key), observed=True, sort=False, dropna=False).ngroup().to_numpy()
+    codes = row_codes(frame, key)
     n = codes.max() + 1
     lowest_called, highest_not = np.full(n, np.inf), np.full(n, -np.inf)
     np.minimum.at(lowest_called, codes[called], scores[called])
@@ -107,24 +127,27 @@ def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...]) -> No
 
 def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
     """Each summary row's decisions, right or wrong per record (called_member == member), packed
-    as privssl.io.pack_decisions packs a table's `decisions` cell, in the file's record order; and
-    that order (the `record` column of every row, which must be the same for every row: the
-    reports pair two rows record by record, column by column). One line per row key."""
-    codes = frame.groupby(list(key), observed=True, sort=False, dropna=False).ngroup().to_numpy()
+    as privssl.io.pack_decisions packs a table's `decisions` cell, in the file's record order, with
+    the accuracy they give; and the records they decide ((2, n): the `record` and `member` columns
+    of every row, which must be the same for every row: the reports pair two rows record by
+    record, column by column). One line per row key."""
+    codes = row_codes(frame, key)
     order = np.argsort(codes, kind="stable")
     sizes = np.bincount(codes)
     if (sizes != sizes[0]).any():
         fail(path, None, f"rows scoring {sorted(set(sizes.tolist()))} records", "the same records for every row")
-    records = frame.record.to_numpy()[order].reshape(len(sizes), sizes[0])
-    if (records != records[0]).any():
-        g = int(np.flatnonzero((records != records[0]).any(axis=1))[0])
-        i = int(order[g * sizes[0]])
-        fail(path, "record", f"the row of line {i + 2} scores other records, or in another order, than the first",
-             "the same records in the same order for every row")
-    right = (frame.called_member.to_numpy() == frame.member.to_numpy())[order].reshape(len(sizes), sizes[0])
+    shape = (len(sizes), sizes[0])
+    records, member = (frame[c].to_numpy()[order].reshape(shape) for c in ("record", "member"))
+    for column, values in (("record", records), ("member", member)):
+        if (values != values[0]).any():  # a member flag moved keeps the accuracy, not the decisions
+            g = int(np.flatnonzero((values != values[0]).any(axis=1))[0])
+            fail(path, column, f"the row of line {int(order[g * sizes[0]]) + 2} scores other records, or in another "
+                 f"order, or with other members than the first", "the same records in the same order for every row")
+    right = frame.called_member.to_numpy()[order].reshape(shape) == member
     rows = frame[list(key)].iloc[order[::sizes[0]]].reset_index(drop=True)
     rows = rows.astype({c: object for c in key if isinstance(rows[c].dtype, pd.CategoricalDtype)})
-    return rows.assign(decisions=[pack_decisions(r) for r in right], decided_accuracy=right.mean(axis=1)), records[0]
+    evaluated = np.stack([records[0], member[0]])
+    return rows.assign(decisions=[pack_decisions(r) for r in right], decided_accuracy=right.mean(axis=1)), evaluated
 
 
 def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.DataFrame]], key: tuple[str, ...],
@@ -141,7 +164,7 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
         for dataset in found.dataset.unique():
             first = evaluated.setdefault(dataset, (path, records))
             if not np.array_equal(first[1], records):
-                fail(path, "record", f"other records, or in another order, than {first[0]}",
+                fail(path, "record", f"other records, or in another order, or other members, than {first[0]}",
                      f"the records of every score file of {dataset}, in one order")
         decided.append(found)
     columns = list(key)

@@ -4,8 +4,9 @@ privssl.attacks.repeated turns into intervals.
 A row of utility.csv, mia.csv, the contrastive metrics or DPAdapter's results is one draw (a noise
 draw, a training repeat) of one release or model; its `decisions` cell holds one bit per record
 (right or wrong, in an order fixed for the table: the test set, or the balanced members and
-non-members), packed by privssl.io.pack_decisions (a mia.csv row's, by its loader from the
-attack's per-record calls: artefacts.image.load_mia). Stacking the rows of one release gives its
+non-members), packed by privssl.io.pack_decisions (a mia.csv row's and a contrastive membership
+row's, by their loaders from the attack's per-record calls: artefacts.image.load_mia,
+artefacts.contrastive.load_contrastive). Stacking the rows of one release gives its
 layout; two releases of one table decide the same records, column by column, so their layouts
 pair.
 """
