@@ -163,7 +163,6 @@ LIRA_SCORE_KEY = score_key(LIRA)
 LIRA_SCORES = score_schema(LIRA, {"target": COUNT, "split": Text(LABELLED_SPLITS), "record": COUNT, "member": Flag()})
 # attack and attack_training_time rules' per-record scores (attack/scores_<target>.parquet): per
 # attack/<target>.csv row, a line per evaluated record (balanced_evaluation's members of d, then
-# its non-members)
 # its non-members), with the attack's decision (called_member: score >= the row's threshold)
 MIA_KEY = score_key(MIA)
 MIA_SCORES = {**score_schema(MIA, {"split": Text(("finetune", "nonmember")), "record": COUNT, "member": Flag(),

@@ -20,7 +20,6 @@ import math
 import numpy as np
 from scipy import stats
 
-from privssl.io import pack_decisions
 
 _MAX_BOOT_ELEMENTS = 5_000_000  # resampled scores held in memory at once by bootstrap_auc
 
@@ -251,12 +250,12 @@ def fpr_label(fpr_level: float) -> str:
 
 
 def membership_metrics(scores, is_member, threshold: float, fpr_levels=(0.001, 0.01), n_boot: int = 1000,
-                       seed: int = 0, with_decisions: bool = False) -> dict[str, float]:
+                       seed: int = 0) -> dict[str, float]:
     """One flat dict of every metric with its 95 % interval, ready for a results table row.
 
     accuracy is that of 'member iff score >= threshold' (the attacker's threshold, fitted on
-    shadow data), with a Clopper–Pearson interval over all decisions. `with_decisions`: also
-    each record's decision, right or wrong (privssl.io.pack_decisions), so that the reports can
+    shadow data), with a Clopper–Pearson interval over all decisions. The callers keep each
+    record's call beside its score (the per-record scores' called_member), from which the reports
     cluster the draws of one release by record and pair releases queried on the same records.
     """
     if np.isnan(threshold):
@@ -270,8 +269,6 @@ def membership_metrics(scores, is_member, threshold: float, fpr_levels=(0.001, 0
     metrics = {"n_members": int(is_member.sum()), "n_nonmembers": int(n - is_member.sum()),
                "accuracy": accuracy, "accuracy_lo": accuracy_lo, "accuracy_hi": accuracy_hi,
                "auc": auc_value, "auc_lo": auc_lo, "auc_hi": auc_hi}
-    if with_decisions:
-        metrics["decisions"] = pack_decisions(right)
     for level in fpr_levels:
         label = fpr_label(level)
         result = tpr_at_fpr(scores, is_member, level)
