@@ -11,7 +11,7 @@ from privssl.artefacts.audits import (
     HYPOTHESIS_TEST_AUDIT_TABLE,
     ONE_RUN_AUDIT_TABLE,
 )
-from privssl.artefacts.contrastive import CONTRASTIVE_SCORE_TABLE, CONTRASTIVE_TABLE
+from privssl.artefacts.contrastive import CONTRASTIVE_GUESS_TABLE, CONTRASTIVE_SCORE_TABLE, CONTRASTIVE_TABLE
 from privssl.artefacts.graphs import LINK_ATTACKS_TABLE, LINK_PROTECTION_TABLE, LINK_TRANSFER_TABLE
 from privssl.artefacts.image import (
     LIRA_REFERENCES_TABLE,
@@ -21,7 +21,7 @@ from privssl.artefacts.image import (
     MIA_TABLE,
     UTILITY_TABLE,
 )
-from privssl.artefacts.semileak import SEMILEAK_HISTORY_TABLE, SEMILEAK_TABLE
+from privssl.artefacts.semileak import SEMILEAK_HISTORY_TABLE, SEMILEAK_SCORE_TABLE, SEMILEAK_TABLE
 from privssl.artefacts.training_time import DPADAPTER_TABLE, DPCL_ACCOUNTING_TABLE
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS
 from privssl.code_graph import library_code
@@ -336,7 +336,9 @@ def branch_arguments(input):
     `digest`), from the job's inputs of each branch: none where the config runs no such branch."""
     words = []
     if input.contrastive:
-        words += ["--contrastive", *input.contrastive, "--contrastive-scores", *input.contrastive_scores]
+        words += ["--contrastive", *input.contrastive]
+        words += ["--contrastive-scores", *input.contrastive_scores]
+        words += ["--contrastive-guesses", *input.contrastive_guesses]
     if input.semileak:
         defaults = {
             "--early-stopping": config["semileak"]["defences"]["early_stopping"],

@@ -11,6 +11,7 @@ rule contrastive_attack:
     output:
         metrics=CONTRASTIVE_TABLE.path(RESULTS, "{dataset}"),
         scores=CONTRASTIVE_SCORE_TABLE.path(RESULTS, "{dataset}"),
+        guesses=CONTRASTIVE_GUESS_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("contrastive_attack.py"),
         attacks=contrastive_section("attacks"),
@@ -36,5 +37,5 @@ rule contrastive_attack:
         "python {input.script:q} --splits {input.splits:q} --data-root {params.root:q} --targets {input.targets:q}"
         " --shadows {input.shadows:q} --contrastive {params.attacks} --fpr {params.fpr}"
         " --bootstrap {params.bootstrap} --seed {params.seed} --out {output.metrics:q}"
-        " --scores {output.scores:q} --device {params.device}"
+        " --scores {output.scores:q} --guesses {output.guesses:q} --device {params.device}"
         " {params.threads_option} 2> {log:q}"

@@ -91,13 +91,10 @@ rule claims:
         contrastive_thesis=resource("thesis_contrastive.csv"),
         contrastive=files(CONTRASTIVE_TABLE, CONTRASTIVE),
         contrastive_scores=files(CONTRASTIVE_SCORE_TABLE, CONTRASTIVE),
+        contrastive_guesses=files(CONTRASTIVE_GUESS_TABLE, CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
         semileak=files(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
-        semileak_scores=expand(
-            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
-            dataset=SEMILEAK,
-            repeat=SEMILEAK_REPEATS,
-        ),
+        semileak_scores=files(SEMILEAK_SCORE_TABLE, SEMILEAK, SEMILEAK_REPEATS),
         dpadapter=files(DPADAPTER_TABLE, DATASETS if DPADAPTER_METHODS else []),
     output:
         csv=report(f"{RESULTS}/tables/claims.csv", caption="../report/claims.rst", category="Tables"),
@@ -135,6 +132,7 @@ rule contrastive_report:
         thesis=resource("thesis_contrastive.csv"),
         metrics=files(CONTRASTIVE_TABLE, CONTRASTIVE),
         scores=files(CONTRASTIVE_SCORE_TABLE, CONTRASTIVE),
+        guesses=files(CONTRASTIVE_GUESS_TABLE, CONTRASTIVE),
     output:
         privacy_png=report(
             f"{RESULTS}/figures/fig_contrastive_privacy.png",
@@ -163,7 +161,8 @@ rule contrastive_report:
     conda:
         ENV
     shell:
-        "python {input.script:q} --metrics {input.metrics:q} --scores {input.scores:q} --thesis {input.thesis:q}"
+        "python {input.script:q} --metrics {input.metrics:q} --scores {input.scores:q} --guesses {input.guesses:q}"
+        " --thesis {input.thesis:q}"
         " --fig-privacy {output.privacy_png:q} {output.privacy_pdf:q} --fig-lambda {output.lambda_png:q} {output.lambda_pdf:q}"
         " --csv {output.csv:q} --md {output.md:q} {params.expect} 2> {log:q}"
 
@@ -188,13 +187,10 @@ rule digest:
         contrastive_thesis=resource("thesis_contrastive.csv"),
         contrastive=files(CONTRASTIVE_TABLE, CONTRASTIVE),
         contrastive_scores=files(CONTRASTIVE_SCORE_TABLE, CONTRASTIVE),
+        contrastive_guesses=files(CONTRASTIVE_GUESS_TABLE, CONTRASTIVE),
         semileak_thesis=resource("thesis_semileak.csv"),
         semileak=files(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
-        semileak_scores=expand(
-            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
-            dataset=SEMILEAK,
-            repeat=SEMILEAK_REPEATS,
-        ),
+        semileak_scores=files(SEMILEAK_SCORE_TABLE, SEMILEAK, SEMILEAK_REPEATS),
         dpadapter=files(DPADAPTER_TABLE, DATASETS if DPADAPTER_METHODS else []),
         accounting=files(DPCL_ACCOUNTING_TABLE, DATASETS if DPCL_METHODS else []),
     output:

@@ -104,7 +104,7 @@ rule semileak_attack:
     output:
         metrics=SEMILEAK_TABLE.path(RESULTS, "{dataset}", "{repeat}"),
         # every metrics row's per-record scores (record = the image's index in the pool)
-        scores=f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
+        scores=SEMILEAK_SCORE_TABLE.path(RESULTS, "{dataset}", "{repeat}"),
         # the training histories merged: not private, as they are
         history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/repeat{{repeat}}/history.csv",
     params:
@@ -144,11 +144,7 @@ rule semileak_report:
         script=script("semileak_report.py"),
         thesis=resource("thesis_semileak.csv"),
         metrics=files(SEMILEAK_TABLE, SEMILEAK, SEMILEAK_REPEATS),
-        scores=expand(
-            f"{RESULTS}/{{dataset}}/semileak/repeat{{repeat}}/scores.parquet",
-            dataset=SEMILEAK,
-            repeat=SEMILEAK_REPEATS,
-        ),
+        scores=files(SEMILEAK_SCORE_TABLE, SEMILEAK, SEMILEAK_REPEATS),
     output:
         attacks_png=report(
             f"{RESULTS}/figures/fig_semileak_attacks.png",

@@ -8,7 +8,12 @@ import argparse
 import pandas as pd
 import torch
 
-from privssl.artefacts.contrastive import contrastive_score_table, load_contrastive_models, load_contrastive_splits
+from privssl.artefacts.contrastive import (
+    contrastive_guess_table,
+    contrastive_score_table,
+    load_contrastive_models,
+    load_contrastive_splits,
+)
 from privssl.attacks.contrastive_privacy import AttackSettings, Split, evaluate, pair_models
 from privssl.cli import device_argument, json_object, thread_count
 from privssl.data.images import load_pool
@@ -31,6 +36,9 @@ def main() -> None:
     parser.add_argument("--scores", required=True,
                         help="output: scores.parquet, every membership row's per-record scores "
                              "(artefacts.contrastive.CONTRASTIVE_SCORES)")
+    parser.add_argument("--guesses", required=True,
+                        help="output: attribute_guesses.parquet, every attribute row's per-record guesses "
+                             "(artefacts.contrastive.CONTRASTIVE_GUESSES)")
     parser.add_argument("--threads", type=thread_count, default=None)
     device_argument(parser)
     args = parser.parse_args()
@@ -48,10 +56,12 @@ def main() -> None:
                         torch.tensor(splits["attribute"][name]), torch.tensor(splits["membership_task"][name]))
             for name, index in splits["splits"].items()}
     pairs = pair_models(load_models(targets, device), load_models(shadows, device))
-    rows, scored = evaluate(splits["dataset"], pairs, data, splits["n_attribute"], settings, args.seed, log.info,
-                            membership_task=splits["membership_task_map"] != splits["task_map"])
+    rows, scored, guessed = evaluate(splits["dataset"], pairs, data, splits["n_attribute"], settings, args.seed,
+                                     log.info, membership_task=splits["membership_task_map"] != splits["task_map"])
     atomic_write_csv(pd.DataFrame(rows), args.out)
     atomic_write_parquet(contrastive_score_table(scored, splits["splits"]), args.scores)
+    atomic_write_parquet(contrastive_guess_table(guessed, splits["splits"], splits["attribute"]["target_train"]),
+                         args.guesses)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ def main() -> None:
     parser.add_argument("--metrics", nargs="+", required=True, help="results/{dataset}/contrastive/metrics.csv")
     parser.add_argument("--scores", nargs="+", required=True,
                         help="results/{dataset}/contrastive/scores.parquet, in the order of --metrics")
+    parser.add_argument("--guesses", nargs="+", required=True,
+                        help="results/{dataset}/contrastive/attribute_guesses.parquet, in the order of --metrics")
     parser.add_argument("--thesis", required=True, help="resources/thesis_contrastive.csv")
     parser.add_argument("--fig-privacy", nargs="+", required=True, metavar="PATH", help="PNG and/or PDF")
     parser.add_argument("--fig-lambda", nargs="+", required=True, metavar="PATH", help="PNG and/or PDF")
@@ -29,9 +31,10 @@ def main() -> None:
     expect_argument(parser)
     args = parser.parse_args()
     script_logger("contrastive_report")  # an input error in one line
-    if len(args.scores) != len(args.metrics):
-        parser.error(f"--scores: {len(args.scores)} files for {len(args.metrics)} --metrics files (allowed: one each)")
-    metrics = load_contrastive(args.metrics, args.scores, args.expect)
+    for option, files in (("--scores", args.scores), ("--guesses", args.guesses)):
+        if len(files) != len(args.metrics):
+            parser.error(f"{option}: {len(files)} files for {len(args.metrics)} --metrics files (allowed: one each)")
+    metrics = load_contrastive(args.metrics, args.scores, args.guesses, args.expect)
     table = claims_table(metrics, load_csv_file(args.thesis, THESIS_CLAIMS))
     atomic_write_csv(table, args.csv)
     with atomic_path(args.md) as tmp:

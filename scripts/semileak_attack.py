@@ -104,7 +104,7 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--out", required=True, help="output: metrics.csv")
     parser.add_argument("--scores", required=True,
                         help="output: scores.parquet, every metrics row's per-record scores "
-                             "(artefacts.semileak.SCORE_COLUMNS)")
+                             "(artefacts.semileak.SEMILEAK_SCORES)")
     parser.add_argument("--history", required=True,
                         help="output: every training's history in one file; not private (computed on the training "
                              "sets without noise)")

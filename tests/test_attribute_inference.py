@@ -13,7 +13,6 @@ from privssl.attacks.attribute_inference import (
     train_attribute_attack,
 )
 from privssl.attacks.statistics import clopper_pearson
-from privssl.io import unpack_decisions
 
 FAST = AttributeAttackSpec(epochs=20)
 
@@ -42,8 +41,8 @@ def test_attack_near_majority_baseline_on_uninformative_embeddings():
     aux_attributes = torch.randint(0, 4, (400,), generator=generator)
     attributes = torch.randint(0, 4, (1000,), generator=generator)
     model = train_attribute_attack(aux, aux_attributes, 4, FAST, seed=0)
-    result = attribute_accuracy(model, target, attributes)
-    baseline = majority_baseline(aux_attributes, attributes)
+    result, _ = attribute_accuracy(model, target, attributes)
+    baseline, _ = majority_baseline(aux_attributes, attributes)
     assert abs(result["accuracy"] - baseline["baseline"]) < 0.1
     assert result["n"] == 1000 and result["accuracy_lo"] < result["accuracy"] < result["accuracy_hi"]
 
@@ -53,10 +52,10 @@ def test_attack_near_perfect_when_embeddings_contain_attribute():
     aux, aux_attributes = clustered(300, 5, 16, generator)
     target, attributes = clustered(300, 5, 16, generator)
     model = train_attribute_attack(aux, aux_attributes, 5, FAST, seed=0)
-    result = attribute_accuracy(model, target, attributes)
+    result, _ = attribute_accuracy(model, target, attributes)
     assert result["accuracy"] >= 0.95
     assert (result["accuracy_lo"], result["accuracy_hi"]) == clopper_pearson(round(result["accuracy"] * 300), 300)
-    assert majority_baseline(aux_attributes, attributes)["baseline"] < 0.4  # the attack is what beats chance
+    assert majority_baseline(aux_attributes, attributes)[0]["baseline"] < 0.4  # the attack is what beats chance
 
 
 def test_attack_standardises_with_auxiliary_statistics():
@@ -67,7 +66,7 @@ def test_attack_standardises_with_auxiliary_statistics():
     target, attributes = clustered(300, 3, 8, generator, scale=1000.0, offset=500.0)
     aux, target = (torch.cat([x, torch.full((300, 1), 7.0)], 1) for x in (aux, target))
     model = train_attribute_attack(aux, aux_attributes, 3, FAST, seed=0)
-    assert attribute_accuracy(model, target, attributes)["accuracy"] >= 0.95
+    assert attribute_accuracy(model, target, attributes)[0]["accuracy"] >= 0.95
     assert torch.allclose(model.mean, aux.mean(0)) and torch.allclose(model.std[:-1], aux[:, :-1].std(0, correction=0))
 
 
@@ -85,35 +84,31 @@ def test_majority_baseline_hand_count():
     aux = torch.tensor([2, 2, 1, 1, 0, 3])  # classes 1 and 2 tie: the smaller, 1, is guessed
     attributes = torch.tensor([1, 1, 2, 0, 1])
     lo, hi = clopper_pearson(3, 5)
-    result = majority_baseline(aux, attributes)
-    assert result == {"baseline": 0.6, "baseline_lo": lo, "baseline_hi": hi, "baseline_decisions": "c8"}  # 11001
-    assert unpack_decisions(result["baseline_decisions"], 5).tolist() == [True, True, False, False, True]
+    assert majority_baseline(aux, attributes) == ({"baseline": 0.6, "baseline_lo": lo, "baseline_hi": hi}, 1)
     other = majority_baseline(torch.tensor([0, 2, 2]), attributes)  # the auxiliary set's majority, not the target's
-    assert other["baseline"] == 0.2
-    assert unpack_decisions(other["baseline_decisions"], 5).tolist() == [False, False, True, False, False]
+    assert other == ({"baseline": 0.2, "baseline_lo": clopper_pearson(1, 5)[0],
+                      "baseline_hi": clopper_pearson(1, 5)[1]}, 2)
 
 
-def test_decisions_are_each_members_right_or_wrong_in_order():
-    """The packed decisions unpack to exactly the per-record right/wrong of the attack model's
-    predictions and of the majority guess, recomputed here, in the records' order (37 records:
-    the last byte is partly filled)."""
+def test_guesses_are_each_members_prediction_in_order():
+    """The guesses are exactly the attack model's prediction of each record's attribute, recomputed
+    here, in the records' order, and give the reported accuracy; the baseline's one guess is the
+    auxiliary set's majority and gives the baseline's accuracy."""
     generator = torch.Generator().manual_seed(5)
     aux, aux_attributes = clustered(200, 3, 8, generator)
     target, attributes = clustered(37, 3, 8, generator)
     target = target + 2.5 * torch.randn(37, 8, generator=generator)  # blurred: some right, some wrong
     model = train_attribute_attack(aux, aux_attributes, 3, FAST, seed=0)
-    result = attribute_accuracy(model, target, attributes)
+    result, guesses = attribute_accuracy(model, target, attributes)
     with torch.no_grad():
         predicted = model(target).argmax(1)
     expected = (predicted == attributes).numpy()
     assert 0 < expected.sum() < 37
-    assert np.array_equal(unpack_decisions(result["decisions"], 37), expected)
+    assert np.array_equal(guesses, predicted.numpy())
     assert result["accuracy"] == expected.mean() and result["n"] == 37
     majority = int(np.bincount(aux_attributes.numpy()).argmax())
-    baseline = majority_baseline(aux_attributes, attributes)
-    right = (attributes == majority).numpy()
-    assert np.array_equal(unpack_decisions(baseline["baseline_decisions"], 37), right)
-    assert baseline["baseline"] == right.mean()
+    baseline, guess = majority_baseline(aux_attributes, attributes)
+    assert guess == majority and baseline["baseline"] == (attributes == majority).numpy().mean()
 
 
 @pytest.mark.parametrize("embeddings, attributes, n_classes, match", [

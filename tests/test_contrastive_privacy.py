@@ -11,7 +11,9 @@ import torch
 
 from privssl.artefacts.contrastive import (
     CONTRASTIVE,
+    CONTRASTIVE_GUESSES,
     CONTRASTIVE_SCORES,
+    contrastive_guess_table,
     contrastive_score_table,
     load_contrastive,
     load_contrastive_models,
@@ -155,24 +157,29 @@ def varied_models(seed: int, data: dict[str, Split]) -> list[TargetModel]:
 def evaluated(tmp_path_factory) -> tuple[dict, list[TargetModel], list[TargetModel], pd.DataFrame]:
     data = evaluation_data()
     targets, shadows = varied_models(0, data), varied_models(1, data)
-    rows, scored = evaluate("digits", pair_models(targets, shadows), data, 4, SETTINGS, seed=0, log=lambda _: None)
+    rows, scored, guessed = evaluate("digits", pair_models(targets, shadows), data, 4, SETTINGS, seed=0,
+                                     log=lambda _: None)
     path = tmp_path_factory.mktemp("contrastive") / "metrics.csv"
     atomic_write_csv(pd.DataFrame(rows), path)
     # the pool indices of the splits, as splits.json holds them: split s's row i is image 100·s + i
     splits = {name: list(range(100 * i, 100 * i + len(split.task))) for i, (name, split) in enumerate(data.items())}
     atomic_write_parquet(contrastive_score_table(scored, splits), path.with_name("scores.parquet"))
+    atomic_write_parquet(contrastive_guess_table(guessed, splits, data["target_train"].attribute.tolist()),
+                         path.with_name("guesses.parquet"))
     scores = load_csv_file(path.with_name("scores.parquet"), CONTRASTIVE_SCORES)
-    # the membership rows' decisions cells are empty: their readers take them from the scores' calls
+    guesses = load_csv_file(path.with_name("guesses.parquet"), CONTRASTIVE_GUESSES)
+    # the table holds no per-record cell but the task's: its readers take the attacks' decisions
+    # from the scores' calls and the guesses
     written = load_csv_file(path, CONTRASTIVE)
-    assert written.decisions.isna().to_numpy().tolist() == (written.inference != "attribute").tolist()
-    frame = load_contrastive([path], [path.with_name("scores.parquet")])  # as the readers read them
-    return data, targets, shadows, frame, (scores, splits)
+    assert not {"decisions", "baseline_decisions"} & set(written.columns)
+    frame = load_contrastive([path], [path.with_name("scores.parquet")], [path.with_name("guesses.parquet")])
+    return data, targets, shadows, frame, (scores, splits, guesses)
 
 
 def test_evaluate_writes_one_valid_row_per_model_and_attack(evaluated):
     from sklearn.metrics import roc_auc_score
 
-    data, targets, _, frame, (scores, _) = evaluated
+    data, targets, _, frame, (scores, *_) = evaluated
     assert len(frame) == 3 * (len(MEMBERSHIP_ATTACKS) + 1)
     # every membership row's scores give its AUC, and its decisions are a threshold on them
     for row in frame[frame.inference == "membership"].itertuples(index=False):
@@ -203,7 +210,7 @@ def test_evaluate_decisions_are_each_records_right_or_wrong(evaluated):
     """Recomputed here from the models: the task decisions on the held-out images, the decisions of
     two threshold attacks on the members then the non-members (thresholds fitted on the shadow),
     the attribute attack's and the majority guess's on the members."""
-    data, targets, shadows, frame, (scores_file, splits) = evaluated
+    data, targets, shadows, frame, (scores_file, splits, guesses) = evaluated
     members, nonmembers, aux = data["target_train"], data["target_test"], data["aux"]
     images = torch.cat([members.images, nonmembers.images])
     labels = torch.cat([members.task, nonmembers.task])
@@ -239,26 +246,31 @@ def test_evaluate_decisions_are_each_records_right_or_wrong(evaluated):
         baseline = (members.attribute == majority_of(aux.attribute)).numpy()
         assert np.array_equal(unpack_decisions(row.baseline_decisions, 30), baseline)
         assert row.baseline == pytest.approx(baseline.mean())
+        # the row's guesses: the attack's prediction of each member's attribute, by its pool index
+        own = guesses[guesses.target == kind]
+        with torch.no_grad():
+            predicted = attacker(target.embed(members.images)).argmax(1).numpy()
+        assert np.array_equal(own.guess, predicted) and (own.baseline_guess == majority_of(aux.attribute)).all()
+        assert np.array_equal(own.attribute, members.attribute.numpy())
+        assert own.record.tolist() == splits["target_train"] and own.member.all()
 
 
 def test_a_decisions_column_of_digits_only_survives_the_csv_round_trip(tmp_path):
+    """The task's decisions, all wrong on 8 records, pack to "00": read back as text, not the number 0."""
     rows = [{"dataset": "digits", "target": "supervised", "lambda": np.nan, "repeat": 0, "inference": inference,
-             "attack": attack, "task_accuracy": 0.5, "task_accuracy_lo": 0.2, "task_accuracy_hi": 0.8, "n_test": 8,
-             "task_decisions": pack_decisions(np.r_[np.ones(4, bool), np.zeros(4, bool)]),  # "f0"
+             "attack": attack, "task_accuracy": 0.0, "task_accuracy_lo": 0.0, "task_accuracy_hi": 0.4, "n_test": 8,
+             "task_decisions": pack_decisions(np.zeros(8, bool)),
              "n": 8, "accuracy": 0.0, "accuracy_lo": 0.0, "accuracy_hi": 0.4,
-             "decisions": np.nan if inference == "membership" else pack_decisions(right),  # the scores hold its
              "n_members": members, "n_nonmembers": members, "auc": auc, "auc_lo": auc, "auc_hi": auc,
              "tpr_at_1pct_fpr": auc, "tpr_at_1pct_fpr_lo": auc, "tpr_at_1pct_fpr_hi": auc, "fp_at_1pct_fpr": members,
              "baseline": baseline, "baseline_lo": baseline, "baseline_hi": baseline,
-             "baseline_decisions": np.nan if inference == "membership" else pack_decisions(np.zeros(8, bool)),
              **{f"queried_{split}_accuracy{end}": 0.5 if inference == "membership" else np.nan
                 for split in ("train", "test") for end in ("", "_lo", "_hi")}}
-            for inference, attack, right, members, auc, baseline in (
-                ("membership", "nn", np.r_[np.ones(4, bool), np.zeros(4, bool)], 4, 0.5, np.nan),
-                ("attribute", ATTRIBUTE_ATTACK, np.zeros(8, bool), np.nan, np.nan, 0.0))]
+            for inference, attack, members, auc, baseline in (("membership", "nn", 4, 0.5, np.nan),
+                                                              ("attribute", ATTRIBUTE_ATTACK, np.nan, np.nan, 0.0))]
     atomic_write_csv(pd.DataFrame(rows), tmp_path / "metrics.csv")
-    frame = load_csv_file(tmp_path / "metrics.csv", CONTRASTIVE)  # the attribute row's cells "00" stay text
-    assert frame.baseline_decisions.iloc[1] == "00" and frame.decisions.iloc[1] == "00"
+    frame = load_csv_file(tmp_path / "metrics.csv", CONTRASTIVE)
+    assert frame.task_decisions.tolist() == ["00", "00"]
 
 
 def model_file(tmp_path, **changes):
@@ -434,21 +446,29 @@ def test_membership_task_rows_query_the_membership_models_with_the_membership_la
         split.membership = torch.randint(0, 3, (30,), generator=torch.Generator().manual_seed(100 + i))
     targets = with_membership(varied_models(0, data), 5, data)
     shadows = with_membership(varied_models(1, data), 6, data)
-    run = lambda t, s, d, flag: pd.DataFrame(evaluate("digits", pair_models(t, s), d, 4, SETTINGS, seed=0,  # noqa: E731
-                                                      log=lambda _: None, membership_task=flag)[0])
-    rows = run(targets, shadows, data, True)
+    run = lambda t, s, d, flag: evaluate("digits", pair_models(t, s), d, 4, SETTINGS, seed=0,  # noqa: E731
+                                         log=lambda _: None, membership_task=flag)
+    result = run(targets, shadows, data, True)
     swapped = {name: Split(split.images, split.membership, split.attribute, split.membership)
                for name, split in data.items()}
     reference = run([t.membership for t in targets], [s.membership for s in shadows], swapped, False)
     plain = run(targets, shadows, data, False)
+    rows, expected_rows, plain_rows = (pd.DataFrame(r[0]) for r in (result, reference, plain))
     own = rows[rows.inference == "membership_task"].reset_index(drop=True)
     assert len(own) == 3 * len(MEMBERSHIP_ATTACKS)
-    expected = reference[reference.inference == "membership"].reset_index(drop=True)
-    for column in ("target", "attack", "decisions", "accuracy", "auc", "queried_train_accuracy"):
+    expected = expected_rows[expected_rows.inference == "membership"].reset_index(drop=True)
+    for column in ("target", "attack", "accuracy", "auc", "queried_train_accuracy"):
         assert list(own[column]) == list(expected[column]), column
+    calls = lambda r, inference: [c for row, _, c in r[1] if row["inference"] == inference]  # noqa: E731
+    for mine, theirs in zip(calls(result, "membership_task"), calls(reference, "membership"), strict=True):
+        assert np.array_equal(mine, theirs)
     others = rows[rows.inference != "membership_task"].reset_index(drop=True)
-    for column in ("inference", "attack", "decisions", "task_accuracy", "queried_test_accuracy"):
-        assert others[column].equals(plain[column]), column
+    for column in ("inference", "attack", "task_decisions", "accuracy", "task_accuracy", "queried_test_accuracy"):
+        assert others[column].equals(plain_rows[column]), column
+    for mine, theirs in zip(calls(result, "membership"), calls(plain, "membership"), strict=True):
+        assert np.array_equal(mine, theirs)
+    for (_, mine, majority), (_, theirs, other) in zip(result[2], plain[2], strict=True):
+        assert np.array_equal(mine, theirs) and majority == other
     # the queried model's fit: the membership model's accuracy on the members' membership labels
     for target in targets:
         fit = float((target.membership.predict_labels(data["target_train"].images)
@@ -505,9 +525,11 @@ def test_each_repeat_meets_attacks_of_its_own_seed(evaluated):
     relabel = lambda models, r: [dataclasses.replace(m, repeat=r) for m in models]  # noqa: E731
     pairs = pair_models(targets + relabel(targets, 1) + relabel(targets, 2),
                         shadows + relabel(shadows, 1) + relabel(shadows, 2))
-    evaluated_rows, scored = evaluate("digits", pairs, data, 4, SETTINGS, seed=0, log=lambda _: None)
-    calls = {id(row): pack_decisions(called) for row, _, called in scored}  # a membership row's decisions
-    rows = pd.DataFrame([{**row, "decisions": calls.get(id(row), row.get("decisions"))} for row in evaluated_rows])
+    evaluated_rows, scored, guessed = evaluate("digits", pairs, data, 4, SETTINGS, seed=0, log=lambda _: None)
+    # a row's per-record outcome: a membership row's calls, an attribute row's guesses
+    calls = {id(row): pack_decisions(called) for row, _, called in scored}
+    calls |= {id(row): pack_decisions(guesses == data["target_train"].attribute.numpy()) for row, guesses, _ in guessed}
+    rows = pd.DataFrame([{**row, "decisions": calls[id(row)]} for row in evaluated_rows])
     keys = ["target", "inference", "attack"]
     by_repeat = [rows[rows.repeat == r].set_index(keys).sort_index() for r in range(3)]
     assert np.allclose(by_repeat[0].accuracy, alone.set_index(keys).sort_index().accuracy)

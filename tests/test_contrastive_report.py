@@ -16,12 +16,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
-from scored_files import write_contrastive  # noqa: E402
+from scored_files import load_written, write_contrastive  # noqa: E402
 from warm_scripts import script_python
 
 import privssl  # noqa: E402
 from privssl.artefacts.claims import THESIS_CLAIMS  # noqa: E402
-from privssl.artefacts.contrastive import CONTRASTIVE, load_contrastive  # noqa: E402
+from privssl.artefacts.contrastive import CONTRASTIVE  # noqa: E402
 from privssl.artefacts.tables import load_csv_file, load_csv_files  # noqa: E402
 from privssl.attacks.contrastive_spec import ATTRIBUTE_ATTACK, MEMBERSHIP_ATTACKS, NN_ATTACK  # noqa: E402
 from privssl.io import pack_decisions  # noqa: E402
@@ -155,9 +155,10 @@ MODELS = scenario()
 
 
 @pytest.fixture(scope="module")
-def csv_paths(tmp_path_factory) -> list[tuple[str, str]]:
-    """One metrics.csv and scores.parquet per dataset, as the attack rule writes them (repeats in
-    reverse: the report must not rely on row order)."""
+def csv_paths(tmp_path_factory) -> list[tuple[str, str, str | None]]:
+    """One metrics.csv, scores.parquet and attribute_guesses.parquet per dataset (none where it has
+    no attribute rows), as the attack rule writes them (repeats in reverse: the report must not
+    rely on row order)."""
     folder = tmp_path_factory.mktemp("results")
     frame = frame_of(MODELS).iloc[::-1]
     return [write_contrastive(frame[frame.dataset == dataset], folder, f"{dataset}_metrics")
@@ -167,7 +168,7 @@ def csv_paths(tmp_path_factory) -> list[tuple[str, str]]:
 @pytest.fixture(scope="module")
 def metrics(csv_paths) -> pd.DataFrame:
     # the synthetic frames pass the schema, each membership row's decisions read back from its scores
-    return load_contrastive(*zip(*csv_paths))
+    return load_written(csv_paths)
 
 
 @pytest.fixture(scope="module")
@@ -426,9 +427,9 @@ def test_script_end_to_end(csv_paths, tmp_path):
     library = Path(privssl.__file__).parents[1]  # the privssl this test imported
     python = script_python()  # first: its server's socket goes into os.environ
     env = {**os.environ, "PYTHONPATH": str(library), "MPLBACKEND": "Agg"}
-    utkface, scores = next(p for p in csv_paths if Path(p[0]).name.startswith("utkface"))
+    utkface, scores, guesses = next(p for p in csv_paths if Path(p[0]).name.startswith("utkface"))
     subprocess.run([python, str(ROOT / "scripts" / "contrastive_report.py"), "--metrics", utkface, "--scores", scores,
-                    "--thesis", str(THESIS_CSV), "--fig-privacy", str(out / "privacy.png"),
+                    "--guesses", guesses, "--thesis", str(THESIS_CSV), "--fig-privacy", str(out / "privacy.png"),
                     "--fig-lambda", str(out / "lambda.pdf"), "--csv", str(out / "claims.csv"),
                     "--md", str(out / "claims.md")], check=True, env=env, timeout=120)
     table = pd.read_csv(out / "claims.csv")
@@ -467,14 +468,15 @@ def test_bad_input_is_refused_by_name(metrics, thesis, tmp_path):
 
 
 def test_the_membership_task_rows_decisions_are_read_from_their_scores_too(metrics, tmp_path):
-    """load_contrastive scores every row but the attribute attack's: the membership task's rows
-    (written here with calls, their cells left empty) get theirs back, the attribute rows keep
-    their cells."""
+    """load_contrastive reads every membership row's decisions from its scores: the membership
+    task's rows (written here with calls, their cells left empty) get theirs back, the attribute
+    rows theirs from their guesses."""
     utkface = metrics[metrics.dataset == "utkface"]
     task = utkface[utkface.inference == "membership"].assign(inference="membership_task")
     frame = pd.concat([utkface, task], ignore_index=True)
-    loaded = load_contrastive(*zip(write_contrastive(frame, tmp_path, "utkface")))
+    loaded = load_written([write_contrastive(frame, tmp_path, "utkface")])
     assert (loaded.decisions == frame.decisions).all()
+    assert (loaded.baseline_decisions.fillna("") == frame.baseline_decisions.fillna("")).all()
     assert (loaded.inference == "membership_task").sum() == len(task)
 
 

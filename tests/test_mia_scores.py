@@ -183,7 +183,7 @@ def test_a_rows_member_flags_moved_at_an_unchanged_accuracy_are_refused(tmp_path
     a, b = int(np.flatnonzero(right & (called == side))[0]), int(np.flatnonzero(~right & (called == side))[0])
     lines.loc[[a, b], "member"] = lines.member[[b, a]].to_numpy()
     atomic_write_parquet(lines, scores[0])
-    with pytest.raises(ArtefactError, match="'member'.*other members than the first"):
+    with pytest.raises(ArtefactError, match="'member'.*other member values than the first"):
         load_mia(paths, scores)
 
 

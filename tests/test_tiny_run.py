@@ -452,6 +452,27 @@ def test_contrastive_scores_recompute_every_membership_rows_auc_and_decisions(ti
                                 "target_train", "target_test")
 
 
+def test_contrastive_guesses_give_every_attribute_rows_accuracy_and_baseline(tiny_run):
+    """attribute_guesses.parquet holds, per attribute row of metrics.csv, a guess per member of the
+    target (splits.json's target_train, in its order, with its attribute from splits.json) whose
+    agreement with the attribute is the row's accuracy, and the baseline's one guess, whose
+    agreement is the row's baseline."""
+    metrics = read_table(tiny_run.path(f"{RESULTS}/digits/contrastive/metrics.csv"))
+    guesses = pd.read_parquet(tiny_run.path(f"{RESULTS}/digits/contrastive/attribute_guesses.parquet"))
+    record = json.loads(tiny_run.path(f"{RESULTS}/digits/contrastive/splits.json").read_text())
+    key = ["target", "lambda", "repeat", "inference", "attack"]
+    attribute = metrics[metrics.inference == "attribute"]
+    groups = dict(list(guesses.assign(**{"lambda": guesses["lambda"].fillna(-1.0)}).groupby(key, observed=True)))
+    assert len(groups) == len(attribute) > 0
+    for row in attribute.assign(**{"lambda": attribute["lambda"].fillna(-1.0)}).to_dict("records"):
+        lines = groups[tuple(row[c] for c in key)]
+        assert lines.record.tolist() == record["splits"]["target_train"] and lines.member.all()
+        assert lines.attribute.tolist() == record["attribute"]["target_train"]
+        assert (lines.guess == lines.attribute).mean() == pytest.approx(row["accuracy"], abs=1e-12)
+        assert lines.baseline_guess.nunique() == 1
+        assert (lines.baseline_guess == lines.attribute).mean() == pytest.approx(row["baseline"], abs=1e-12)
+
+
 def assert_lira_scores_are_the_rows_decisions(tiny_run, lira: pd.DataFrame, lira_cfg: dict, pool: int) -> None:
     """Each method's scores.parquet holds, per lira.csv row, T × pool lines: every candidate of the
     pool (by its image's index in splits.json) once per target head, the head's membership as the

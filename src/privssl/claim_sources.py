@@ -23,6 +23,8 @@ def add_branch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--contrastive", nargs="*", default=[], help="contrastive/metrics.csv of each dataset")
     parser.add_argument("--contrastive-scores", nargs="*", default=[],
                         help="contrastive/scores.parquet of each dataset, in the order of --contrastive")
+    parser.add_argument("--contrastive-guesses", nargs="*", default=[],
+                        help="contrastive/attribute_guesses.parquet of each dataset, in the order of --contrastive")
     parser.add_argument("--contrastive-thesis", help="resources/thesis_contrastive.csv")
     parser.add_argument("--semileak", nargs="*", default=[], help="semileak/metrics.csv of each dataset")
     parser.add_argument("--semileak-scores", nargs="*", default=[],
@@ -40,9 +42,11 @@ def check_branch_arguments(parser: argparse.ArgumentParser, args: argparse.Names
         parser.error("--contrastive needs --contrastive-thesis")
     if args.semileak and None in (args.semileak_thesis, args.early_stopping, args.views, args.similarity):
         parser.error("--semileak needs --semileak-thesis, --early-stopping, --views and --similarity")
-    if len(args.contrastive_scores) != len(args.contrastive):
-        parser.error(f"--contrastive-scores: {len(args.contrastive_scores)} files for {len(args.contrastive)} "
-                     f"--contrastive files (allowed: one each, in the same order)")
+    for option, files in (("--contrastive-scores", args.contrastive_scores),
+                          ("--contrastive-guesses", args.contrastive_guesses)):
+        if len(files) != len(args.contrastive):
+            parser.error(f"{option}: {len(files)} files for {len(args.contrastive)} --contrastive files (allowed: "
+                         f"one each, in the same order)")
     if len(args.semileak_scores) != len(args.semileak):
         parser.error(f"--semileak-scores: {len(args.semileak_scores)} files for {len(args.semileak)} --semileak files "
                      f"(allowed: one each, in the same order)")
@@ -55,7 +59,7 @@ def branch_tables(args: argparse.Namespace) -> tuple[pd.DataFrame | None, pd.Dat
     contrastive = semileak = dpadapter = None
     if args.contrastive:
         contrastive = contrastive_report.claims_table(load_contrastive(args.contrastive, args.contrastive_scores,
-                                                                       args.expect),
+                                                                       args.contrastive_guesses, args.expect),
                                                       load_csv_file(args.contrastive_thesis, THESIS_CLAIMS))
     if args.semileak:
         semileak = semileak_report.claims_table(load_semileak_metrics(args.semileak, args.semileak_scores, args.expect),

@@ -1,6 +1,6 @@
-"""The contrastive track's artefacts (thesis Ch. 4): the attack table and its per-record scores
-(with their writer), and the splits and model files of the contrastive_data and
-contrastive_train rules with their loaders."""
+"""The contrastive track's artefacts (thesis Ch. 4): the attack table, its membership rows'
+per-record scores and its attribute rows' per-record guesses (with their writers), and the
+splits and model files of the contrastive_data and contrastive_train rules with their loaders."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pandas as pd
 from privssl.artefacts.record_scores import (
     attach_decisions,
     called_by_a_threshold,
+    line_schema,
+    row_codes,
     score_key,
     score_lines,
     score_schema,
@@ -49,10 +51,10 @@ CONTRASTIVE = {"dataset": Text(), "target": Text(("supervised", "contrastive", "
                   for name in ("n_members", "n_nonmembers", "fp_at_*")},
                **{name: Num(0, 1, nan_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK)))
                   for name in ("baseline", "baseline_lo", "baseline_hi")},
-               # a membership row's decisions are its scores' calls (CONTRASTIVE_SCORES; load_contrastive)
-               "decisions": Decisions(("n",), absent_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK))),
+               # a row's decisions are read from its per-record file (load_contrastive): a membership
+               # row's from its scores' calls (CONTRASTIVE_SCORES), an attribute row's and its
+               # baseline's from the guesses (CONTRASTIVE_GUESSES)
                "task_decisions": Decisions(("n_test",)),
-               "baseline_decisions": Decisions(("n",), absent_where=("inference", (MEMBERSHIP, MEMBERSHIP_TASK))),
                "grid": (("dataset", "target", "inference", "attack"), ("lambda", "repeat"))}
 # its per-record scores (contrastive/scores.parquet): per membership row, a line per record, the
 # target model's members (target_train) then its non-members (target_test), with the attack's call
@@ -61,6 +63,43 @@ CONTRASTIVE_KEY = score_key(CONTRASTIVE)
 CONTRASTIVE_SCORES = {**score_schema(CONTRASTIVE, {"split": Text(("target_train", "target_test")), "record": COUNT,
                                                    "member": Flag(), "called_member": Flag()}),
                       "relations": lambda path, frame: called_by_a_threshold(path, frame, CONTRASTIVE_KEY)}
+
+
+def _one_majority_guess(path, frame: pd.DataFrame) -> None:
+    """The majority baseline guesses one attribute (the auxiliary set's most frequent) for every
+    record of its row: a baseline that varies within a row is not that baseline."""
+    codes = row_codes(frame, CONTRASTIVE_KEY)
+    guess = frame.baseline_guess.to_numpy()
+    low, high = np.full(codes.max() + 1, np.iinfo(np.int64).max), np.full(codes.max() + 1, -1)
+    np.minimum.at(low, codes, guess)
+    np.maximum.at(high, codes, guess)
+    if (low != high).any():
+        i = int(np.flatnonzero(low[codes] != high[codes])[0])
+        fail(path, "baseline_guess", f"{guess[i]} on line {i + 2}, where its row guesses {low[codes[i]]} to "
+             f"{high[codes[i]]}", "one guess per row, the auxiliary set's majority attribute")
+
+
+# the attribute rows' per-record guesses (contrastive/attribute_guesses.parquet): per attribute
+# row, a line per member of the target model (target_train) with its attribute, the attack's guess
+# of it and the majority baseline's (one guess per row); right where the guess is the attribute
+CONTRASTIVE_GUESSES = {**line_schema(CONTRASTIVE, {"split": Text(("target_train",)), "record": COUNT,
+                                                   "member": Flag(), "attribute": COUNT, "guess": COUNT,
+                                                   "baseline_guess": COUNT}),
+                       "relations": _one_majority_guess}
+
+
+def contrastive_guess_table(guessed: list[tuple[dict, np.ndarray, int]], splits: dict,
+                            attributes) -> pd.DataFrame:
+    """CONTRASTIVE_GUESSES' lines of the attribute rows of `guessed` (each with the attack's guess
+    of every member's attribute and the baseline's one guess; `splits`: splits.json's split -> pool
+    indices; `attributes`: the members' attributes, splits.json's attribute.target_train)."""
+    n = len(splits["target_train"])
+    records = split_records(splits, {"target_train": (np.arange(n), True)})
+    records["attribute"] = np.asarray(attributes, dtype=np.int64)
+    lines = score_lines([row for row, *_ in guessed], CONTRASTIVE_KEY,
+                        [np.asarray(g, dtype=np.int64) for _, g, _ in guessed], records, column="guess")
+    lines["baseline_guess"] = np.repeat(np.asarray([m for *_, m in guessed], dtype=np.int64), n)
+    return lines
 
 
 def contrastive_score_table(scored: list[tuple[dict, np.ndarray, np.ndarray]], splits: dict) -> pd.DataFrame:
@@ -73,14 +112,22 @@ def contrastive_score_table(scored: list[tuple[dict, np.ndarray, np.ndarray]], s
                       [called for *_, called in scored])
 
 
-def load_contrastive(paths, score_paths, expect: dict[str, list[dict]] | None = None) -> pd.DataFrame:
+def load_contrastive(paths, score_paths, guess_paths, expect: dict[str, list[dict]] | None = None) -> pd.DataFrame:
     """contrastive/metrics.csv of each dataset (CONTRASTIVE, each file its `expect` grid), each
-    membership row with its per-record decisions (its `decisions` cell, as
-    privssl.reports.decisions reads it) from its attack's calls in contrastive/scores.parquet
-    (`score_paths`, one per file), as record_scores.attach_decisions pairs them."""
+    row with its per-record decisions (its `decisions` cell, as privssl.reports.decisions reads
+    it), as record_scores.attach_decisions pairs them: a membership row's from its attack's calls
+    in contrastive/scores.parquet (`score_paths`, one per file), an attribute row's and its
+    baseline's (`baseline_decisions`) from the guesses in contrastive/attribute_guesses.parquet
+    (`guess_paths`). The rows are found by key: every row must be in exactly one file, and every
+    file's rows among `paths`' (the scripts ask for one file of each per dataset)."""
     metrics = load_csv_files(paths, CONTRASTIVE, expect)
     scores = [(path, load_csv_file(path, CONTRASTIVE_SCORES)) for path in score_paths]
-    return attach_decisions(metrics, paths, scores, CONTRASTIVE_KEY, (metrics.inference != ATTRIBUTE).to_numpy())
+    guesses = [(path, load_csv_file(path, CONTRASTIVE_GUESSES)) for path in guess_paths]
+    attribute = (metrics.inference == ATTRIBUTE).to_numpy()
+    metrics = attach_decisions(metrics, paths, scores, CONTRASTIVE_KEY, ~attribute)
+    metrics = attach_decisions(metrics, paths, guesses, CONTRASTIVE_KEY, attribute, call="guess", truth="attribute")
+    return attach_decisions(metrics, paths, guesses, CONTRASTIVE_KEY, attribute, call="baseline_guess",
+                            truth="attribute", column="baseline_decisions", accuracy="baseline")
 
 
 def load_contrastive_splits(path) -> dict:
@@ -180,5 +227,11 @@ def contrastive_score_rows(config: dict, dataset: str) -> list[dict]:
     return [block for block in contrastive_rows(config, dataset) if block["inference"] != [ATTRIBUTE]]
 
 
+def contrastive_guess_rows(config: dict, dataset: str) -> list[dict]:
+    """contrastive/attribute_guesses.parquet: the attribute rows of contrastive/metrics.csv."""
+    return [block for block in contrastive_rows(config, dataset) if block["inference"] == [ATTRIBUTE]]
+
+
 CONTRASTIVE_TABLE = Table("contrastive/metrics.csv", CONTRASTIVE, contrastive_rows)
 CONTRASTIVE_SCORE_TABLE = Table("contrastive/scores.parquet", CONTRASTIVE_SCORES, contrastive_score_rows)
+CONTRASTIVE_GUESS_TABLE = Table("contrastive/attribute_guesses.parquet", CONTRASTIVE_GUESSES, contrastive_guess_rows)

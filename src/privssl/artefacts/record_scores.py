@@ -26,11 +26,15 @@ def score_key(summary: dict) -> tuple[str, ...]:
     return summary["grid"][0] + summary["grid"][1]
 
 
+def line_schema(summary: dict, record_columns: dict) -> dict:
+    """The schema of a summary table's per-record lines: the row key's columns as the summary
+    declares them, then the record's columns."""
+    return {**{c: summary[c] for c in score_key(summary)}, **record_columns, "many_rows_per_key": True}
+
+
 def score_schema(summary: dict, record_columns: dict) -> dict:
-    """The schema of a summary table's scores: the row key's columns as the summary declares them,
-    the record's columns, and the score (±inf allowed: a log-likelihood ratio can be)."""
-    return {**{c: summary[c] for c in score_key(summary)}, **record_columns, "score": Num(finite=False),
-            "many_rows_per_key": True}
+    """line_schema with the record's score last (±inf allowed: a log-likelihood ratio can be)."""
+    return line_schema(summary, {**record_columns, "score": Num(finite=False)})
 
 
 def _repeated(values: list, times: int):
@@ -48,10 +52,11 @@ def tiled(column, times: int):
     return np.tile(column, times)
 
 
-def score_lines(rows: list[dict], key: tuple[str, ...], scores: list[np.ndarray], records: dict) -> pd.DataFrame:
+def score_lines(rows: list[dict], key: tuple[str, ...], scores: list[np.ndarray], records: dict,
+                column: str = "score") -> pd.DataFrame:
     """The lines of `rows` (summary rows, each holding the `key` columns), each row's `scores`
-    (one per record, in the order of `records`) beside the records' columns (`records`: name ->
-    one value per record, the same records for every row)."""
+    (one per record, in the order of `records`; as the column `column`) beside the records'
+    columns (`records`: name -> one value per record, the same records for every row)."""
     lengths = {len(column) for column in records.values()}
     if len(lengths) != 1 or len(scores) != len(rows) or any(len(s) != next(iter(lengths)) for s in scores):
         raise ValueError(f"{len(scores)} score vectors of sizes {sorted({len(s) for s in scores})} for {len(rows)} "
@@ -59,7 +64,7 @@ def score_lines(rows: list[dict], key: tuple[str, ...], scores: list[np.ndarray]
     n = lengths.pop()
     return pd.DataFrame({**{c: _repeated([row[c] for row in rows], n) for c in key},
                          **{c: tiled(column, len(rows)) for c, column in records.items()},
-                         "score": np.concatenate(scores)})
+                         column: np.concatenate(scores)})
 
 
 def split_records(splits: dict, chosen: dict) -> dict:
@@ -125,42 +130,46 @@ def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...]) -> No
              "member iff score >= one threshold per row (every called record scoring above every other)")
 
 
-def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
-    """Each summary row's decisions, right or wrong per record (called_member == member), packed
-    as privssl.io.pack_decisions packs a table's `decisions` cell, in the file's record order, with
-    the accuracy they give; and the records they decide ((2, n): the `record` and `member` columns
-    of every row, which must be the same for every row: the reports pair two rows record by
-    record, column by column). One line per row key."""
+def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...], call: str = "called_member",
+                  truth: str = "member") -> tuple[pd.DataFrame, np.ndarray]:
+    """Each summary row's decisions, right or wrong per record (`call` == `truth`: a membership
+    attack's called_member against member, an attribute attack's guess against the attribute),
+    packed as privssl.io.pack_decisions packs a table's `decisions` cell, in the file's record
+    order, with the accuracy they give; and the records they decide ((2, n): the `record` and
+    `truth` columns of every row, which must be the same for every row: the reports pair two rows
+    record by record, column by column). One line per row key."""
     codes = row_codes(frame, key)
     order = np.argsort(codes, kind="stable")
     sizes = np.bincount(codes)
     if (sizes != sizes[0]).any():
         fail(path, None, f"rows scoring {sorted(set(sizes.tolist()))} records", "the same records for every row")
     shape = (len(sizes), sizes[0])
-    records, member = (frame[c].to_numpy()[order].reshape(shape) for c in ("record", "member"))
-    for column, values in (("record", records), ("member", member)):
+    records, truths = (frame[c].to_numpy()[order].reshape(shape) for c in ("record", truth))
+    for column, values in (("record", records), (truth, truths)):
         if (values != values[0]).any():  # a member flag moved keeps the accuracy, not the decisions
             g = int(np.flatnonzero((values != values[0]).any(axis=1))[0])
             fail(path, column, f"the row of line {int(order[g * sizes[0]]) + 2} scores other records, or in another "
-                 f"order, or with other members than the first", "the same records in the same order for every row")
-    right = frame.called_member.to_numpy()[order].reshape(shape) == member
+                 f"order, or with other {truth} values than the first",
+                 "the same records in the same order for every row")
+    right = frame[call].to_numpy()[order].reshape(shape) == truths
     rows = frame[list(key)].iloc[order[::sizes[0]]].reset_index(drop=True)
     rows = rows.astype({c: object for c in key if isinstance(rows[c].dtype, pd.CategoricalDtype)})
-    evaluated = np.stack([records[0], member[0]])
+    evaluated = np.stack([records[0], truths[0]])
     return rows.assign(decisions=[pack_decisions(r) for r in right], decided_accuracy=right.mean(axis=1)), evaluated
 
 
 def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.DataFrame]], key: tuple[str, ...],
-                     scored: np.ndarray | None = None) -> pd.DataFrame:
-    """`rows` (a summary table, read from `paths`) with the `decisions` cell of each of its scored
-    rows (`scored`, a mask; default every row) from its scores' calls (`scores`: each score file's
-    path and lines, row_decisions): every scored row has exactly one row of scores and every row of
-    scores its scored row, whose `accuracy` its calls give; the score files of one dataset decide
-    the same records in the same order (the reports pair their rows record by record). The rows
-    keep their order."""
+                     scored: np.ndarray | None = None, call: str = "called_member", truth: str = "member",
+                     column: str = "decisions", accuracy: str = "accuracy") -> pd.DataFrame:
+    """`rows` (a summary table, read from `paths`) with the `column` cell (default `decisions`) of
+    each of its scored rows (`scored`, a mask; default every row) from its per-record calls
+    (`scores`: each file's path and lines; `call` against `truth`, row_decisions): every scored row
+    has exactly one row of lines and every row of lines its scored row, whose `accuracy` column its
+    calls give; the files of one dataset decide the same records in the same order (the reports
+    pair their rows record by record). The rows keep their order."""
     decided, evaluated = [], {}
     for path, lines in scores:
-        found, records = row_decisions(path, lines, key)
+        found, records = row_decisions(path, lines, key, call, truth)
         for dataset in found.dataset.unique():
             first = evaluated.setdefault(dataset, (path, records))
             if not np.array_equal(first[1], records):
@@ -179,18 +188,18 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
         if not found.empty:
             row = show_key(columns, [key_value(v) for v in found[columns].iloc[0]])
             fail(", ".join(map(str, where)), None, f"the row {row} without {what}",
-                 "one row of scores per scored summary row")
+                 "one row of per-record lines per scored summary row")
     # the calls are the row's: their accuracy is the one it reports (a member column, a call or
     # a row's scores swapped for another's moves it by at least 1/n)
-    off = scored & ~np.isclose(merged.decided_accuracy.to_numpy(float), rows.accuracy.to_numpy(float), rtol=0,
+    off = scored & ~np.isclose(merged.decided_accuracy.to_numpy(float), rows[accuracy].to_numpy(float), rtol=0,
                                atol=1e-9)
     if off.any():
         i = int(np.flatnonzero(off)[0])
         row = show_key(columns, [key_value(v) for v in rows[columns].iloc[i]])
-        fail(", ".join(map(str, [p for p, _ in scores])), "called_member", f"the calls of the row {row} are right on "
-             f"{merged.decided_accuracy.iloc[i]:g} of its records", f"its accuracy {rows.accuracy.iloc[i]:g}")
+        fail(", ".join(map(str, [p for p, _ in scores])), call, f"the calls of the row {row} are right on "
+             f"{merged.decided_accuracy.iloc[i]:g} of its records", f"its {accuracy} {rows[accuracy].iloc[i]:g}")
     out = rows.copy()
-    if "decisions" not in out:
-        out["decisions"] = None
-    out.loc[scored, "decisions"] = merged.decisions.to_numpy()[scored]
+    if column not in out:
+        out[column] = None
+    out.loc[scored, column] = merged.decisions.to_numpy()[scored]
     return out

@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from privssl.artefacts.record_scores import score_key, score_schema
 from privssl.artefacts.specs import (
+    COUNT,
     POSITIVE,
     PROBABILITY,
     Decisions,
@@ -18,7 +20,6 @@ from privssl.artefacts.specs import (
     Text,
     check_fields,
     fail,
-    require,
 )
 from privssl.artefacts.splits import _check_disjoint, _check_pool
 from privssl.artefacts.tables import (
@@ -28,7 +29,6 @@ from privssl.artefacts.tables import (
     load_csv_file,
     load_json_file,
     load_tensor_file,
-    read_table,
 )
 from privssl.attacks.semi_leak_spec import ATTACKS, DA_ATTACK, METRIC_ATTACKS, NN_ATTACK
 from privssl.data.splits import DATASETS, SEMILEAK_SPLITS
@@ -61,9 +61,9 @@ SEMILEAK = {"dataset": Text(), "repeat": Num(0, integer=True), "target": Text(TA
             "grid": (("dataset", "repeat", "target", "eps", "step", "defence", "attack", "similarity", "views"),
                      ("member_kind",))}
 # semileak_attack's per-record scores (scores.parquet): a line per (metrics row, record), the row by
-# its key; `record` the image's index in the data set's pool
-SCORE_KEY = SEMILEAK["grid"][0] + SEMILEAK["grid"][1]
-SCORE_COLUMNS = (*SCORE_KEY, "record", "member", "score")
+# its key; `record` the image's index in the data set's pool; every score finite (the report ranks them)
+SCORE_KEY = score_key(SEMILEAK)
+SEMILEAK_SCORES = {**score_schema(SEMILEAK, {"record": COUNT, "member": Flag()}), "score": Num()}
 
 
 def _score_key(values) -> tuple:
@@ -83,12 +83,7 @@ def attach_score_ranks(path, metrics: pd.DataFrame, queried: dict | None = None)
     record sets over the files of several repeats, whose trainings are pooled record by record."""
     from scipy.stats import rankdata
 
-    scores = read_table(path)
-    require(path, scores, list(SCORE_COLUMNS), "column")
-    if scores.member.dtype != bool:
-        fail(path, "member", f"dtype {scores.member.dtype}", "bool")
-    if not np.isfinite(scores.score.to_numpy(dtype=float)).all():
-        fail(path, "score", "a score that is not finite", "finite scores")
+    scores = load_csv_file(path, SEMILEAK_SCORES)
     groups = {_score_key(key): rows for key, rows in scores.groupby(list(SCORE_KEY), dropna=False, sort=False)}
     queried = {} if queried is None else queried  # (dataset, member kind) -> the records of its first row
     ranks = []
@@ -246,5 +241,6 @@ def semileak_history_rows(config: dict, dataset: str, part: dict) -> list[dict]:
 
 
 SEMILEAK_TABLE = Table(None, SEMILEAK, semileak_rows, part="semileak/repeat{repeat}/metrics.csv")
+SEMILEAK_SCORE_TABLE = Table(None, SEMILEAK_SCORES, semileak_rows, part="semileak/repeat{repeat}/scores.parquet")
 SEMILEAK_HISTORY_TABLE = Table(None, SEMILEAK_HISTORY, semileak_history_rows,
                                part="diagnostics/not_private/semileak/repeat{repeat}/{role}/{target}_history.csv")

@@ -87,7 +87,7 @@ class Num:
 
 
 def _values(allowed: str | tuple[str, ...]) -> tuple[str, ...]:
-    """A `nan_where` or `absent_where` value: one value, or a tuple of them."""
+    """A `nan_where` value: one value, or a tuple of them."""
     return allowed if isinstance(allowed, tuple) else (allowed,)
 
 
@@ -124,35 +124,29 @@ class Flag:
 
     def check(self, path, field, value, bound, frame=None) -> None:
         if not pd.api.types.is_bool_dtype(value.dtype):  # one other cell makes the column text
-            i = int(np.flatnonzero(~value.isin([True, False]).to_numpy())[0])
-            fail(path, field, f"{value.iloc[i]!r} on line {i + 2}", self.describe(bound))
+            other = np.flatnonzero(~value.isin([True, False]).to_numpy())
+            if other.size:
+                fail(path, field, f"{value.iloc[int(other[0])]!r} on line {int(other[0]) + 2}", self.describe(bound))
+            # 0 and 1 equal False and True: a column of numbers, not of flags (a Parquet int column)
+            fail(path, field, f"a column of dtype {value.dtype}", self.describe(bound))
 
 
 @dataclass(frozen=True)
 class Decisions:
     """A table column of per-record cells: decisions packed by privssl.io.pack_decisions (each
     cell holds exactly its row's number of records, the sum of the `count` columns, and no bit past
-    the last). `absent_where` (column, value or values): the cell is empty in the rows where that
-    column holds that value (a membership row has no baseline decisions); `optional`: a cell may be
-    empty anywhere (the clean head's decisions, which the training-time releases' rows do not carry)."""
+    the last). `optional`: a cell may be empty (the clean head's decisions, which the training-time
+    releases' rows do not carry)."""
 
     count: tuple[str, ...]
-    absent_where: tuple[str, str | tuple[str, ...]] | None = None
     optional: bool = False
 
     def describe(self, bound: dict) -> str:
         return f"per-record decisions, {' + '.join(self.count)} bits as hex digits"
 
     def check(self, path, field, value, bound, frame=None) -> None:
-        absent = (frame[self.absent_where[0]].isin(_values(self.absent_where[1])).to_numpy() if self.absent_where
-                  else None)
         records = frame[list(self.count)].sum(axis=1).to_numpy()
         for i, (cell, n) in enumerate(zip(value, records)):
-            if absent is not None and absent[i]:
-                if isinstance(cell, str):
-                    fail(path, field, f"{cell[:20]!r}… on line {i + 2}", f"an empty cell where "
-                         f"{self.absent_where[0]} is {self.absent_where[1]}")
-                continue
             if self.optional and not isinstance(cell, str):
                 continue
             try:

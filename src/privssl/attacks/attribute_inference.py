@@ -19,7 +19,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from privssl.attacks.statistics import accuracy_interval
-from privssl.io import pack_decisions
 
 _MIN_STD = 1e-6  # a constant feature would otherwise divide by zero
 
@@ -109,24 +108,23 @@ def train_attribute_attack(embeddings: torch.Tensor, attributes: torch.Tensor, n
 
 
 @torch.no_grad()
-def attribute_accuracy(model: nn.Module, embeddings: torch.Tensor, attributes: torch.Tensor) -> dict[str, float]:
+def attribute_accuracy(model: nn.Module, embeddings: torch.Tensor,
+                       attributes: torch.Tensor) -> tuple[dict[str, float], np.ndarray]:
     """Attack accuracy on target (embedding, attribute) pairs with its Clopper–Pearson 95 % interval,
-    and each record's decision (right or wrong, packed) for the report's paired comparisons."""
+    and the attack's guess of each record's attribute (the per-record file the reports' paired
+    comparisons read: right where the guess is the attribute)."""
     _check_embeddings(embeddings, attributes)
     _check_attribute_vector("attributes", attributes)
-    right = model(embeddings.float()).argmax(1) == attributes
-    accuracy, lo, hi = accuracy_interval(int(right.sum()), attributes.numel())
-    return {"accuracy": accuracy, "accuracy_lo": lo, "accuracy_hi": hi, "n": attributes.numel(),
-            "decisions": pack_decisions(right.cpu().numpy())}
+    guesses = model(embeddings.float()).argmax(1)
+    accuracy, lo, hi = accuracy_interval(int((guesses == attributes).sum()), attributes.numel())
+    return {"accuracy": accuracy, "accuracy_lo": lo, "accuracy_hi": hi, "n": attributes.numel()}, guesses.cpu().numpy()
 
 
-def majority_baseline(aux_attributes: torch.Tensor, attributes: torch.Tensor) -> dict[str, float]:
+def majority_baseline(aux_attributes: torch.Tensor, attributes: torch.Tensor) -> tuple[dict[str, float], int]:
     """Accuracy on `attributes` of always guessing the most frequent auxiliary attribute (ties:
-    the smallest), with its Clopper–Pearson 95 % interval (thesis Table 4.1)."""
+    the smallest), with its Clopper–Pearson 95 % interval (thesis Table 4.1); and that guess."""
     _check_attribute_vector("aux_attributes", aux_attributes)
     _check_attribute_vector("attributes", attributes)
     majority = int(np.argmax(np.bincount(aux_attributes.numpy())))  # argmax keeps the first of tied counts
-    right = attributes == majority
-    baseline, lo, hi = accuracy_interval(int(right.sum()), attributes.numel())
-    return {"baseline": baseline, "baseline_lo": lo, "baseline_hi": hi,
-            "baseline_decisions": pack_decisions(right.cpu().numpy())}
+    baseline, lo, hi = accuracy_interval(int((attributes == majority).sum()), attributes.numel())
+    return {"baseline": baseline, "baseline_lo": lo, "baseline_hi": hi}, majority

@@ -152,9 +152,12 @@ def _nn_attacks(inputs: torch.Tensor, is_member: torch.Tensor, spec: AttackSpec,
 
 def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: dict[str, Split], n_attributes: int,
              settings: AttackSettings, seed: int, log: Callable[[str], None] = print,
-             membership_task: bool = False) -> tuple[list[dict], list[tuple[dict, np.ndarray, np.ndarray]]]:
-    """One row per (target model, attack): membership attacks and attribute inference, and each
-    membership row with its per-record scores and calls (the members, then the non-members). `data`:
+             membership_task: bool = False) -> tuple[list[dict], list[tuple[dict, np.ndarray, np.ndarray]],
+                                                     list[tuple[dict, np.ndarray, int]]]:
+    """One row per (target model, attack): membership attacks and attribute inference; each
+    membership row with its per-record scores and calls (the members, then the non-members), each
+    attribute row with the attack's guess of every member's attribute and the majority baseline's
+    one guess (contrastive_guess_table). `data`:
     the splits target_train (members), target_test, shadow_train, shadow_test and aux.
     `membership_task`: the models have membership models of a task of their own, whose attacks
     are rows of their own (inference `membership_task`) beside the task models' (`membership`).
@@ -181,7 +184,7 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
         return ({"inference": inference, "attack": attack, "n": metrics["n_members"] + metrics["n_nonmembers"],
                  **metrics}, (values, finite_scores(values) >= threshold))
 
-    rows, scored = [], []
+    rows, scored, guessed = [], [], []
     # a few models, most of a minute each: one attack's row is the unit of the progress in `log`
     progress = Progress(log, "attacks on target models", len(pairs) * (len(queries) * len(MEMBERSHIP_ATTACKS) + 1))
 
@@ -242,10 +245,11 @@ def evaluate(dataset: str, pairs: list[tuple[TargetModel, TargetModel]], data: d
     for e, (target, _) in enumerate(pairs):
         attacker = train_attribute_attack(target.embed(aux.images), aux.attribute, n_attributes, settings.attribute,
                                           seeds[e])
-        inferred = attribute_accuracy(attacker, target.embed(members.images), members.attribute)
-        add(bases[e] | {"inference": ATTRIBUTE, "attack": ATTRIBUTE_ATTACK, **inferred,
-                        **majority_baseline(aux.attribute, members.attribute)})
+        inferred, guesses = attribute_accuracy(attacker, target.embed(members.images), members.attribute)
+        baseline, majority = majority_baseline(aux.attribute, members.attribute)
+        add(bases[e] | {"inference": ATTRIBUTE, "attack": ATTRIBUTE_ATTACK, **inferred, **baseline})
+        guessed.append((rows[-1], guesses, majority))
         mias = ", ".join(f"{inference} {nn_accuracy[e, inference]:.3f}" for inference in queries)
         log(f"{dataset} {target.kind} lambda={target.lam} repeat={target.repeat}: task accuracy "
             f"{bases[e]['task_accuracy']:.3f}, NN MIA ({mias}), attribute inference {inferred['accuracy']:.3f}")
-    return rows, scored
+    return rows, scored, guessed
