@@ -12,7 +12,14 @@ from privssl.artefacts.audits import (
     ONE_RUN_AUDIT_TABLE,
 )
 from privssl.artefacts.contrastive import CONTRASTIVE_GUESS_TABLE, CONTRASTIVE_SCORE_TABLE, CONTRASTIVE_TABLE
-from privssl.artefacts.graphs import LINK_ATTACKS_TABLE, LINK_PROTECTION_TABLE, LINK_TRANSFER_TABLE
+from privssl.artefacts.graphs import (
+    LINK_ATTACK_SCORE_TABLE,
+    LINK_ATTACKS_TABLE,
+    LINK_PROTECTION_SCORE_TABLE,
+    LINK_PROTECTION_TABLE,
+    LINK_TRANSFER_SCORE_TABLE,
+    LINK_TRANSFER_TABLE,
+)
 from privssl.artefacts.image import (
     LIRA_REFERENCES_TABLE,
     LIRA_SCORE_TABLE,

@@ -146,7 +146,8 @@ rule link_steal:
         graph=f"{GRAPH}/graph.pt",
         target=f"{GRAPH}/link/target.pt",
     output:
-        LINK_ATTACKS_TABLE.path(RESULTS, "{dataset}"),
+        rows=LINK_ATTACKS_TABLE.path(RESULTS, "{dataset}"),
+        scores=LINK_ATTACK_SCORE_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("link_steal.py"),
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
@@ -163,7 +164,8 @@ rule link_steal:
         GRAPH_ENV
     shell:
         "python {input.script:q} --dataset {wildcards.dataset} --graph {input.graph:q} --target {input.target:q}"
-        " --attack-mlp {params.mlp} --out {output:q} {params.threads_option} 2> {log:q}"
+        " --attack-mlp {params.mlp} --out {output.rows:q} --scores {output.scores:q} {params.threads_option}"
+        " 2> {log:q}"
 
 
 rule link_transfer:
@@ -178,7 +180,8 @@ rule link_transfer:
         shadow_graph=f"{RESULTS}/{{shadow}}/graph.pt",
         shadow_target=f"{RESULTS}/{{shadow}}/link/target.pt",
     output:
-        LINK_TRANSFER_TABLE.path(RESULTS, "{dataset}", "{shadow}"),
+        rows=LINK_TRANSFER_TABLE.path(RESULTS, "{dataset}", "{shadow}"),
+        scores=LINK_TRANSFER_SCORE_TABLE.path(RESULTS, "{dataset}", "{shadow}"),
     params:
         library=library("link_transfer.py"),
         mlp=as_json(config.get("link_stealing", {}).get("attack_mlp", {})),
@@ -196,7 +199,8 @@ rule link_transfer:
     shell:
         "python {input.script:q} --dataset {wildcards.dataset} --shadow {wildcards.shadow} --graph {input.graph:q}"
         " --target {input.target:q} --shadow-graph {input.shadow_graph:q} --shadow-target {input.shadow_target:q}"
-        " --attack-mlp {params.mlp} --out {output:q} {params.threads_option} 2> {log:q}"
+        " --attack-mlp {params.mlp} --out {output.rows:q} --scores {output.scores:q} {params.threads_option}"
+        " 2> {log:q}"
 
 
 rule link_table:
@@ -240,7 +244,8 @@ rule link_protect:
         head=f"{GRAPH}/finetune/head.pt",
         protected=expand(f"{RESULTS}/{{{{dataset}}}}/protect/{{method}}.pt", method=MECHANISMS),
     output:
-        files(LINK_PROTECTION_TABLE, ["{dataset}"], AUDITED),
+        rows=files(LINK_PROTECTION_TABLE, ["{dataset}"], AUDITED),
+        scores=files(LINK_PROTECTION_SCORE_TABLE, ["{dataset}"], AUDITED),
     params:
         library=library("link_protect.py"),
         expect=lambda w: expect(release_records(w.dataset, MECHANISMS)),
@@ -261,7 +266,8 @@ rule link_protect:
     shell:
         "python {input.script:q} --dataset {wildcards.dataset} --graph {input.graph:q} --embeddings {input.embeddings:q}"
         " --head {input.head:q} --targets {params.targets} --protected {input.protected:q} --attack-mlp {params.mlp}"
-        " --seed {params.seed} --out {output:q} {params.threads_option} {params.expect} 2> {log:q}"
+        " --seed {params.seed} --out {output.rows:q} --scores {output.scores:q} {params.threads_option}"
+        " {params.expect} 2> {log:q}"
 
 
 rule link_protection_table:

@@ -30,7 +30,7 @@ from privssl.graphs.link_pairs import attack_dataset
 from privssl.graphs.link_spec import DISTANCES
 
 CORA = Path(__file__).resolve().parents[2] / "shared/data/planetoid/Cora/raw"
-ROW_KEYS = {"attack", "feature_set", "distance", "release", "auc", "precision", "recall", "f1"}
+ROW_KEYS = {"attack", "feature_set", "distance", "release", "auc", "precision", "recall", "f1", "scores", "called_edge"}
 
 
 
@@ -66,6 +66,15 @@ def homophilous_graph(n_nodes, n_classes, n_attributes, n_edges, seed):
 
 def observe(edge_index, n_nodes, posteriors, seed=0, **knowledge):
     return Observation(attack_dataset(edge_index, n_nodes, seed=seed), posteriors, **knowledge)
+
+
+def assert_same_rows(rows, expected):
+    """The same rows, their per-pair scores and calls included."""
+    arrays = ("scores", "called_edge")
+    assert [{k: v for k, v in r.items() if k not in arrays} for r in rows] == [
+        {k: v for k, v in r.items() if k not in arrays} for r in expected]
+    for a, b in zip(rows, expected, strict=True):
+        assert all(np.array_equal(a[k], b[k]) for k in arrays)
 
 
 def check_rows(rows, n_rows):
@@ -110,6 +119,30 @@ def test_attack_0_finds_edges_between_near_identical_posteriors():
     assert by_distance["correlation"]["recall"] > 0.95 and by_distance["correlation"]["precision"] > 0.75
 
 
+def test_each_rows_per_pair_scores_and_calls_give_its_auc_precision_and_recall():
+    """The per-pair scores and calls the writers put beside a row (artefacts.graphs.link_score_lines)
+    are the row's: on the attack-test pairs in their order, their Mann–Whitney AUC (scipy, not the
+    sklearn call the row used) is the row's AUC, the calls give its precision and recall, and the
+    calls are one threshold on the scores (the distance attacks' 2-means split, the MLP's 0.5)."""
+    from scipy import stats
+
+    edges, posteriors, reference, attributes = homophilous_graph(200, 4, 3, 500, seed=11)
+    releases = torch.stack([posteriors, posteriors.flip(0)])
+    observation = observe(edges, 200, releases, attributes=attributes, reference=reference)
+    is_edge = observation.pairs.is_edge[observation.pairs.test].numpy()
+    rows = unsupervised_attacks(observation) + supervised_attacks(observation, seed=0)
+    assert {r["attack"] for r in rows} == {"attack-0", "attack-2", "attack-3", "attack-6"}
+    for row in rows:
+        scores, called = row["scores"], row["called_edge"]
+        assert scores.shape == called.shape == is_edge.shape
+        auc = stats.mannwhitneyu(scores[is_edge], scores[~is_edge]).statistic / (is_edge.sum() * (~is_edge).sum())
+        assert auc == pytest.approx(row["auc"], abs=1e-12), row["attack"]
+        assert row["recall"] == pytest.approx((called & is_edge).sum() / is_edge.sum(), abs=1e-12)
+        assert row["precision"] == pytest.approx((called & is_edge).sum() / max(called.sum(), 1), abs=1e-12)
+        if called.any() and not called.all():
+            assert scores[called].min() > scores[~called].max(), (row["attack"], row["distance"])
+
+
 def test_attack_0_is_at_chance_when_edges_ignore_posteriors():
     n = 400
     edge_index = to_undirected(torch.randint(0, n, (2, 1100), generator=torch.Generator().manual_seed(1)))
@@ -132,7 +165,7 @@ def test_attack_0_releases_equal_separate_calls():
     for release in range(3):
         single = attack_0(replace(observation, posteriors=releases[release]))
         mine = [row for row in stacked if row["release"] == release]
-        assert [{**row, "release": release} for row in single] == mine
+        assert_same_rows([{**row, "release": release} for row in single], mine)
 
 
 # --- Attack-2 ------------------------------------------------------------------------------
@@ -209,7 +242,7 @@ def test_supervised_attacks_with_attributes_and_releases():
     assert auc["attack-3", 0] > 0.85 and 0.35 < auc["attack-3", 1] < 0.65  # the second release is noise
     assert auc["attack-6", 1] > 0.85  # attributes and reference still give the links away
     before = torch.get_rng_state()
-    assert supervised_attacks(observation, seed=0) == rows  # seeded
+    assert_same_rows(supervised_attacks(observation, seed=0), rows)  # seeded
     assert torch.equal(torch.get_rng_state(), before)  # and the caller's RNG untouched
 
 

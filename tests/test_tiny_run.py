@@ -473,6 +473,46 @@ def test_contrastive_guesses_give_every_attribute_rows_accuracy_and_baseline(tin
         assert (lines.baseline_guess == lines.attribute).mean() == pytest.approx(row["baseline"], abs=1e-12)
 
 
+def test_link_scores_give_every_link_rows_auc_precision_and_recall(tiny_run):
+    """Beside every link-stealing table (the graph's own attacks, the transfers, each protected
+    target) its per-pair scores: per row, one line per attack-test pair of its run (the same pairs
+    for every row of a run), whose Mann–Whitney AUC (computed here) is the row's AUC and whose
+    calls give the row's precision and recall."""
+    checked = 0
+    for graph in TINY_GRAPHS:
+        link = tiny_run.path(f"{RESULTS}/{graph}/link")
+        files = [("attacks.csv", "attack_scores.parquet", "run")]
+        files += [(p.name, p.name.replace("transfer_", "transfer_scores_").replace(".csv", ".parquet"), "run")
+                  for p in sorted(link.glob("transfer_*.csv"))]
+        files += [(p.name, p.name.replace("protected_", "protected_scores_").replace(".csv", ".parquet"), "repeat")
+                  for p in sorted(link.glob("protected_*.csv"))]
+        for rows_file, scores_file, draw in files:
+            rows = read_table(link / rows_file)
+            lines = pd.read_parquet(link / scores_file)
+            key = [c for c in ("shadow", "mechanism", "eps", "attack", "feature_set", "distance", draw) if c in rows]
+            # an empty text key (the graph's own attacks' shadow, an MLP's distance) is NaN in either file
+            rows = rows.assign(**{c: rows[c].fillna("") for c in ("shadow", "distance") if c in rows})
+            lines = lines.assign(**{c: lines[c].astype(object).fillna("") for c in ("shadow", "distance")
+                                    if c in lines})
+            rows = rows.assign(**({"eps": rows.eps.fillna(-1.0)} if "eps" in rows else {}))
+            lines = lines.assign(**({"eps": lines.eps.fillna(-1.0)} if "eps" in lines else {}))
+            groups = dict(list(lines.groupby(key, observed=True, sort=False)))
+            assert len(groups) == len(rows) > 0, rows_file
+            pairs = {}
+            for row in rows.to_dict("records"):
+                own = groups[tuple(row[c] for c in key)]
+                edge, score, called = own.is_edge.to_numpy(), own.score.to_numpy(), own.called_edge.to_numpy()
+                auc = stats.mannwhitneyu(score[edge], score[~edge]).statistic / (edge.sum() * (~edge).sum())
+                assert auc == pytest.approx(row["auc"], abs=1e-9), (rows_file, row)
+                assert (called & edge).sum() / edge.sum() == pytest.approx(row["recall"], abs=1e-12)
+                assert (called & edge).sum() / max(called.sum(), 1) == pytest.approx(row["precision"], abs=1e-12)
+                run_pairs = pairs.setdefault(row[draw] if draw == "run" else 0, (own.node_u.tolist(),
+                                                                                  own.node_v.tolist()))
+                assert (own.node_u.tolist(), own.node_v.tolist()) == run_pairs
+                checked += 1
+    assert checked > 0
+
+
 def assert_lira_scores_are_the_rows_decisions(tiny_run, lira: pd.DataFrame, lira_cfg: dict, pool: int) -> None:
     """Each method's scores.parquet holds, per lira.csv row, T × pool lines: every candidate of the
     pool (by its image's index in splits.json) once per target head, the head's membership as the

@@ -1,9 +1,14 @@
 """The graph track's artefacts: graphs, node embeddings, the link-stealing target file, the
-link-stealing and link-protection tables, and the loaders of the splits and target files."""
+link-stealing and link-protection tables with their per-pair scores (and the scores' writer),
+and the loaders of the splits and target files."""
 
 from __future__ import annotations
 
-from privssl.artefacts.specs import COUNT, PROBABILITY, Each, Num, Tensor, Text, _label, check_fields
+import numpy as np
+import pandas as pd
+
+from privssl.artefacts.record_scores import called_by_a_threshold, score_key, score_lines, score_schema, with_calls
+from privssl.artefacts.specs import COUNT, PROBABILITY, Each, Flag, Num, Tensor, Text, _label, check_fields
 from privssl.artefacts.splits import _check_disjoint, _check_reader
 from privssl.artefacts.tables import _METHOD, Table, load_json_file, load_tensor_file
 from privssl.graphs.link_spec import ALL_INFORMATION, ATTACK_2_INFORMATION, DISTANCES
@@ -26,6 +31,33 @@ LINK_ROWS = {**_LINK, "shadow": Text(empty=True), "run": COUNT,  # shadow: empty
 LINK_PROTECTION = {**_LINK, "mechanism": _METHOD, "eps": Num(0, low_open=True, nan_where=("mechanism", "none")),
                    "repeat": COUNT, "grid": (("dataset", "mechanism", "attack", "feature_set", "distance"),
                                              ("eps", "repeat"))}
+
+
+# the per-pair scores of a link-stealing table's rows (link/*scores*.parquet): per row, a line per
+# attack-test pair (its two nodes, by index in graph.pt; whether it is an edge), the attack's score
+# (higher = edge) and its call (`called_edge`: the distance attacks' 2-means split, the MLP
+# attacks' posterior >= 0.5), which give the row's AUC, precision and recall
+_PAIR = {"node_u": COUNT, "node_v": COUNT, "is_edge": Flag(), "called_edge": Flag()}
+# one name per statement: the code-aware DAG follows a name, and a tuple assignment would tie the
+# graph rules' code to the release methods that LINK_PROTECTION names
+LINK_KEY = score_key(LINK_ROWS)
+LINK_PROTECTION_KEY = score_key(LINK_PROTECTION)
+LINK_SCORES = {**score_schema(LINK_ROWS, _PAIR),
+               "relations": lambda path, frame: called_by_a_threshold(path, frame, LINK_KEY, "called_edge")}
+LINK_PROTECTION_SCORES = {
+    **score_schema(LINK_PROTECTION, _PAIR),
+    "relations": lambda path, frame: called_by_a_threshold(path, frame, LINK_PROTECTION_KEY, "called_edge")}
+
+
+def link_score_lines(rows: list[dict], key: tuple[str, ...], pairs, is_edge) -> pd.DataFrame:
+    """The per-pair lines of link-stealing `rows` (each as the attack wrote it, with its `scores`
+    and `called_edge` per pair, which are popped: the rows stay the table's) on the attack-test
+    `pairs` ((P, 2) node indices) with their `is_edge`, the same pairs for every row."""
+    scored = [(row, row.pop("scores"), row.pop("called_edge")) for row in rows]
+    pairs, is_edge = np.asarray(pairs, dtype=np.int64), np.asarray(is_edge, dtype=bool)
+    lines = score_lines([row for row, *_ in scored], key, [s for _, s, _ in scored],
+                        {"node_u": pairs[:, 0], "node_v": pairs[:, 1], "is_edge": is_edge})
+    return with_calls(lines, [c for *_, c in scored], "called_edge")
 
 
 def load_graph_splits(path, dataset: str | None = None, sizes: dict | None = None) -> dict:
@@ -83,3 +115,7 @@ LINK_PROTECTION_TABLE = Table("link_protection.csv", LINK_PROTECTION, link_prote
                               part="link/protected_{target}.csv")
 LINK_ATTACKS_TABLE = Table("link/attacks.csv", LINK_ROWS, link_attack_rows)
 LINK_TRANSFER_TABLE = Table(None, LINK_ROWS, link_transfer_rows, part="link/transfer_{shadow}.csv")
+LINK_PROTECTION_SCORE_TABLE = Table(None, LINK_PROTECTION_SCORES, link_protection_rows,
+                                    part="link/protected_scores_{target}.parquet")
+LINK_ATTACK_SCORE_TABLE = Table("link/attack_scores.parquet", LINK_SCORES, link_attack_rows)
+LINK_TRANSFER_SCORE_TABLE = Table(None, LINK_SCORES, link_transfer_rows, part="link/transfer_scores_{shadow}.parquet")

@@ -38,10 +38,13 @@ def score_schema(summary: dict, record_columns: dict) -> dict:
 
 
 def _repeated(values: list, times: int):
-    """Each value `times` times in a row; text as a categorical column."""
-    if isinstance(values[0], str):
-        categories = list(dict.fromkeys(values))
-        return pd.Categorical.from_codes(np.repeat([categories.index(v) for v in values], times), categories)
+    """Each value `times` times in a row; text as a categorical column, None and empty text in it
+    as missing, as a CSV's empty cell reads (a link MLP attack's distance, the shadow of a graph's
+    own attacks)."""
+    if any(isinstance(v, str) for v in values):
+        categories = list(dict.fromkeys(v for v in values if v not in (None, "")))
+        codes = [-1 if v in (None, "") else categories.index(v) for v in values]
+        return pd.Categorical.from_codes(np.repeat(codes, times), categories)
     return np.repeat(values, times)
 
 
@@ -80,10 +83,11 @@ def split_records(splits: dict, chosen: dict) -> dict:
                                       for p, m in chosen.values()])}
 
 
-def with_calls(lines: pd.DataFrame, called: list[np.ndarray]) -> pd.DataFrame:
+def with_calls(lines: pd.DataFrame, called: list[np.ndarray], column: str = "called_member") -> pd.DataFrame:
     """score_lines' `lines` with each row's calls (one bool per record, in the rows' order) as
-    the column `called_member`, before the score."""
-    lines.insert(lines.columns.get_loc("score"), "called_member", np.concatenate(called))
+    the column `column` (a membership attack's `called_member`, a link attack's `called_edge`),
+    before the score."""
+    lines.insert(lines.columns.get_loc("score"), column, np.concatenate(called))
     return lines
 
 
@@ -107,13 +111,13 @@ def row_codes(frame: pd.DataFrame, key: tuple[str, ...]) -> np.ndarray:
     return frame.groupby(list(key), observed=True, sort=False, dropna=False).ngroup().to_numpy()
 
 
-def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...]) -> None:
-    """Each row's `called_member` is one threshold on its scores (member iff score >= t), as the
+def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...], call: str = "called_member") -> None:
+    """Each row's `call` column is one threshold on its scores (member iff score >= t), as the
     attack decided: every record called a member scores above every record not called one (±inf
     rank as privssl.attacks.statistics.finite_scores ranks them; the schema refuses NaN). A
     decision that no threshold gives is not the attack's: a shuffled or miscopied column."""
     scores = frame.score.to_numpy(dtype=float)
-    called = frame.called_member.to_numpy()
+    called = frame[call].to_numpy()
     codes = row_codes(frame, key)
     n = codes.max() + 1
     lowest_called, highest_not = np.full(n, np.inf), np.full(n, -np.inf)
@@ -125,7 +129,7 @@ def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...]) -> No
     if bad.size:
         g = int(bad[0])
         i = int(np.flatnonzero(codes == g)[0])
-        fail(path, "called_member", f"the row of line {i + 2}: a record called a member scores "
+        fail(path, call, f"the row of line {i + 2}: a record called a member scores "
              f"{lowest_called[g]:g}, one not called {highest_not[g]:g}",
              "member iff score >= one threshold per row (every called record scoring above every other)")
 

@@ -250,8 +250,9 @@ def expected_of(expect: dict | None, path):
 
 
 def key_value(value):
-    """A key cell as the grid compares it: numbers as floats (1 == 1.0), NaN and None as None."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """A key cell as the grid compares it: numbers as floats (1 == 1.0); NaN, None and empty text
+    as None (a CSV's empty cell reads as NaN, a Parquet file keeps empty text)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value):
         return None
     if isinstance(value, (bool, np.bool_)):
         return bool(value)

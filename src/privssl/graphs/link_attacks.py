@@ -118,14 +118,17 @@ def two_means(values: np.ndarray) -> np.ndarray:
 
 def metrics_row(attack: str, feature_set: str, distance: str | None, release: int, scores: np.ndarray,
                 predicted: np.ndarray, is_edge: np.ndarray) -> dict:
-    """One tidy result row: AUC of the scores (higher = edge), precision / recall / F1 of `predicted`."""
+    """One tidy result row: AUC of the scores (higher = edge), precision / recall / F1 of `predicted`;
+    and, under `scores` and `called_edge`, the per-pair scores and calls the writer puts beside the
+    row (artefacts.graphs.link_score_lines: pop them before the row becomes a table's)."""
     from sklearn.metrics import precision_recall_fscore_support, roc_auc_score  # here only: a second per job
 
     precision, recall, f1, _ = precision_recall_fscore_support(is_edge, predicted, average="binary",
                                                                zero_division=0)
     return {"attack": attack, "feature_set": feature_set, "distance": distance, "release": release,
             "auc": float(roc_auc_score(is_edge, scores)), "precision": float(precision),
-            "recall": float(recall), "f1": float(f1)}
+            "recall": float(recall), "f1": float(f1), "scores": np.asarray(scores, dtype=np.float64),
+            "called_edge": np.asarray(predicted, dtype=bool)}
 
 
 def best_rows(rows: list[dict]) -> list[dict]:
