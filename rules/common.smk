@@ -11,7 +11,12 @@ from privssl.artefacts.audits import (
     HYPOTHESIS_TEST_AUDIT_TABLE,
     ONE_RUN_AUDIT_TABLE,
 )
-from privssl.artefacts.contrastive import CONTRASTIVE_GUESS_TABLE, CONTRASTIVE_SCORE_TABLE, CONTRASTIVE_TABLE
+from privssl.artefacts.contrastive import (
+    CONTRASTIVE_GUESS_TABLE,
+    CONTRASTIVE_HISTORY_TABLE,
+    CONTRASTIVE_SCORE_TABLE,
+    CONTRASTIVE_TABLE,
+)
 from privssl.artefacts.graphs import (
     LINK_ATTACK_SCORE_TABLE,
     LINK_ATTACKS_TABLE,
@@ -26,10 +31,21 @@ from privssl.artefacts.image import (
     LIRA_TABLE,
     MIA_SCORE_TABLE,
     MIA_TABLE,
+    PRETRAIN_HISTORY_TABLE,
     UTILITY_TABLE,
 )
-from privssl.artefacts.semileak import SEMILEAK_HISTORY_TABLE, SEMILEAK_SCORE_TABLE, SEMILEAK_TABLE
-from privssl.artefacts.training_time import DPADAPTER_TABLE, DPCL_ACCOUNTING_TABLE
+from privssl.artefacts.semileak import (
+    SEMILEAK_HISTORY_TABLE,
+    SEMILEAK_MERGED_HISTORY_TABLE,
+    SEMILEAK_SCORE_TABLE,
+    SEMILEAK_TABLE,
+)
+from privssl.artefacts.training_time import (
+    DPADAPTER_HISTORY_TABLE,
+    DPADAPTER_TABLE,
+    DPCL_ACCOUNTING_TABLE,
+    DPCL_HISTORY_TABLE,
+)
 from privssl.attacks.mia_spec import REFERENCE_ATTACKS
 from privssl.code_graph import library_code
 from privssl.data.label_maps import membership_task_of
@@ -321,7 +337,7 @@ def final_outputs():
         ]
     if DPCL_METHODS:
         outputs += [f"{RESULTS}/tables/dpcl_accounting.csv", f"{RESULTS}/tables/dpcl_accounting.md"]
-        outputs += expand(f"{RESULTS}/{{dataset}}/diagnostics/not_private/dpcl_history.csv", dataset=DATASETS)
+        outputs += files(DPCL_HISTORY_TABLE, DATASETS)
     if DPADAPTER_METHODS:
         outputs += [f"{RESULTS}/tables/dpadapter.csv", f"{RESULTS}/tables/dpadapter.md"]
     if GRAPHS:

@@ -11,7 +11,7 @@ rule contrastive_train:
         encoder=f"{RESULTS}/{{dataset}}/pretrain/encoder.pt",
     output:
         models=f"{RESULTS}/{{dataset}}/contrastive/{{role}}_models.pt",
-        history=f"{RESULTS}/{{dataset}}/contrastive/{{role}}_history.csv",
+        history=CONTRASTIVE_HISTORY_TABLE.path(RESULTS, "{dataset}", "{role}"),
     params:
         library=library("contrastive_train.py"),
         simclr=as_json(config.get("simclr", {})),

@@ -49,7 +49,7 @@ rule graph_pretrain:
         graph=f"{GRAPH}/graph.pt",
     output:
         encoder=f"{GRAPH}/pretrain/encoder.pt",
-        history=f"{GRAPH}/pretrain/history.csv",
+        history=PRETRAIN_HISTORY_TABLE.path(RESULTS, "{dataset}"),
         embeddings=f"{GRAPH}/pretrain/embeddings.pt",
     params:
         library=library("graph_pretrain.py"),

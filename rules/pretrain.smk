@@ -8,7 +8,7 @@ rule pretrain:
         splits=f"{RESULTS}/{{dataset}}/splits.json",
     output:
         encoder=f"{RESULTS}/{{dataset}}/pretrain/encoder.pt",
-        history=f"{RESULTS}/{{dataset}}/pretrain/history.csv",
+        history=PRETRAIN_HISTORY_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("pretrain.py"),
         simclr=as_json(config.get("simclr", {})),  # absent in a graph-only config

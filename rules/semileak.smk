@@ -106,7 +106,7 @@ rule semileak_attack:
         # every metrics row's per-record scores (record = the image's index in the pool)
         scores=SEMILEAK_SCORE_TABLE.path(RESULTS, "{dataset}", "{repeat}"),
         # the training histories merged: not private, as they are
-        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/semileak/repeat{{repeat}}/history.csv",
+        history=SEMILEAK_MERGED_HISTORY_TABLE.path(RESULTS, "{dataset}", "{repeat}"),
     params:
         library=library("semileak_attack.py"),
         semileak=semileak_section("augmentation", "attack", "defences"),

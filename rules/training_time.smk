@@ -17,7 +17,7 @@ rule dpcl_train:
         utility=files(UTILITY_TABLE, ["{dataset}"], DPCL_METHODS),
         releases=expand(f"{RESULTS}/{{{{dataset}}}}/dpcl/{{method}}.pt", method=DPCL_METHODS),
         # computed on d without noise and covered by no claim: a diagnostic, outside the releases
-        history=f"{RESULTS}/{{dataset}}/diagnostics/not_private/dpcl_history.csv",
+        history=DPCL_HISTORY_TABLE.path(RESULTS, "{dataset}"),
         accounting=DPCL_ACCOUNTING_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("dpcl_train.py"),
@@ -64,7 +64,7 @@ rule dpadapter_train:
         utility=UTILITY_TABLE.path(RESULTS, "{dataset}", "dpadapter"),
         release=f"{RESULTS}/{{dataset}}/dpadapter/dpadapter.pt",
         results=DPADAPTER_TABLE.path(RESULTS, "{dataset}"),
-        history=f"{RESULTS}/{{dataset}}/dpadapter/history.csv",
+        history=DPADAPTER_HISTORY_TABLE.path(RESULTS, "{dataset}"),
     params:
         library=library("dpadapter_train.py"),
         dpadapter=as_json(config.get("dpadapter", {})),

@@ -491,7 +491,7 @@ def test_link_scores_give_every_link_rows_auc_precision_and_recall(tiny_run):
             lines = pd.read_parquet(link / scores_file)
             key = [c for c in ("shadow", "mechanism", "eps", "attack", "feature_set", "distance", draw) if c in rows]
             # an empty text key (the graph's own attacks' shadow, an MLP's distance) is NaN in either file
-            rows = rows.assign(**{c: rows[c].fillna("") for c in ("shadow", "distance") if c in rows})
+            rows = rows.assign(**{c: rows[c].astype(object).fillna("") for c in ("shadow", "distance") if c in rows})
             lines = lines.assign(**{c: lines[c].astype(object).fillna("") for c in ("shadow", "distance")
                                     if c in lines})
             rows = rows.assign(**({"eps": rows.eps.fillna(-1.0)} if "eps" in rows else {}))

@@ -28,17 +28,24 @@ paths and their readers' --expect from that one declaration.
   (`check_grid`; `check_expected` against the config's grid, `expected_of`), with
   the columns and the relation helper several tracks' tables share;
 - `splits`: the checks every track's splits.json shares (disjoint splits, the pool record);
-- `image`: the image track: features, heads, releases, sensitivities, the utility, MIA, LiRA and
-  reference-sweep tables and the MIA and LiRA scores, declared, and their loaders (`load_image_splits`,
+- `record_scores`: the one tidy shape of every attack's per-record file (`score_lines`,
+  `with_calls`, the threshold relation) and the reader that gives a summary row its per-record
+  decisions from it (`attach_decisions`, by `Outcome`);
+- `image`: the image track: features, heads, releases, sensitivities, the encoder's training
+  history, the utility, MIA, LiRA and reference-sweep tables and the MIA and LiRA scores,
+  declared, and their loaders (`load_image_splits`,
   `load_sensitivity`, `load_release`, `load_lira_heads`, `load_attacker`, `load_encoder`,
   `load_tuning_folds`, `load_private_sets`);
 - `audits`: the audit tables (hypothesis test, one-run, canary, crafted pair; audit.csv), declared,
   with the relations between their columns;
-- `training_time`: the training-time branch (DPCL, DPAdapter): the release record and its tables;
-- `graphs`: the graph track: graphs, embeddings, the link-stealing files and tables;
-- `contrastive`: the contrastive track (thesis Ch. 4): its table, splits and models;
-- `semileak`: the Semi-Leak track (thesis Ch. 3): its table with the per-record scores, history,
-  splits and models;
+- `training_time`: the training-time branch (DPCL, DPAdapter): the release record, its tables
+  and training histories;
+- `graphs`: the graph track: graphs, embeddings, the link-stealing files, tables and per-pair
+  scores;
+- `contrastive`: the contrastive track (thesis Ch. 4): its table with the membership rows' scores
+  and the attribute rows' guesses, its training histories, splits and models;
+- `semileak`: the Semi-Leak track (thesis Ch. 3): its table with the per-record scores, the
+  histories, splits and models;
 - `claims`: the claim catalogues (THESIS_CLAIMS, THESIS_SEMILEAK, PAPER_CLAIMS, `every_claim_once`);
 - `tuning`: the tuned settings a script takes as a file (`parse_checking_choices`,
   `check_tuning_choice`, `best_noise_free_point`).

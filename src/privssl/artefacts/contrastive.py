@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 
 from privssl.artefacts.record_scores import (
+    ATTRIBUTE_GUESSES,
+    BASELINE_GUESSES,
     attach_decisions,
     called_by_a_threshold,
     line_schema,
@@ -125,9 +127,8 @@ def load_contrastive(paths, score_paths, guess_paths, expect: dict[str, list[dic
     guesses = [(path, load_csv_file(path, CONTRASTIVE_GUESSES)) for path in guess_paths]
     attribute = (metrics.inference == ATTRIBUTE).to_numpy()
     metrics = attach_decisions(metrics, paths, scores, CONTRASTIVE_KEY, ~attribute)
-    metrics = attach_decisions(metrics, paths, guesses, CONTRASTIVE_KEY, attribute, call="guess", truth="attribute")
-    return attach_decisions(metrics, paths, guesses, CONTRASTIVE_KEY, attribute, call="baseline_guess",
-                            truth="attribute", column="baseline_decisions", accuracy="baseline")
+    metrics = attach_decisions(metrics, paths, guesses, CONTRASTIVE_KEY, attribute, ATTRIBUTE_GUESSES)
+    return attach_decisions(metrics, paths, guesses, CONTRASTIVE_KEY, attribute, BASELINE_GUESSES)
 
 
 def load_contrastive_splits(path) -> dict:
@@ -227,6 +228,26 @@ def contrastive_score_rows(config: dict, dataset: str) -> list[dict]:
     return [block for block in contrastive_rows(config, dataset) if block["inference"] != [ATTRIBUTE]]
 
 
+# contrastive_train's history of every contrastive and Talos training (the supervised model has
+# none): per epoch its loss and contrastive accuracy, and the Talos adversary's (at λ = 0 it is
+# trained and not followed); not private (computed on the model's own training set)
+CONTRASTIVE_HISTORY = {"repeat": COUNT, "target": Text(("contrastive", "talos")), "lambda": Num(0),
+                       "epoch": Num(1, integer=True), "loss": Num(0), "contrastive_accuracy": PROBABILITY,
+                       "adversary_loss": Num(0), "adversary_accuracy": PROBABILITY,
+                       "grid": (("repeat", "target", "lambda"), ("epoch",))}
+
+
+def contrastive_history_rows(config: dict, dataset: str, role: str) -> list[dict]:
+    """contrastive/<role>_history.csv: every repeat's contrastive model (λ = 0) and Talos model at
+    every other λ, one row per fine-tuning epoch; the same for both roles."""
+    section = config["contrastive"]
+    key = {"repeat": list(range(section["repeats"])),
+           "epoch": list(range(1, section["fine_tune"]["epochs"] + 1))}
+    talos = [lam for lam in section["talos"]["lambdas"] if lam != 0]
+    return [key | {"target": ["contrastive"], "lambda": [0.0]}] + (
+        [key | {"target": ["talos"], "lambda": talos}] if talos else [])
+
+
 def contrastive_guess_rows(config: dict, dataset: str) -> list[dict]:
     """contrastive/attribute_guesses.parquet: the attribute rows of contrastive/metrics.csv."""
     return [block for block in contrastive_rows(config, dataset) if block["inference"] == [ATTRIBUTE]]
@@ -235,3 +256,5 @@ def contrastive_guess_rows(config: dict, dataset: str) -> list[dict]:
 CONTRASTIVE_TABLE = Table("contrastive/metrics.csv", CONTRASTIVE, contrastive_rows)
 CONTRASTIVE_SCORE_TABLE = Table("contrastive/scores.parquet", CONTRASTIVE_SCORES, contrastive_score_rows)
 CONTRASTIVE_GUESS_TABLE = Table("contrastive/attribute_guesses.parquet", CONTRASTIVE_GUESSES, contrastive_guess_rows)
+CONTRASTIVE_HISTORY_TABLE = Table(None, CONTRASTIVE_HISTORY, contrastive_history_rows,
+                                  part="contrastive/{role}_history.csv")

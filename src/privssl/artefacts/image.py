@@ -247,7 +247,19 @@ def lira_reference_rows(config: dict, dataset: str) -> list[dict]:
              "references": reference_counts(lira["shadows"])}]
 
 
+# the pretrain rule's (SimCLR, with its contrastive accuracy) and graph_pretrain's (DGI) history:
+# the loss of every epoch; not private (computed on the public data or the graph, without noise)
+PRETRAIN_HISTORY = {"epoch": Num(1, integer=True), "loss": Num(0), "contrastive_*": PROBABILITY}
+
+
+def pretrain_history_rows(config: dict, dataset: str) -> list[dict]:
+    """pretrain/history.csv: one row per epoch of the dataset's encoder (a graph's: DGI's)."""
+    section = config["dgi"] if dataset in config.get("graphs", {}) else config["simclr"]
+    return [{"epoch": list(range(1, section["epochs"] + 1))}]
+
+
 UTILITY_TABLE = Table("utility.csv", UTILITY, utility_rows, part="protect/{target}.csv")
+PRETRAIN_HISTORY_TABLE = Table("pretrain/history.csv", PRETRAIN_HISTORY, pretrain_history_rows)
 MIA_TABLE = Table("mia.csv", MIA, mia_rows, part="attack/{target}.csv")
 MIA_SCORE_TABLE = Table(None, MIA_SCORES, mia_rows, part="attack/scores_{target}.parquet")
 LIRA_TABLE = Table("lira.csv", LIRA, lira_rows, part="attack/lira/{target}.csv")

@@ -13,6 +13,8 @@ row's metric, plots a score distribution or joins the scores to the records (doc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -134,14 +136,32 @@ def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...], call:
              "member iff score >= one threshold per row (every called record scoring above every other)")
 
 
-def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...], call: str = "called_member",
-                  truth: str = "member") -> tuple[pd.DataFrame, np.ndarray]:
-    """Each summary row's decisions, right or wrong per record (`call` == `truth`: a membership
-    attack's called_member against member, an attribute attack's guess against the attribute),
-    packed as privssl.io.pack_decisions packs a table's `decisions` cell, in the file's record
-    order, with the accuracy they give; and the records they decide ((2, n): the `record` and
-    `truth` columns of every row, which must be the same for every row: the reports pair two rows
-    record by record, column by column). One line per row key."""
+@dataclass(frozen=True)
+class Outcome:
+    """What a per-record file decides of each record and which summary columns that gives: the
+    attack's `call` against the record's `truth` (right where equal), packed into the summary's
+    `column` of decisions, whose mean is its `accuracy` column."""
+
+    call: str
+    truth: str
+    column: str = "decisions"
+    accuracy: str = "accuracy"
+
+
+MEMBERSHIP_CALLS = Outcome("called_member", "member")  # a membership attack's
+ATTRIBUTE_GUESSES = Outcome("guess", "attribute")  # the attribute attack's
+BASELINE_GUESSES = Outcome("baseline_guess", "attribute", "baseline_decisions", "baseline")  # its majority baseline's
+
+
+def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...],
+                  outcome: Outcome = MEMBERSHIP_CALLS) -> tuple[pd.DataFrame, np.ndarray]:
+    """Each summary row's decisions, right or wrong per record (`outcome`'s call == its truth: a
+    membership attack's called_member against member, an attribute attack's guess against the
+    attribute), packed as privssl.io.pack_decisions packs a table's `decisions` cell, in the
+    file's record order, with the accuracy they give; and the records they decide ((2, n): the
+    `record` and truth columns of every row, which must be the same for every row: the reports
+    pair two rows record by record, column by column). One line per row key."""
+    call, truth = outcome.call, outcome.truth
     codes = row_codes(frame, key)
     order = np.argsort(codes, kind="stable")
     sizes = np.bincount(codes)
@@ -163,17 +183,17 @@ def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...], call: str = "
 
 
 def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.DataFrame]], key: tuple[str, ...],
-                     scored: np.ndarray | None = None, call: str = "called_member", truth: str = "member",
-                     column: str = "decisions", accuracy: str = "accuracy") -> pd.DataFrame:
-    """`rows` (a summary table, read from `paths`) with the `column` cell (default `decisions`) of
-    each of its scored rows (`scored`, a mask; default every row) from its per-record calls
-    (`scores`: each file's path and lines; `call` against `truth`, row_decisions): every scored row
-    has exactly one row of lines and every row of lines its scored row, whose `accuracy` column its
-    calls give; the files of one dataset decide the same records in the same order (the reports
-    pair their rows record by record). The rows keep their order."""
+                     scored: np.ndarray | None = None, outcome: Outcome = MEMBERSHIP_CALLS) -> pd.DataFrame:
+    """`rows` (a summary table, read from `paths`) with the `outcome.column` cell of each of its
+    scored rows (`scored`, a mask; default every row) from its per-record calls (`scores`: each
+    file's path and lines; row_decisions): every scored row has exactly one row of lines and every
+    row of lines its scored row, whose `outcome.accuracy` column its calls give; the files of one
+    dataset decide the same records in the same order (the reports pair their rows record by
+    record). The rows keep their order."""
+    call, column, accuracy = outcome.call, outcome.column, outcome.accuracy
     decided, evaluated = [], {}
     for path, lines in scores:
-        found, records = row_decisions(path, lines, key, call, truth)
+        found, records = row_decisions(path, lines, key, outcome)
         for dataset in found.dataset.unique():
             first = evaluated.setdefault(dataset, (path, records))
             if not np.array_equal(first[1], records):

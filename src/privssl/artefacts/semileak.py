@@ -137,6 +137,13 @@ SEMILEAK_HISTORY = {"role": Text(("target", "shadow")), "target": Text(TARGETS),
                     "grid": (("role", "target", "eps"), ("step",))}
 
 
+# semileak_attack's copy of its repeat's histories in one file, each row with its dataset and repeat
+# and the sentence that it is not private
+SEMILEAK_MERGED_HISTORY = {**{c: spec for c, spec in SEMILEAK_HISTORY.items() if c != "grid"},
+                           "privacy": Text(), "dataset": Text(), "repeat": COUNT,
+                           "grid": (("dataset", "repeat", "role", "target", "eps"), ("step",))}
+
+
 def load_semileak_splits(path) -> dict:
     """The semileak_data rule's splits.json: four pairwise disjoint parts of one size, index lists into
     the dataset's pool, and the labelled images of each train part, a subset of that part."""
@@ -240,7 +247,18 @@ def semileak_history_rows(config: dict, dataset: str, part: dict) -> list[dict]:
     return [{"role": [role], "target": [target], "eps": NONE, "step": steps}]
 
 
+def semileak_merged_history_rows(config: dict, dataset: str, repeat: int) -> list[dict]:
+    """A repeat's histories merged by its attack job: every role's and target's rows."""
+    section = config["semileak"]
+    targets = [*section["algorithms"], SUPERVISED] + ([DPSGD_TARGET] if "dpsgd" in section["defences"] else [])
+    return [block | {"dataset": [dataset], "repeat": [repeat]}
+            for role in ("target", "shadow") for target in targets
+            for block in semileak_history_rows(config, dataset, {"repeat": repeat, "role": role, "target": target})]
+
+
 SEMILEAK_TABLE = Table(None, SEMILEAK, semileak_rows, part="semileak/repeat{repeat}/metrics.csv")
 SEMILEAK_SCORE_TABLE = Table(None, SEMILEAK_SCORES, semileak_rows, part="semileak/repeat{repeat}/scores.parquet")
+SEMILEAK_MERGED_HISTORY_TABLE = Table(None, SEMILEAK_MERGED_HISTORY, semileak_merged_history_rows,
+                                      part="diagnostics/not_private/semileak/repeat{repeat}/history.csv")
 SEMILEAK_HISTORY_TABLE = Table(None, SEMILEAK_HISTORY, semileak_history_rows,
                                part="diagnostics/not_private/semileak/repeat{repeat}/{role}/{target}_history.csv")

@@ -47,6 +47,17 @@ DPCL_ACCOUNTING = {"dataset": Text(), "method": Text(TRAINING_TIME_METHODS), "va
                    "eps_rdp_without_replacement": Num(0), "eps_pld_poisson": Num(0),
                    "guarantee_kind": Text(GUARANTEE_KINDS), "sensitivities": Text(),
                    "relations": accountant_within_target}
+# not private (computed on the training data without noise, or the public data): dpadapter_train's
+# pre-training history, per epoch (the warm-up's, then SAM's; the standard pre-training has no
+# perturbed loss), and dpcl_train's per epoch of every released encoder
+DPADAPTER_HISTORY = {"dataset": Text(), "pretraining": Text(("standard", "sam", "dpadapter")), "rho": Num(0),
+                     "repeat": COUNT, "epoch": Num(1, integer=True), "phase": Text(("warmup", "sam")),
+                     "loss": Num(0), "perturbed_loss": Num(0, nan=True),
+                     "grid": (("dataset", "pretraining", "rho", "repeat"), ("epoch",))}
+DPCL_HISTORY = {"dataset": Text(), "method": Text(TRAINING_TIME_METHODS), "objective": Text(),
+                "eps": POSITIVE, "repeat": COUNT, "epoch": Num(1, integer=True), "loss": Num(),
+                "clipped_fraction": PROBABILITY, "knn_accuracy": PROBABILITY, "eps_spent": Num(0),
+                "grid": (("dataset", "method", "eps", "repeat"), ("epoch",))}
 
 
 
@@ -68,5 +79,27 @@ def dpcl_accounting_rows(config: dict, dataset: str) -> list[dict]:
              "role": ["target", "shadow"], "eps_target": section["eps"] or NONE} for v in section["variants"]]
 
 
+def dpadapter_history_rows(config: dict, dataset: str) -> list[dict]:
+    """dpadapter/history.csv: every pre-training of dpadapter/results.csv's rows (each repeat's),
+    one row per epoch, its warm-up's first."""
+    section = config["dpadapter"]
+    pretrain = section["pretrain"]
+    key = {"dataset": [dataset], "repeat": list(range(section["repeats"])),
+           "epoch": list(range(1, pretrain["warmup_epochs"] + pretrain["epochs"] + 1))}
+    return [key | {"pretraining": ["standard"], "rho": [0.0]},
+            key | {"pretraining": ["sam", "dpadapter"], "rho": section["radii"]}]
+
+
+def dpcl_history_rows(config: dict, dataset: str) -> list[dict]:
+    """diagnostics/not_private/dpcl_history.csv: every released encoder (variant, ε: its target or,
+    at a fixed noise multiplier, the ε it spent; repeat), one row per encoder epoch."""
+    section = config["dpcl"]
+    return [{"dataset": [dataset], "method": [DPCL_METHOD_OF_VARIANT[v] for v in section["variants"]],
+             "eps": section["eps"] or NONE, "repeat": list(range(section["repeats"])),
+             "epoch": list(range(1, section["encoder"]["epochs"] + 1))}]
+
+
 DPADAPTER_TABLE = Table("dpadapter/results.csv", DPADAPTER_RESULTS, dpadapter_rows)
+DPADAPTER_HISTORY_TABLE = Table("dpadapter/history.csv", DPADAPTER_HISTORY, dpadapter_history_rows)
+DPCL_HISTORY_TABLE = Table("diagnostics/not_private/dpcl_history.csv", DPCL_HISTORY, dpcl_history_rows)
 DPCL_ACCOUNTING_TABLE = Table("dpcl/accounting.csv", DPCL_ACCOUNTING, dpcl_accounting_rows)
