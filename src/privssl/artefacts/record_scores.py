@@ -1,5 +1,6 @@
-"""Per-record scores: the one tidy shape in which every membership attack writes the score behind
-each of its decisions, as Parquet beside its summary table (privssl.io.atomic_write_parquet).
+"""Per-record files: the one tidy shape in which every attack writes what it decided of each record
+(a membership attack's and a link attack's score and call, the attribute attack's guess), as
+Parquet beside its summary table (privssl.io.atomic_write_parquet).
 
 A line per (summary row, record): the row's key (its table's grid columns, text as categorical
 columns, stored once per file), the record's columns (the split it was drawn from, its image's
