@@ -22,6 +22,7 @@ from warm_scripts import script_python
 from privssl.artefacts.claims import PAPER_CLAIMS, THESIS_CLAIMS, THESIS_SEMILEAK
 from privssl.artefacts.audits import AUDIT
 from privssl.artefacts.graphs import GRAPH, load_graph_splits, load_link_target
+from privssl.artefacts.graphs import LINK_KEY, LINK_SCORES, link_score_lines
 from privssl.artefacts.image import (
     FEATURES,
     HEAD,
@@ -37,7 +38,7 @@ from privssl.artefacts.image import (
     mia_score_table,
 )
 from privssl.artefacts.record_scores import split_records
-from privssl.artefacts.semileak import attach_score_ranks
+from privssl.artefacts.semileak import SEMILEAK_SCORES, attach_score_ranks
 from privssl.artefacts.splits import load_labelled_splits
 from privssl.artefacts.specs import ArtefactError
 from privssl.artefacts.tables import check_expected, load_csv_file, load_csv_files, load_tensor_file
@@ -557,6 +558,32 @@ def test_mia_score_table_gives_each_score_its_row_and_its_records_split_pool_ind
     refused(tmp_path / "shadow.parquet", "split", load_csv_file, MIA_SCORES)
 
 
+def test_link_score_lines_give_each_pair_its_row_nodes_label_call_and_score(tmp_path):
+    """link_score_lines against a line-by-line construction: per row, every attack-test pair in
+    order with its nodes and label, the row's call and score on it; empty text keys (the graph's
+    own attacks' shadow, the MLP's distance) are missing, as a CSV's empty cell reads."""
+    pairs, is_edge = np.array([[0, 4], [1, 2], [3, 5]]), np.array([True, False, True])
+    rows = [{"dataset": "sbm", "shadow": "", "attack": attack, "feature_set": "posteriors", "distance": distance,
+             "run": run, "auc": 0.5, "scores": np.array([0.9, 0.1, 0.5]) * (run + 1),
+             "called_edge": np.array([True, False, run == 0])}
+            for run in (0, 1) for attack, distance in (("attack-0", "cosine"), ("attack-3", ""))]
+    expected = [{"dataset": "sbm", "shadow": None, "attack": row["attack"], "feature_set": "posteriors",
+                 "distance": row["distance"] or None, "run": row["run"], "node_u": int(u), "node_v": int(v),
+                 "is_edge": bool(edge), "called_edge": bool(row["called_edge"][i]), "score": row["scores"][i]}
+                for row in rows for i, ((u, v), edge) in enumerate(zip(pairs, is_edge, strict=True))]
+    lines = link_score_lines(rows, LINK_KEY, pairs, is_edge)
+    assert all("scores" not in row and "called_edge" not in row for row in rows)  # the rows stay the table's
+    read = lines.astype(object).where(lines.notna(), None).to_dict("records")
+    assert read == expected
+    atomic_write_parquet(lines, tmp_path / "attack_scores.parquet")
+    load_csv_file(tmp_path / "attack_scores.parquet", LINK_SCORES)
+    # a call that is no threshold on the row's scores: refused by the edge calls' column
+    flipped = lines.assign(called_edge=lines.called_edge.where(lines.index != 0, False))  # 0.9 not called, 0.5 is
+    atomic_write_parquet(flipped, tmp_path / "flipped.parquet")
+    assert "called iff score >= one threshold" in refused(tmp_path / "flipped.parquet", "called_edge", load_csv_file,
+                                                          LINK_SCORES)
+
+
 def test_per_record_scores_have_many_lines_per_key_of_the_grid(tmp_path):
     grid = [{"dataset": ["digits"], "method": ["none"], "eps": [None], "attack": ["loss", "lira_online"],
              "adaptive": [True]}]
@@ -710,6 +737,16 @@ def test_scores_that_disagree_with_their_metrics_rows_are_refused(tmp_path, edit
     metrics, scores = edit(*score_rows())
     atomic_write_parquet(scores, tmp_path / "scores.parquet")
     refused(tmp_path / "scores.parquet", field, attach_score_ranks, metrics)
+
+
+def test_semileak_scores_must_be_finite_where_the_other_attacks_may_be_infinite(tmp_path):
+    """Every Semi-Leak score is a posterior's statistic (confidence, entropy, a similarity): an
+    infinite one is a bug there, while a LiRA log-likelihood ratio may be ±inf."""
+    _, scores = score_rows()
+    path = tmp_path / "scores.parquet"
+    atomic_write_parquet(scores.assign(score=scores.score.where(scores.index != 3, -np.inf)), path)
+    assert "finite numbers" in refused(path, "score", load_csv_file, SEMILEAK_SCORES)
+    assert MIA_SCORES["score"].finite is False
 
 
 def test_a_scores_file_that_is_not_parquet_is_refused(tmp_path):

@@ -145,6 +145,7 @@ def test_grid_values_compare_as_numbers_and_booleans_as_booleans(tmp_path):
     assert key_value(np.int64(10)) == 10.0 and isinstance(key_value(np.int64(10)), float)
     assert key_value(True) is True and key_value(np.bool_(False)) is False
     assert key_value(None) is None and key_value(math.nan) is None
+    assert key_value("") is None  # a Parquet file's empty text is a CSV's empty cell, read as NaN
     assert key_value("alm") == "alm" and key_value(3) is not None
     grid = [{"attack": ["loss"], "adaptive": [True, False]}]
     table = pd.DataFrame({"attack": ["loss", "loss"], "adaptive": [True, False]})
@@ -345,3 +346,24 @@ def test_a_table_declared_without_a_file_or_with_a_part_without_a_wildcard_is_re
         Table("mia.csv", SCHEMA, _rows, part="attack/all.csv")
     with pytest.raises(ValueError, match="a table's merged file has no wildcard"):
         Table("mia_{dataset}.csv", SCHEMA, _rows)
+
+
+def test_dpcl_history_takes_the_target_eps_or_at_a_fixed_noise_multiplier_the_spent_one(tmp_path):
+    """diagnostics/not_private/dpcl_history.csv names each encoder by its ε: the config's target,
+    or at a fixed noise multiplier (no target) the ε the accountant gave, whatever it is."""
+    from privssl.artefacts.training_time import DPCL_HISTORY, dpcl_history_rows
+
+    def history(eps: list[float]) -> Path:
+        return write(pd.DataFrame([{"dataset": "digits", "method": method, "objective": "simclr", "eps": e,
+                                    "repeat": repeat, "epoch": epoch, "loss": 1.0, "clipped_fraction": 0.5,
+                                    "knn_accuracy": 0.5, "eps_spent": 2.5}
+                                   for method in ("dpcl_naive", "dpcl") for e in eps for repeat in (0, 1)
+                                   for epoch in (1, 2)]), tmp_path / "history.csv")
+
+    section = {"variants": ["naive", "dpcl"], "repeats": 2, "encoder": {"epochs": 2}}
+    fixed = dpcl_history_rows({"dpcl": {**section, "eps": None, "noise_multiplier": 1.0}}, "digits")
+    load_csv_file(history([2.5]), DPCL_HISTORY, fixed)  # the spent ε
+    targets = dpcl_history_rows({"dpcl": {**section, "eps": [1, 10], "noise_multiplier": None}}, "digits")
+    load_csv_file(history([1.0, 10.0]), DPCL_HISTORY, targets)
+    assert "eps: 2.5" in refusal(history([1.0, 2.5]), "dataset, method, eps, repeat, epoch", load_csv_file,
+                                 DPCL_HISTORY, targets)

@@ -78,6 +78,7 @@ def test_each_attribute_rows_decisions_are_its_guesses_against_the_attributes(tm
     assert membership.baseline_decisions.isna().all() and membership.decisions.notna().all()
     lines = load_csv_file(written(tmp_path)[2][0], CONTRASTIVE_GUESSES)
     assert lines.record.tolist() == MEMBERS * 2 and lines.attribute.tolist() == ATTRIBUTE.tolist() * 2
+    assert lines.member.all() and (lines.split == "target_train").all()  # the guesses are on the members
 
 
 def test_a_baseline_that_changes_its_guess_within_a_row_is_refused(tmp_path):
@@ -85,7 +86,8 @@ def test_a_baseline_that_changes_its_guess_within_a_row_is_refused(tmp_path):
     lines = pd.read_parquet(path)
     lines.loc[2, "baseline_guess"] = 0
     atomic_write_parquet(lines, path)
-    with pytest.raises(ArtefactError, match="baseline_guess.*one guess per row"):
+    with pytest.raises(ArtefactError, match="baseline_guess.*0 on line 4, where its row's line 2 guesses 1.*one guess "
+                                            "per row"):
         load_csv_file(path, CONTRASTIVE_GUESSES)
 
 
@@ -109,11 +111,25 @@ def _plant(tmp_path, change) -> list:
      "'attribute'.*other attribute values than the first"),
     # another row's records
     (lambda f: f.assign(record=np.r_[MEMBERS, MEMBERS[::-1]]), "'record'.*other records"),
+    # every row's guesses twice over, under other record ids: the same accuracy, twice its n
+    (lambda f: pd.concat([f.iloc[:6], f.iloc[:6].assign(record=np.add(MEMBERS, 100)), f.iloc[6:],
+                          f.iloc[6:].assign(record=np.add(MEMBERS, 100))], ignore_index=True),
+     r"'record'.*12 records decided.*the n = 6"),
+    # every row's guesses twice over: each record counted twice
+    (lambda f: pd.concat([f.iloc[:6], f.iloc[:6], f.iloc[6:], f.iloc[6:]], ignore_index=True),
+     "'record'.*and again in its row"),
     # a row's guesses lost, or guesses of a row metrics.csv lacks
-    (lambda f: f.iloc[:6], "without scores for it"),
+    (lambda f: f.iloc[:6], r"without per-record lines \(guess\) for it"),
     (lambda f: f.assign(repeat=np.r_[np.zeros(6, int), np.ones(6, int)]), "without"),
 ])
 def test_guesses_that_are_not_the_rows_are_refused(tmp_path, change, match):
     paths = _plant(tmp_path, change)
     with pytest.raises(ArtefactError, match=match):
         load_contrastive(*paths)
+
+
+def test_a_guesses_file_given_twice_is_refused_naming_it(tmp_path):
+    metrics, scores, (guesses,) = written(tmp_path)
+    with pytest.raises(ArtefactError, match=r"target: supervised.* in .*guesses.parquet and in .*guesses.parquet.*"
+                                            r"each row's per-record lines in one file"):
+        load_contrastive(metrics, scores, [guesses, guesses])

@@ -123,6 +123,10 @@ def evaluation_data() -> dict[str, Split]:
     # the majority guess right on the first four members (a cell of digits only must survive the
     # CSV round trip too: the test below)
     data["target_train"].attribute[:4] = majority_of(data["aux"].attribute)
+    # the members' own majority is another attribute: a baseline computed from the members
+    # instead of the auxiliary set guesses that one
+    data["target_train"].attribute[4:18] = (majority_of(data["aux"].attribute) + 1) % 4
+    assert majority_of(data["target_train"].attribute) != majority_of(data["aux"].attribute)
     return data
 
 

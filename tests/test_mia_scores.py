@@ -80,7 +80,7 @@ def test_each_rows_decisions_are_its_calls_against_membership_in_the_files_recor
 def test_a_row_of_mia_csv_without_scores_and_scores_without_a_row_are_refused(tmp_path):
     rng = np.random.default_rng(4)
     paths, scores, _ = written(tmp_path, {"none": draws(rng, math.nan)[:1], "alm": draws(rng, 1.0)})
-    with pytest.raises(ArtefactError, match=r"mechanism: alm.*without scores for it"):
+    with pytest.raises(ArtefactError, match=r"mechanism: alm.*without per-record lines \(called_member\) for it"):
         load_mia(paths, scores[:1])
     frame = pd.read_csv(paths[0])
     atomic_write_csv(frame[frame.repeat == 0], paths[0])  # alm's repeat 1 has scores, no row
@@ -111,6 +111,28 @@ def test_rows_of_one_file_deciding_other_records_or_as_many_are_refused(tmp_path
         row_decisions("x", pd.concat([score_lines(row, s, 0.0), reordered]), MIA_KEY)
     with pytest.raises(ArtefactError, match="the same records for every row"):
         row_decisions("x", pd.concat([score_lines(row, s, 0.0), score_lines(other, s, 0.0).iloc[1:]]), MIA_KEY)
+
+
+def test_scores_of_as_many_records_for_every_row_but_not_the_rows_count_are_refused(tmp_path):
+    """Every row of the file decides the same records, the calls give its accuracy, but there are
+    not n_members + n_nonmembers of them: each row's lines twice over under other record ids."""
+    rng = np.random.default_rng(8)
+    paths, scores, _ = written(tmp_path, {"none": draws(rng, math.nan)[:1]})
+    lines = pd.read_parquet(scores[0])
+    doubled = pd.concat([g for _, row in lines.groupby("attack", sort=False)
+                         for g in (row, row.assign(record=row.record + 100))], ignore_index=True)
+    atomic_write_parquet(doubled, scores[0])
+    with pytest.raises(ArtefactError, match=r"'record'.*14 records decided.*n_members \+ n_nonmembers = 7"):
+        load_mia(paths, scores)
+
+
+def test_a_record_decided_twice_in_a_row_is_refused(tmp_path):
+    rng = np.random.default_rng(9)
+    row = mia_row("alm", 1.0, 0, "loss", False, np.ones(len(MEMBER), bool))
+    s = rng.normal(size=len(MEMBER))
+    twice = score_lines(row, s, 0.0, MEMBERS + NONMEMBERS[:-1] + MEMBERS[:1])
+    with pytest.raises(ArtefactError, match="'record'.*5 on line 2 and again.*each record once per row"):
+        row_decisions("x", twice, MIA_KEY)
 
 
 @pytest.mark.parametrize("plant", ["swap two calls", "a -inf score called, a finite one not",

@@ -477,10 +477,14 @@ def test_link_scores_give_every_link_rows_auc_precision_and_recall(tiny_run):
     """Beside every link-stealing table (the graph's own attacks, the transfers, each protected
     target) its per-pair scores: per row, one line per attack-test pair of its run (the same pairs
     for every row of a run), whose Mann–Whitney AUC (computed here) is the row's AUC and whose
-    calls give the row's precision and recall."""
+    calls give the row's precision and recall; each pair (u < v) is an edge of graph.pt iff its
+    `is_edge`, and a run's pairs are the attack-test pairs target.pt draws for that run."""
     checked = 0
     for graph in TINY_GRAPHS:
         link = tiny_run.path(f"{RESULTS}/{graph}/link")
+        edge_index = torch.load(tiny_run.path(f"{RESULTS}/{graph}/graph.pt"), weights_only=True)["edge_index"]
+        edges = set(map(tuple, edge_index.T.tolist()))
+        target = torch.load(link / "target.pt", weights_only=True)
         files = [("attacks.csv", "attack_scores.parquet", "run")]
         files += [(p.name, p.name.replace("transfer_", "transfer_scores_").replace(".csv", ".parquet"), "run")
                   for p in sorted(link.glob("transfer_*.csv"))]
@@ -509,6 +513,11 @@ def test_link_scores_give_every_link_rows_auc_precision_and_recall(tiny_run):
                 run_pairs = pairs.setdefault(row[draw] if draw == "run" else 0, (own.node_u.tolist(),
                                                                                   own.node_v.tolist()))
                 assert (own.node_u.tolist(), own.node_v.tolist()) == run_pairs
+                assert (own.node_u < own.node_v).all()
+                assert edge.tolist() == [(u, v) in edges for u, v in zip(*run_pairs, strict=True)], (rows_file, row)
+                if draw == "run":  # the graph's own target's runs (link_protect draws its pairs from its seed)
+                    test = ~target["train"][row["run"]]
+                    assert [list(p) for p in zip(*run_pairs, strict=True)] == target["pairs"][row["run"]][test].tolist()
                 checked += 1
     assert checked > 0
 

@@ -72,13 +72,12 @@ def _one_majority_guess(path, frame: pd.DataFrame) -> None:
     record of its row: a baseline that varies within a row is not that baseline."""
     codes = row_codes(frame, CONTRASTIVE_KEY)
     guess = frame.baseline_guess.to_numpy()
-    low, high = np.full(codes.max() + 1, np.iinfo(np.int64).max), np.full(codes.max() + 1, -1)
-    np.minimum.at(low, codes, guess)
-    np.maximum.at(high, codes, guess)
-    if (low != high).any():
-        i = int(np.flatnonzero(low[codes] != high[codes])[0])
-        fail(path, "baseline_guess", f"{guess[i]} on line {i + 2}, where its row guesses {low[codes[i]]} to "
-             f"{high[codes[i]]}", "one guess per row, the auxiliary set's majority attribute")
+    first = np.unique(codes, return_index=True)[1][codes]  # each line's row's first line
+    other = np.flatnonzero(guess != guess[first])
+    if other.size:
+        i, j = int(other[0]), int(first[other[0]])
+        fail(path, "baseline_guess", f"{guess[i]} on line {i + 2}, where its row's line {j + 2} guesses {guess[j]}",
+             "one guess per row, the auxiliary set's majority attribute")
 
 
 # the attribute rows' per-record guesses (contrastive/attribute_guesses.parquet): per attribute

@@ -115,8 +115,8 @@ def row_codes(frame: pd.DataFrame, key: tuple[str, ...]) -> np.ndarray:
 
 
 def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...], call: str = "called_member") -> None:
-    """Each row's `call` column is one threshold on its scores (member iff score >= t), as the
-    attack decided: every record called a member scores above every record not called one (±inf
+    """Each row's `call` column is one threshold on its scores (called iff score >= t: a member,
+    an edge), as the attack decided: every record called scores above every record not called (±inf
     rank as privssl.attacks.statistics.finite_scores ranks them; the schema refuses NaN). A
     decision that no threshold gives is not the attack's: a shuffled or miscopied column."""
     scores = frame.score.to_numpy(dtype=float)
@@ -132,26 +132,28 @@ def called_by_a_threshold(path, frame: pd.DataFrame, key: tuple[str, ...], call:
     if bad.size:
         g = int(bad[0])
         i = int(np.flatnonzero(codes == g)[0])
-        fail(path, call, f"the row of line {i + 2}: a record called a member scores "
-             f"{lowest_called[g]:g}, one not called {highest_not[g]:g}",
-             "member iff score >= one threshold per row (every called record scoring above every other)")
+        fail(path, call, f"the row of line {i + 2}: a record called scores {lowest_called[g]:g}, one not "
+             f"called {highest_not[g]:g}", "called iff score >= one threshold per row (every called record scoring "
+             "above every other)")
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What a per-record file decides of each record and which summary columns that gives: the
     attack's `call` against the record's `truth` (right where equal), packed into the summary's
-    `column` of decisions, whose mean is its `accuracy` column."""
+    `column` of decisions, whose mean is its `accuracy` column; the summary's `count` columns add
+    up to the number of records decided."""
 
     call: str
     truth: str
+    count: tuple[str, ...]
     column: str = "decisions"
     accuracy: str = "accuracy"
 
 
-MEMBERSHIP_CALLS = Outcome("called_member", "member")  # a membership attack's
-ATTRIBUTE_GUESSES = Outcome("guess", "attribute")  # the attribute attack's
-BASELINE_GUESSES = Outcome("baseline_guess", "attribute", "baseline_decisions", "baseline")  # its majority baseline's
+MEMBERSHIP_CALLS = Outcome("called_member", "member", ("n_members", "n_nonmembers"))  # a membership attack's
+ATTRIBUTE_GUESSES = Outcome("guess", "attribute", ("n",))  # the attribute attack's
+BASELINE_GUESSES = Outcome("baseline_guess", "attribute", ("n",), "baseline_decisions", "baseline")  # its baseline's
 
 
 def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...],
@@ -170,6 +172,11 @@ def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...],
         fail(path, None, f"rows scoring {sorted(set(sizes.tolist()))} records", "the same records for every row")
     shape = (len(sizes), sizes[0])
     records, truths = (frame[c].to_numpy()[order].reshape(shape) for c in ("record", truth))
+    _, first, repeats = np.unique(records[0], return_index=True, return_counts=True)
+    if (repeats > 1).any():  # a record decided twice counts twice in the accuracy
+        i = int(order[first[np.argmax(repeats > 1)]])
+        fail(path, "record", f"{records[0][first[np.argmax(repeats > 1)]]} on line {i + 2} and again in its row",
+             "each record once per row")
     for column, values in (("record", records), (truth, truths)):
         if (values != values[0]).any():  # a member flag moved keeps the accuracy, not the decisions
             g = int(np.flatnonzero((values != values[0]).any(axis=1))[0])
@@ -180,7 +187,8 @@ def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...],
     rows = frame[list(key)].iloc[order[::sizes[0]]].reset_index(drop=True)
     rows = rows.astype({c: object for c in key if isinstance(rows[c].dtype, pd.CategoricalDtype)})
     evaluated = np.stack([records[0], truths[0]])
-    return rows.assign(decisions=[pack_decisions(r) for r in right], decided_accuracy=right.mean(axis=1)), evaluated
+    return rows.assign(decisions=[pack_decisions(r) for r in right], decided_accuracy=right.mean(axis=1),
+                       decided_records=shape[1]), evaluated
 
 
 def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.DataFrame]], key: tuple[str, ...],
@@ -192,9 +200,10 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
     dataset decide the same records in the same order (the reports pair their rows record by
     record). The rows keep their order."""
     call, column, accuracy = outcome.call, outcome.column, outcome.accuracy
-    decided, evaluated = [], {}
+    decided, evaluated, sources = [], {}, []
     for path, lines in scores:
         found, records = row_decisions(path, lines, key, outcome)
+        sources += [path] * len(found)
         for dataset in found.dataset.unique():
             first = evaluated.setdefault(dataset, (path, records))
             if not np.array_equal(first[1], records):
@@ -203,19 +212,33 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
         decided.append(found)
     columns = list(key)
     table = (pd.concat(decided, ignore_index=True) if decided
-             else pd.DataFrame(columns=[*columns, "decisions", "decided_accuracy"]))
+             else pd.DataFrame(columns=[*columns, "decisions", "decided_accuracy", "decided_records"]))
+    twice = np.flatnonzero(table.duplicated(columns, keep=False).to_numpy())
+    if twice.size:  # one file given twice, or two files holding a row
+        row = show_key(columns, [key_value(v) for v in table[columns].iloc[twice[0]]])
+        fail(", ".join(map(str, [p for p, _ in scores])), None, f"the row {row} in {sources[twice[0]]} and in "
+             f"{sources[twice[1]]}", "each row's per-record lines in one file")
     scored = np.ones(len(rows), bool) if scored is None else scored
     merged = rows[columns].merge(table, on=columns, how="left", indicator=True, validate="one_to_one")
     unscored = rows[scored & (merged._merge == "left_only").to_numpy()]
     unread = table.merge(rows.loc[scored, columns], on=columns, how="left", indicator=True)
     unread = unread[unread._merge == "left_only"]
-    for found, where, what in ((unscored, paths, "scores for it"), (unread, [p for p, _ in scores], "its summary row")):
+    for found, where, what in ((unscored, paths, f"per-record lines ({call}) for it"),
+                               (unread, [p for p, _ in scores], "its summary row")):
         if not found.empty:
             row = show_key(columns, [key_value(v) for v in found[columns].iloc[0]])
             fail(", ".join(map(str, where)), None, f"the row {row} without {what}",
                  "one row of per-record lines per scored summary row")
-    # the calls are the row's: their accuracy is the one it reports (a member column, a call or
-    # a row's scores swapped for another's moves it by at least 1/n)
+    # the calls are the row's: as many records as it counts (a file of another run or config
+    # decides more or fewer), and their accuracy is the one it reports (a member column, a call
+    # or a row's scores swapped for another's moves it by at least 1/n)
+    counted = rows[list(outcome.count)].to_numpy(float).sum(axis=1)
+    off = scored & (merged.decided_records.to_numpy(float) != counted)
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        row = show_key(columns, [key_value(v) for v in rows[columns].iloc[i]])
+        fail(", ".join(map(str, [p for p, _ in scores])), "record", f"{merged.decided_records.iloc[i]:g} records "
+             f"decided for the row {row}", f"the {' + '.join(outcome.count)} = {counted[i]:g} it counts")
     off = scored & ~np.isclose(merged.decided_accuracy.to_numpy(float), rows[accuracy].to_numpy(float), rtol=0,
                                atol=1e-9)
     if off.any():

@@ -95,7 +95,7 @@ def dpcl_history_rows(config: dict, dataset: str) -> list[dict]:
     at a fixed noise multiplier, the ε it spent; repeat), one row per encoder epoch."""
     section = config["dpcl"]
     return [{"dataset": [dataset], "method": [DPCL_METHOD_OF_VARIANT[v] for v in section["variants"]],
-             "eps": section["eps"] or NONE, "repeat": list(range(section["repeats"])),
+             "eps": section["eps"], "repeat": list(range(section["repeats"])),  # None: any, the spent ε
              "epoch": list(range(1, section["encoder"]["epochs"] + 1))}]
 
 
