@@ -562,7 +562,7 @@ def test_link_score_lines_give_each_pair_its_row_nodes_label_call_and_score(tmp_
     """link_score_lines against a line-by-line construction: per row, every attack-test pair in
     order with its nodes and label, the row's call and score on it; empty text keys (the graph's
     own attacks' shadow, the MLP's distance) are missing, as a CSV's empty cell reads."""
-    pairs, is_edge = np.array([[0, 4], [1, 2], [3, 5]]), np.array([True, False, True])
+    pairs, is_edge = np.array([[0, 4], [1, 2], [3, 5]]), np.array([True, False, False])  # no palindrome
     rows = [{"dataset": "sbm", "shadow": "", "attack": attack, "feature_set": "posteriors", "distance": distance,
              "run": run, "auc": 0.5, "scores": np.array([0.9, 0.1, 0.5]) * (run + 1),
              "called_edge": np.array([True, False, run == 0])}

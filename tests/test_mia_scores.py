@@ -126,6 +126,27 @@ def test_scores_of_as_many_records_for_every_row_but_not_the_rows_count_are_refu
         load_mia(paths, scores)
 
 
+def test_a_row_whose_members_and_non_members_are_not_its_counts_is_refused(tmp_path):
+    """n_members and n_nonmembers swapped keep their sum: the members among the lines tell."""
+    rng = np.random.default_rng(10)
+    paths, scores, _ = written(tmp_path, {"none": draws(rng, math.nan)[:1]})
+    frame = pd.read_csv(paths[0])
+    atomic_write_csv(frame.assign(n_members=frame.n_nonmembers, n_nonmembers=frame.n_members), paths[0])
+    with pytest.raises(ArtefactError, match=r"scores_none.parquet: field 'member': 3 members among the records "
+                                            r"decided for the row .*the n_members = 4 it counts"):
+        load_mia(paths, scores)
+
+
+def test_a_row_in_two_score_files_is_refused_naming_both(tmp_path):
+    rng = np.random.default_rng(11)
+    paths, scores, _ = written(tmp_path, {"none": draws(rng, math.nan)[:1], "alm": draws(rng, 1.0)})
+    copy = tmp_path / "copy_of_alm.parquet"
+    copy.write_bytes(scores[1].read_bytes())
+    with pytest.raises(ArtefactError, match=r"the row \{.*mechanism: alm.*\} in .*scores_alm.parquet and in "
+                                            r".*copy_of_alm.parquet"):
+        load_mia(paths, [*scores, copy])
+
+
 def test_a_record_decided_twice_in_a_row_is_refused(tmp_path):
     rng = np.random.default_rng(9)
     row = mia_row("alm", 1.0, 0, "loss", False, np.ones(len(MEMBER), bool))
@@ -176,7 +197,9 @@ def test_calls_that_do_not_give_their_rows_accuracy_are_refused(tmp_path, plant)
         lines["called_member"] = ~lines.called_member
         lines["score"] = -lines.score
     atomic_write_parquet(lines, scores[0])
-    with pytest.raises(ArtefactError, match="called_member.*calls of the row.*expected its accuracy"):
+    match = ("'member': 2 members among the records" if plant == "a member flag flipped"  # before the accuracy
+             else "called_member.*calls of the row.*expected its accuracy")
+    with pytest.raises(ArtefactError, match=match):
         load_mia(paths, scores)
 
 

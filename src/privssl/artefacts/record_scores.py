@@ -142,16 +142,19 @@ class Outcome:
     """What a per-record file decides of each record and which summary columns that gives: the
     attack's `call` against the record's `truth` (right where equal), packed into the summary's
     `column` of decisions, whose mean is its `accuracy` column; the summary's `count` columns add
-    up to the number of records decided."""
+    up to the number of records decided, and its `members` column (where the truth is membership)
+    counts those whose truth is true."""
 
     call: str
     truth: str
     count: tuple[str, ...]
     column: str = "decisions"
     accuracy: str = "accuracy"
+    members: str | None = None
 
 
-MEMBERSHIP_CALLS = Outcome("called_member", "member", ("n_members", "n_nonmembers"))  # a membership attack's
+MEMBERSHIP_CALLS = Outcome("called_member", "member", ("n_members", "n_nonmembers"),  # a membership attack's
+                           members="n_members")
 ATTRIBUTE_GUESSES = Outcome("guess", "attribute", ("n",))  # the attribute attack's
 BASELINE_GUESSES = Outcome("baseline_guess", "attribute", ("n",), "baseline_decisions", "baseline")  # its baseline's
 
@@ -163,7 +166,8 @@ def row_decisions(path, frame: pd.DataFrame, key: tuple[str, ...],
     attribute), packed as privssl.io.pack_decisions packs a table's `decisions` cell, in the
     file's record order, with the accuracy they give; and the records they decide ((2, n): the
     `record` and truth columns of every row, which must be the same for every row: the reports
-    pair two rows record by record, column by column). One line per row key."""
+    pair two rows record by record, column by column). One line per row key, with its number of
+    records (`decided_records`)."""
     call, truth = outcome.call, outcome.truth
     codes = row_codes(frame, key)
     order = np.argsort(codes, kind="stable")
@@ -196,14 +200,17 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
     """`rows` (a summary table, read from `paths`) with the `outcome.column` cell of each of its
     scored rows (`scored`, a mask; default every row) from its per-record calls (`scores`: each
     file's path and lines; row_decisions): every scored row has exactly one row of lines and every
-    row of lines its scored row, whose `outcome.accuracy` column its calls give; the files of one
-    dataset decide the same records in the same order (the reports pair their rows record by
-    record). The rows keep their order."""
+    row of lines its scored row, in one file; the row's `outcome.count` columns number its
+    records (and `outcome.members` its members), and its `outcome.accuracy` column is what its
+    calls give; the files of one dataset decide the same records in the same order (the reports
+    pair their rows record by record). The rows keep their order."""
     call, column, accuracy = outcome.call, outcome.column, outcome.accuracy
-    decided, evaluated, sources = [], {}, []
+    decided, evaluated = [], {}
     for path, lines in scores:
         found, records = row_decisions(path, lines, key, outcome)
-        sources += [path] * len(found)
+        found["decided_in"] = str(path)
+        if outcome.members:
+            found["decided_members"] = int(records[1].astype(bool).sum())
         for dataset in found.dataset.unique():
             first = evaluated.setdefault(dataset, (path, records))
             if not np.array_equal(first[1], records):
@@ -212,12 +219,15 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
         decided.append(found)
     columns = list(key)
     table = (pd.concat(decided, ignore_index=True) if decided
-             else pd.DataFrame(columns=[*columns, "decisions", "decided_accuracy", "decided_records"]))
-    twice = np.flatnonzero(table.duplicated(columns, keep=False).to_numpy())
-    if twice.size:  # one file given twice, or two files holding a row
-        row = show_key(columns, [key_value(v) for v in table[columns].iloc[twice[0]]])
-        fail(", ".join(map(str, [p for p, _ in scores])), None, f"the row {row} in {sources[twice[0]]} and in "
-             f"{sources[twice[1]]}", "each row's per-record lines in one file")
+             else pd.DataFrame(columns=[*columns, "decisions", "decided_accuracy", "decided_records", "decided_in",
+                                        "decided_members"]))
+    seen = {}
+    for i, values in enumerate(table[columns].itertuples(index=False)):  # one file given twice, or two holding a row
+        j = seen.setdefault(tuple(key_value(v) for v in values), i)
+        if j != i:
+            row = show_key(columns, [key_value(v) for v in values])
+            fail(", ".join(map(str, [p for p, _ in scores])), None, f"the row {row} in {table.decided_in.iloc[j]} "
+                 f"and in {table.decided_in.iloc[i]}", "each row's per-record lines in one file")
     scored = np.ones(len(rows), bool) if scored is None else scored
     merged = rows[columns].merge(table, on=columns, how="left", indicator=True, validate="one_to_one")
     unscored = rows[scored & (merged._merge == "left_only").to_numpy()]
@@ -232,13 +242,17 @@ def attach_decisions(rows: pd.DataFrame, paths, scores: list[tuple[object, pd.Da
     # the calls are the row's: as many records as it counts (a file of another run or config
     # decides more or fewer), and their accuracy is the one it reports (a member column, a call
     # or a row's scores swapped for another's moves it by at least 1/n)
-    counted = rows[list(outcome.count)].to_numpy(float).sum(axis=1)
-    off = scored & (merged.decided_records.to_numpy(float) != counted)
-    if off.any():
-        i = int(np.flatnonzero(off)[0])
-        row = show_key(columns, [key_value(v) for v in rows[columns].iloc[i]])
-        fail(", ".join(map(str, [p for p, _ in scores])), "record", f"{merged.decided_records.iloc[i]:g} records "
-             f"decided for the row {row}", f"the {' + '.join(outcome.count)} = {counted[i]:g} it counts")
+    counts = [("decided_records", outcome.count, "record", "records decided")]
+    if outcome.members:  # members and non-members swapped keep the sum
+        counts.append(("decided_members", (outcome.members,), outcome.truth, "members among the records decided"))
+    for decided_count, count, field, what in counts:
+        counted = rows[list(count)].to_numpy(float).sum(axis=1)
+        off = scored & (merged[decided_count].to_numpy(float) != counted)
+        if off.any():
+            i = int(np.flatnonzero(off)[0])
+            row = show_key(columns, [key_value(v) for v in rows[columns].iloc[i]])
+            fail(merged.decided_in.iloc[i], field, f"{merged[decided_count].iloc[i]:g} {what} for the row {row}",
+                 f"the {' + '.join(count)} = {counted[i]:g} it counts")
     off = scored & ~np.isclose(merged.decided_accuracy.to_numpy(float), rows[accuracy].to_numpy(float), rtol=0,
                                atol=1e-9)
     if off.any():
