@@ -135,6 +135,9 @@ def test_a_row_whose_members_and_non_members_are_not_its_counts_is_refused(tmp_p
     with pytest.raises(ArtefactError, match=r"scores_none.parquet: field 'member': 3 members among the records "
                                             r"decided for the row .*the n_members = 4 it counts"):
         load_mia(paths, scores)
+    atomic_write_csv(frame.assign(n_members=frame.n_members + 1), paths[0])  # more than its lines
+    with pytest.raises(ArtefactError, match=r"'record': 7 records decided for the row .*= 8 it counts"):
+        load_mia(paths, scores)
 
 
 def test_a_row_in_two_score_files_is_refused_naming_both(tmp_path):
